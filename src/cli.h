@@ -1,0 +1,51 @@
+/* cli.h - what the subcommands share: session options, output, messages. */
+#ifndef PTYBOX_CLI_H
+#define PTYBOX_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ptybox.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILED 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_CANNOT_START 125
+
+#define CLI_MAX_ENV 128
+
+/* Session options as given on the command line. */
+struct cli_session_opts {
+	struct ptybox_options o;
+	char *env[CLI_MAX_ENV + 1];
+	size_t nenv;
+};
+
+/* The long options every session-starting subcommand takes, for getopt_long. */
+#define CLI_SESSION_LONGOPTS                                                                      \
+	{"via", required_argument, NULL, 0x100}, {"timeout", required_argument, NULL, 0x101},        \
+	{"max-output", required_argument, NULL, 0x102}, {"memory", required_argument, NULL, 0x103},  \
+	{"pids", required_argument, NULL, 0x104}, {"cpus", required_argument, NULL, 0x105},          \
+	{"tmp-size", required_argument, NULL, 0x106}, {"nofile", required_argument, NULL, 0x107},    \
+	{"max-file-size", required_argument, NULL, 0x108}, {"net", no_argument, NULL, 0x109},        \
+	{"env", required_argument, NULL, 0x10a}, {"python", required_argument, NULL, 0x10b},         \
+	{"log", required_argument, NULL, 0x10c}, {"kill-grace", required_argument, NULL, 0x10d}
+
+void cli_session_opts_init(struct cli_session_opts *c);
+/* Handles one getopt result if it is a session option: 1 handled, 0 not
+ * ours, -1 bad value (message printed). */
+int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const char *cmd);
+/* Help text lines for the session options. */
+extern const char cli_session_help[];
+
+/* Writes all of buf to fd, waiting if the fd is non-blocking. 0 or -errno. */
+int cli_write_all(int fd, const char *buf, size_t len);
+/* "ptybox: " + message + "\n" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Says that --via none has no sandbox, once. */
+void cli_warn_unsandboxed(const struct ptybox_options *o);
+
+int cli_run(int argc, char **argv);
+int cli_serve(int argc, char **argv);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * cli_options.c - the options every session-starting subcommand shares, and
+ * the small pieces of terminal output they all use.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "options.h"
+
+const char cli_session_help[] =
+	"Session options:\n"
+	"  --via WHERE         local (default: the embedded sandbox), none (no sandbox),\n"
+	"                      ssh://[user@]host[:port], exec:COMMAND\n"
+	"  --timeout SEC       per-snippet time limit (default 30; 0 = none)\n"
+	"  --kill-grace SEC    time between ^C and kill for code that ignores ^C (default 2)\n"
+	"  --max-output SIZE   bytes kept per stream, head and tail (default 4M)\n"
+	"  --memory SIZE       memory limit (default 1G; 0 = none)\n"
+	"  --pids N            process limit (default 256)\n"
+	"  --cpus N            CPU quota (default 1; 0 = none)\n"
+	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M)\n"
+	"  --nofile N          open files limit (default 1024)\n"
+	"  --max-file-size SIZE  largest file the code may write (default 256M)\n"
+	"  --net               give the sandbox the host's network\n"
+	"  --env K=V           set a variable for the code (repeatable)\n"
+	"  --python PATH       interpreter to run the driver on\n"
+	"  --log FILE          write a debug log to FILE\n";
+
+void cli_session_opts_init(struct cli_session_opts *c)
+{
+	memset(c, 0, sizeof(*c));
+	ptybox_options_init(&c->o);
+	c->o.env = c->env;
+}
+
+static int cli_bad(const char *cmd, const char *opt, const char *arg, const char *want)
+{
+	cli_error("%s: --%s %s: %s", cmd, opt, arg, want);
+	return -1;
+}
+
+int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const char *cmd)
+{
+	struct ptybox_options *o = &c->o;
+	switch (opt) {
+	case 0x100:
+		o->via = arg;
+		return 1;
+	case 0x101:
+		return options_parse_seconds(arg, &o->timeout) == 0
+		               ? 1
+		               : cli_bad(cmd, "timeout", arg, "expected seconds, e.g. 1.5");
+	case 0x102:
+		return options_parse_size(arg, &o->max_output) == 0 && o->max_output >= 2
+		               ? 1
+		               : cli_bad(cmd, "max-output", arg, "expected a size, e.g. 4M");
+	case 0x103:
+		return options_parse_size(arg, &o->memory) == 0
+		               ? 1
+		               : cli_bad(cmd, "memory", arg, "expected a size, e.g. 512M");
+	case 0x104:
+		return options_parse_uint(arg, 0, 1 << 22, &o->pids) == 0
+		               ? 1
+		               : cli_bad(cmd, "pids", arg, "expected a number");
+	case 0x105:
+		return options_parse_cpus(arg, &o->cpus) == 0
+		               ? 1
+		               : cli_bad(cmd, "cpus", arg, "expected a number of CPUs, e.g. 0.5");
+	case 0x106:
+		return options_parse_size(arg, &o->tmp_size) == 0
+		               ? 1
+		               : cli_bad(cmd, "tmp-size", arg, "expected a size, e.g. 256M");
+	case 0x107:
+		return options_parse_uint(arg, 16, 1 << 20, &o->nofile) == 0
+		               ? 1
+		               : cli_bad(cmd, "nofile", arg, "expected a number from 16");
+	case 0x108:
+		return options_parse_size(arg, &o->max_file_size) == 0
+		               ? 1
+		               : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
+	case 0x109:
+		o->net = true;
+		return 1;
+	case 0x10a:
+		if (!strchr(arg, '=') || arg[0] == '=')
+			return cli_bad(cmd, "env", arg, "expected NAME=VALUE");
+		if (c->nenv == CLI_MAX_ENV)
+			return cli_bad(cmd, "env", arg, "too many variables");
+		c->env[c->nenv++] = (char *)arg;
+		return 1;
+	case 0x10b:
+		o->python = arg;
+		return 1;
+	case 0x10c:
+		o->log_path = arg;
+		return 1;
+	case 0x10d:
+		return options_parse_seconds(arg, &o->kill_grace) == 0
+		               ? 1
+		               : cli_bad(cmd, "kill-grace", arg, "expected seconds");
+	default:
+		return 0;
+	}
+}
+
+int cli_write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd p = {.fd = fd, .events = POLLOUT};
+				poll(&p, 1, -1);
+				continue;
+			}
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void cli_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(msg) - 2)
+		n = sizeof(msg) - 2;
+	msg[n++] = '\n';
+	fflush(stdout);
+	cli_write_all(2, "ptybox: ", 8);
+	cli_write_all(2, msg, (size_t)n);
+}
+
+void cli_warn_unsandboxed(const struct ptybox_options *o)
+{
+	if (o->via && strcmp(o->via, "none") == 0)
+		cli_error("warning: --via none: the code runs WITHOUT a sandbox, with your "
+		          "privileges and files");
+}

@@ -1,0 +1,277 @@
+/*
+ * cli_run.c - `ptybox run`: run snippets in one session and exit.
+ *
+ * Every -c is one snippet and a FILE (or - for stdin) one more after them; all
+ * run in order in one session, so state carries from one to the next. Human
+ * output mimics the Python REPL: output as it comes, the last expression's
+ * value, tracebacks on stderr. --json prints one result object per line.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define RUN_MAX_SNIPPETS 4096
+#define RUN_MAX_FILE ((size_t)256 << 20)
+
+struct run {
+	uv_loop_t *loop;
+	ptybox_session *session;
+	uv_signal_t sigint;
+	bool json, color;
+	size_t expected, done, failed;
+	int exit_code;
+	int interrupts;
+};
+
+static const char run_usage[] =
+	"Usage: ptybox run [OPTIONS] [-c CODE]... [FILE | -]\n"
+	"Run Python snippets in one sandboxed session, in order; state carries over.\n"
+	"\n"
+	"  -c CODE             a snippet (repeatable)\n"
+	"  FILE, -             one more snippet from a file, or from standard input\n"
+	"  --json              one result object per snippet per line on stdout\n"
+	"  -h, --help          this help\n"
+	"\n";
+
+static const char run_usage_tail[] =
+	"\n"
+	"Exit status: 0 all snippets ok, 1 some snippet failed (error, timeout, crash),\n"
+	"2 usage error, 125 the session could not be started.\n";
+
+static void run_out(int fd, const char *s, size_t len)
+{
+	if (cli_write_all(fd, s, len) == -EPIPE)
+		_exit(CLI_EXIT_FAILED);
+}
+
+static void run_outs(int fd, const char *s)
+{
+	run_out(fd, s, strlen(s));
+}
+
+static void run_close(struct run *r)
+{
+	if (r->session) {
+		ptybox_session_close(r->session);
+		r->session = NULL;
+	}
+	if (!uv_is_closing((uv_handle_t *)&r->sigint))
+		uv_close((uv_handle_t *)&r->sigint, NULL);
+}
+
+static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, const char *text,
+                          size_t len, bool late, void *data)
+{
+	struct run *r = data;
+	if (r->json)
+		return;
+	run_out(name[3] == 'o' ? 1 : 2, text, len);
+}
+
+static void run_on_result(ptybox_session *s, const struct ptybox_result *res, void *data)
+{
+	struct run *r = data;
+	r->done++;
+	if (res->status != PTYBOX_OK)
+		r->failed++;
+	if (r->json) {
+		run_outs(1, res->json);
+		run_outs(1, "\n");
+	} else {
+		if (res->value_text) {
+			run_outs(1, res->value_text);
+			run_outs(1, "\n");
+		}
+		if (res->error_name) {
+			if (r->color)
+				run_outs(2, "\033[31m");
+			if (res->traceback && res->traceback[0]) {
+				run_outs(2, res->traceback);
+			} else {
+				run_outs(2, res->error_name);
+				if (res->error_value && res->error_value[0]) {
+					run_outs(2, ": ");
+					run_outs(2, res->error_value);
+				}
+				run_outs(2, "\n");
+			}
+			if (r->color)
+				run_outs(2, "\033[0m");
+		}
+		if (res->truncated)
+			cli_error("snippet %llu: output truncated, %llu bytes dropped",
+			          (unsigned long long)res->id, (unsigned long long)res->dropped_bytes);
+		if (res->message)
+			cli_error("snippet %llu: %s", (unsigned long long)res->id, res->message);
+	}
+	if (r->done == r->expected || r->interrupts) {
+		r->exit_code = r->interrupts ? 130 : r->failed ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+		run_close(r);
+	}
+}
+
+static void run_on_fatal(ptybox_session *s, const char *message, void *data)
+{
+	struct run *r = data;
+	cli_error("cannot start the session: %s", message);
+	r->exit_code = CLI_EXIT_CANNOT_START;
+	run_close(r);
+}
+
+/* ^C: interrupt the running snippet and stop; a second ^C stops at once. */
+static void run_sigint_cb(uv_signal_t *h, int signum)
+{
+	struct run *r = h->data;
+	if (++r->interrupts > 1 || !r->session || ptybox_session_interrupt(r->session) < 0) {
+		r->exit_code = 130;
+		run_close(r);
+	}
+}
+
+static char *run_read_fd(int fd, const char *name, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n == cap) {
+			if (cap >= RUN_MAX_FILE) {
+				cli_error("run: %s: larger than %zu MiB", name, RUN_MAX_FILE >> 20);
+				free(buf);
+				return NULL;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			cli_error("run: %s: %s", name, strerror(errno));
+			free(buf);
+			return NULL;
+		}
+		if (r == 0) {
+			*len = n;
+			return buf;
+		}
+		n += (size_t)r;
+	}
+	free(buf);
+	cli_error("run: %s: out of memory", name);
+	return NULL;
+}
+
+int cli_run(int argc, char **argv)
+{
+	struct cli_session_opts so;
+	cli_session_opts_init(&so);
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		CLI_SESSION_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	const char *codes[RUN_MAX_SNIPPETS];
+	size_t ncodes = 0;
+	bool json = false;
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+c:hj", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			if (ncodes == RUN_MAX_SNIPPETS) {
+				cli_error("run: more than %d snippets", RUN_MAX_SNIPPETS);
+				return CLI_EXIT_USAGE;
+			}
+			codes[ncodes++] = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			printf("%s%s%s", run_usage, cli_session_help, run_usage_tail);
+			return CLI_EXIT_OK;
+		case '?':
+			fprintf(stderr, "Try 'ptybox run --help'.\n");
+			return CLI_EXIT_USAGE;
+		default:
+			if (cli_session_opt(&so, opt, optarg, "run") < 0)
+				return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		cli_error("run: one FILE at most (got '%s' and '%s')", argv[optind], argv[optind + 1]);
+		return CLI_EXIT_USAGE;
+	}
+	char *file_code = NULL;
+	size_t file_len = 0;
+	if (optind < argc) {
+		const char *path = argv[optind];
+		int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			cli_error("run: %s: %s", path, strerror(errno));
+			return CLI_EXIT_USAGE;
+		}
+		file_code = run_read_fd(fd, strcmp(path, "-") == 0 ? "standard input" : path, &file_len);
+		if (fd > 0)
+			close(fd);
+		if (!file_code)
+			return CLI_EXIT_USAGE;
+	}
+	if (ncodes == 0 && !file_code) {
+		cli_error("run: nothing to run: give -c CODE or a FILE (- for standard input)");
+		fprintf(stderr, "Try 'ptybox run --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+
+	cli_warn_unsandboxed(&so.o);
+	struct run r = {.json = json, .color = isatty(2) && !getenv("NO_COLOR")};
+	r.loop = uv_default_loop();
+	r.expected = ncodes + (file_code ? 1 : 0);
+	char err[512];
+	int rc = ptybox_session_new(r.loop, &so.o,
+	                            &(struct ptybox_callbacks){
+	                                    .on_stream = run_on_stream,
+	                                    .on_result = run_on_result,
+	                                    .on_fatal = run_on_fatal,
+	                            },
+	                            &r, &r.session, err, sizeof(err));
+	if (rc < 0) {
+		cli_error("run: %s", err);
+		free(file_code);
+		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
+	}
+	uv_signal_init(r.loop, &r.sigint);
+	r.sigint.data = &r;
+	uv_signal_start(&r.sigint, run_sigint_cb, SIGINT);
+	for (size_t i = 0; i <= ncodes && r.session; i++) {
+		const char *code = i < ncodes ? codes[i] : file_code;
+		size_t len = i < ncodes ? strlen(codes[i]) : file_len;
+		if (!code)
+			break;
+		rc = ptybox_session_exec(r.session, i + 1, code, len, -1, !json);
+		if (rc < 0) {
+			cli_error("run: snippet %zu: %s", i + 1,
+			          rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
+			r.exit_code = CLI_EXIT_USAGE;
+			run_close(&r);
+			break;
+		}
+	}
+	uv_run(r.loop, UV_RUN_DEFAULT);
+	free(file_code);
+	if (uv_loop_close(r.loop) != 0)
+		cli_error("run: internal error: handles left open");
+	return r.exit_code;
+}

@@ -1,0 +1,313 @@
+/*
+ * cli_serve.c - `ptybox serve --stdio`: one session driven by JSON lines.
+ *
+ * Requests come one per line on stdin, replies one per line on stdout, so a
+ * program can drive the session the way expect drives a terminal. Requests'
+ * ids are the caller's (any JSON value) and come back untouched; inside, each
+ * snippet gets a sequence number, and a short history maps late output of a
+ * finished snippet back to the caller's id. A malformed line is answered
+ * with an error and changes nothing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "stdio_lines.h"
+
+#define SERVE_MAX_LINE ((size_t)96 << 20)
+#define SERVE_HISTORY 64
+
+struct serve_pending {
+	struct serve_pending *next;
+	uint64_t seq;
+	cJSON *id; /* the caller's, owned */
+};
+
+struct serve {
+	uv_loop_t *loop;
+	ptybox_session *session;
+	struct stdio_lines in;
+	bool eof, closing;
+	int exit_code;
+	uint64_t next_seq;
+	struct serve_pending *pending, *pending_tail;
+	/* seq -> caller's id of recent snippets, for late output */
+	uint64_t hist_seq[SERVE_HISTORY];
+	cJSON *hist_id[SERVE_HISTORY];
+};
+
+static const char serve_usage[] =
+	"Usage: ptybox serve --stdio [OPTIONS]\n"
+	"Drive one session with JSON lines on standard input and output.\n"
+	"\n"
+	"  {\"id\":1,\"op\":\"exec\",\"code\":\"x = 1\"}   run code (optional \"timeout\", \"stream\")\n"
+	"  {\"id\":2,\"op\":\"interrupt\"}              stop the running snippet, keep state\n"
+	"  {\"id\":3,\"op\":\"restart\"}                fresh interpreter\n"
+	"  {\"id\":4,\"op\":\"ping\"}\n"
+	"\n"
+	"  --stdio             JSON lines on stdin/stdout (required)\n"
+	"  -h, --help          this help\n"
+	"\n";
+
+static void serve_emit(cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	if (s) {
+		size_t n = strlen(s);
+		s[n] = '\n'; /* cJSON's buffer ends in the NUL we overwrite */
+		if (cli_write_all(1, s, n + 1) == -EPIPE)
+			_exit(CLI_EXIT_FAILED);
+		cJSON_free(s);
+	}
+	cJSON_Delete(o);
+}
+
+static void serve_reply(const cJSON *id, const char *key, const char *value)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (id)
+		cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+	if (key)
+		cJSON_AddStringToObject(o, key, value);
+	else
+		cJSON_AddBoolToObject(o, "ok", 1);
+	serve_emit(o);
+}
+
+static void serve_maybe_finish(struct serve *sv)
+{
+	if (!sv->eof || sv->closing || (sv->session && ptybox_session_pending(sv->session)))
+		return;
+	sv->closing = true;
+	if (sv->session)
+		ptybox_session_close(sv->session);
+	sv->session = NULL;
+}
+
+static const cJSON *serve_history(struct serve *sv, uint64_t seq)
+{
+	struct serve_pending *p;
+	for (p = sv->pending; p; p = p->next)
+		if (p->seq == seq)
+			return p->id;
+	size_t slot = seq % SERVE_HISTORY;
+	return sv->hist_seq[slot] == seq ? sv->hist_id[slot] : NULL;
+}
+
+static void serve_on_stream(ptybox_session *s, uint64_t seq, const char *name, const char *text,
+                            size_t len, bool late, void *data)
+{
+	struct serve *sv = data;
+	const cJSON *id = serve_history(sv, seq);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+	cJSON_AddStringToObject(o, "event", "stream");
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddStringToObject(o, "text", text);
+	if (late)
+		cJSON_AddBoolToObject(o, "late", 1);
+	serve_emit(o);
+}
+
+static void serve_on_result(ptybox_session *s, const struct ptybox_result *r, void *data)
+{
+	struct serve *sv = data;
+	struct serve_pending *p = sv->pending;
+	cJSON *o = cJSON_Parse(r->json);
+	if (p && p->seq == r->id) {
+		sv->pending = p->next;
+		if (!sv->pending)
+			sv->pending_tail = NULL;
+		if (o)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "id", cJSON_Duplicate(p->id, 1));
+		size_t slot = p->seq % SERVE_HISTORY;
+		cJSON_Delete(sv->hist_id[slot]);
+		sv->hist_seq[slot] = p->seq;
+		sv->hist_id[slot] = p->id;
+		free(p);
+	}
+	if (o)
+		serve_emit(o);
+	serve_maybe_finish(sv);
+}
+
+static void serve_drop_pending(struct serve *sv, const char *why)
+{
+	while (sv->pending) {
+		struct serve_pending *p = sv->pending;
+		sv->pending = p->next;
+		serve_reply(p->id, "error", why);
+		cJSON_Delete(p->id);
+		free(p);
+	}
+	sv->pending_tail = NULL;
+}
+
+static void serve_on_fatal(ptybox_session *s, const char *message, void *data)
+{
+	struct serve *sv = data;
+	char why[640];
+	snprintf(why, sizeof(why), "the session could not be started: %s", message);
+	cli_error("serve: %s", why);
+	serve_drop_pending(sv, why);
+	serve_reply(NULL, "error", why);
+	sv->exit_code = CLI_EXIT_CANNOT_START;
+	sv->eof = true; /* nothing more can run */
+	serve_maybe_finish(sv);
+}
+
+static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(req, "code");
+	const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(req, "timeout");
+	const cJSON *stream = cJSON_GetObjectItemCaseSensitive(req, "stream");
+	if (!cJSON_IsString(code))
+		return serve_reply(id, "error", "exec needs \"code\": a string");
+	if (timeout && (!cJSON_IsNumber(timeout) || !(timeout->valuedouble >= 0) ||
+	                !isfinite(timeout->valuedouble)))
+		return serve_reply(id, "error", "\"timeout\" must be a number of seconds >= 0");
+	if (stream && !cJSON_IsBool(stream))
+		return serve_reply(id, "error", "\"stream\" must be true or false");
+	struct serve_pending *p = calloc(1, sizeof(*p));
+	if (!p)
+		return serve_reply(id, "error", "out of memory");
+	p->seq = ++sv->next_seq;
+	p->id = id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull();
+	int rc = ptybox_session_exec(sv->session, p->seq, code->valuestring,
+	                             strlen(code->valuestring),
+	                             timeout ? timeout->valuedouble : -1, cJSON_IsTrue(stream));
+	if (rc < 0) {
+		serve_reply(id, "error",
+		            rc == -ENOBUFS ? "too many snippets queued" : "the session is not running");
+		cJSON_Delete(p->id);
+		free(p);
+		return;
+	}
+	if (sv->pending_tail)
+		sv->pending_tail->next = p;
+	else
+		sv->pending = p;
+	sv->pending_tail = p;
+}
+
+static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, bool too_long)
+{
+	struct serve *sv = l->data;
+	if (too_long) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "request line longer than %zu MiB: skipped",
+		         SERVE_MAX_LINE >> 20);
+		return serve_reply(NULL, "error", msg);
+	}
+	if (len == 0 || !sv->session)
+		return;
+	cJSON *req = cJSON_ParseWithLength(line, len);
+	if (!cJSON_IsObject(req)) {
+		cJSON_Delete(req);
+		return serve_reply(NULL, "error", "malformed request: expected one JSON object per line");
+	}
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	const char *op = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "op"))
+	                         ? cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring
+	                         : NULL;
+	if (!op)
+		serve_reply(id, "error", "request needs \"op\": exec, interrupt, restart or ping");
+	else if (strcmp(op, "exec") == 0)
+		serve_exec(sv, req, id);
+	else if (strcmp(op, "interrupt") == 0)
+		ptybox_session_interrupt(sv->session) == 0
+		        ? serve_reply(id, NULL, NULL)
+		        : serve_reply(id, "error", "nothing is running");
+	else if (strcmp(op, "restart") == 0)
+		ptybox_session_restart(sv->session) == 0
+		        ? serve_reply(id, NULL, NULL)
+		        : serve_reply(id, "error", "the session cannot restart now");
+	else if (strcmp(op, "ping") == 0)
+		serve_reply(id, NULL, NULL);
+	else {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "unknown op \"%.64s\": expected exec, interrupt, restart or ping",
+		         op);
+		serve_reply(id, "error", msg);
+	}
+	cJSON_Delete(req);
+}
+
+static void serve_on_eof(struct stdio_lines *l, int err)
+{
+	struct serve *sv = l->data;
+	if (err < 0)
+		cli_error("serve: standard input: %s", uv_strerror(err));
+	sv->eof = true;
+	serve_maybe_finish(sv);
+}
+
+int cli_serve(int argc, char **argv)
+{
+	struct cli_session_opts so;
+	cli_session_opts_init(&so);
+	static const struct option longopts[] = {
+		{"stdio", no_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		CLI_SESSION_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	bool stdio = false;
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			stdio = true;
+			break;
+		case 'h':
+			printf("%s%s", serve_usage, cli_session_help);
+			return CLI_EXIT_OK;
+		case '?':
+			fprintf(stderr, "Try 'ptybox serve --help'.\n");
+			return CLI_EXIT_USAGE;
+		default:
+			if (cli_session_opt(&so, opt, optarg, "serve") < 0)
+				return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("serve: unexpected argument '%s'", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (!stdio) {
+		cli_error("serve: only --stdio is available in this version");
+		return CLI_EXIT_USAGE;
+	}
+	cli_warn_unsandboxed(&so.o);
+	struct serve sv = {.loop = uv_default_loop()};
+	char err[512];
+	int rc = ptybox_session_new(sv.loop, &so.o,
+	                            &(struct ptybox_callbacks){
+	                                    .on_stream = serve_on_stream,
+	                                    .on_result = serve_on_result,
+	                                    .on_fatal = serve_on_fatal,
+	                            },
+	                            &sv, &sv.session, err, sizeof(err));
+	if (rc < 0) {
+		cli_error("serve: %s", err);
+		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
+	}
+	stdio_lines_start(&sv.in, sv.loop, 0, SERVE_MAX_LINE, serve_on_line, serve_on_eof, &sv);
+	uv_run(sv.loop, UV_RUN_DEFAULT);
+	stdio_lines_free(&sv.in);
+	serve_drop_pending(&sv, "shutting down");
+	for (size_t i = 0; i < SERVE_HISTORY; i++)
+		cJSON_Delete(sv.hist_id[i]);
+	uv_loop_close(sv.loop);
+	return sv.exit_code;
+}

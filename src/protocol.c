@@ -1,0 +1,191 @@
+/*
+ * protocol.c - encoding of requests and decoding of frames, wire protocol v1
+ * (man/ptybox-protocol.7). Pure: buffers in, buffers out.
+ *
+ * Requests are base64url lines so that nothing a snippet contains can look
+ * like a control character to the terminal's line discipline. Frames are
+ * untrusted: code inside the sandbox can write anything to its terminal, so
+ * every field is checked for type before use.
+ */
+#include "protocol.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "ptybox.h"
+
+const char *ptybox_status_name(enum ptybox_status st)
+{
+	switch (st) {
+	case PTYBOX_OK: return "ok";
+	case PTYBOX_ERROR: return "error";
+	case PTYBOX_TIMEOUT: return "timeout";
+	case PTYBOX_INTERRUPTED: return "interrupted";
+	case PTYBOX_CRASHED: return "crashed";
+	}
+	return "unknown";
+}
+
+int protocol_make_nonce(char *out, size_t outlen)
+{
+	unsigned char raw[PROTOCOL_NONCE_BYTES];
+	if (outlen < 2 * PROTOCOL_NONCE_BYTES + 1)
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -EIO;
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2hex(out, outlen, raw, sizeof(raw));
+	sodium_memzero(raw, sizeof(raw));
+	return 0;
+}
+
+int protocol_boot_lines(const unsigned char *src, size_t len, char **out, size_t *outlen)
+{
+	size_t b64cap = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+	char *b64 = malloc(b64cap);
+	if (!b64)
+		return -ENOMEM;
+	sodium_bin2base64(b64, b64cap, src, len, sodium_base64_VARIANT_ORIGINAL);
+	size_t b64len = strlen(b64);
+	size_t lines = (b64len + PROTOCOL_BOOT_LINE - 1) / PROTOCOL_BOOT_LINE;
+	char *buf = malloc(b64len + lines + 2);
+	if (!buf) {
+		free(b64);
+		return -ENOMEM;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < b64len; i += PROTOCOL_BOOT_LINE) {
+		size_t n = b64len - i < PROTOCOL_BOOT_LINE ? b64len - i : PROTOCOL_BOOT_LINE;
+		memcpy(buf + o, b64 + i, n);
+		o += n;
+		buf[o++] = '\n';
+	}
+	buf[o++] = '\n'; /* the empty line ends the boot */
+	buf[o] = '\0';
+	free(b64);
+	*out = buf;
+	*outlen = o;
+	return 0;
+}
+
+static int protocol_encode_text(const char *json, size_t jlen, char **out, size_t *outlen)
+{
+	size_t cap = sodium_base64_ENCODED_LEN(jlen, sodium_base64_VARIANT_URLSAFE);
+	char *line = malloc(cap + 1);
+	if (!line)
+		return -ENOMEM;
+	sodium_bin2base64(line, cap, (const unsigned char *)json, jlen,
+	                  sodium_base64_VARIANT_URLSAFE);
+	size_t n = cap - 1; /* the encoded length is exact; cap counts the NUL */
+	line[n++] = '\n';
+	line[n] = '\0';
+	*out = line;
+	*outlen = n;
+	return 0;
+}
+
+int protocol_request_line(const cJSON *req, char **out, size_t *outlen)
+{
+	char *json = cJSON_PrintUnformatted(req);
+	if (!json)
+		return -ENOMEM;
+	int rc = protocol_encode_text(json, strlen(json), out, outlen);
+	cJSON_free(json);
+	return rc;
+}
+
+int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+                       char **out, size_t *outlen)
+{
+	if (memchr(code, '\0', len))
+		return -EINVAL;
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, code, len);
+	copy[len] = '\0';
+	cJSON *req = cJSON_CreateObject();
+	int rc = -ENOMEM;
+	if (req && cJSON_AddNumberToObject(req, "id", (double)id) &&
+	    cJSON_AddStringToObject(req, "op", "exec") &&
+	    cJSON_AddStringToObject(req, "code", copy) &&
+	    cJSON_AddNumberToObject(req, "max_output", (double)max_output))
+		rc = protocol_request_line(req, out, outlen);
+	cJSON_Delete(req);
+	free(copy);
+	return rc;
+}
+
+static const struct {
+	const char *name;
+	enum protocol_frame_type type;
+} protocol_frame_types[] = {
+	{"ready", FRAME_READY},     {"start", FRAME_START}, {"stream", FRAME_STREAM},
+	{"display", FRAME_DISPLAY}, {"result", FRAME_RESULT}, {"pong", FRAME_PONG},
+	{"error", FRAME_ERROR},
+};
+
+int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f)
+{
+	memset(f, 0, sizeof(*f));
+	cJSON *root = cJSON_ParseWithLength(payload, len);
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return -EINVAL;
+	}
+	const char *type = protocol_str(root, "type");
+	for (size_t i = 0; type && i < sizeof(protocol_frame_types) / sizeof(protocol_frame_types[0]); i++)
+		if (strcmp(type, protocol_frame_types[i].name) == 0)
+			f->type = protocol_frame_types[i].type;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+	if (cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble < 9007199254740992.0 &&
+	    floor(id->valuedouble) == id->valuedouble) {
+		f->has_id = true;
+		f->id = (uint64_t)id->valuedouble;
+	}
+	f->root = root;
+	return 0;
+}
+
+void protocol_frame_free(struct protocol_frame *f)
+{
+	cJSON_Delete(f->root);
+	f->root = NULL;
+}
+
+const char *protocol_str(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle,
+                           const cJSON *error, const cJSON *display)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "id", (double)r->id);
+	cJSON_AddStringToObject(o, "status", ptybox_status_name(r->status));
+	cJSON_AddStringToObject(o, "stdout", r->stdout_text ? r->stdout_text : "");
+	cJSON_AddStringToObject(o, "stderr", r->stderr_text ? r->stderr_text : "");
+	cJSON_AddItemToObject(o, "result", bundle ? cJSON_Duplicate(bundle, 1) : cJSON_CreateNull());
+	cJSON_AddItemToObject(o, "display",
+	                      display ? cJSON_Duplicate(display, 1) : cJSON_CreateArray());
+	cJSON_AddItemToObject(o, "error", error ? cJSON_Duplicate(error, 1) : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "duration_ms", round(r->duration_ms * 1000.0) / 1000.0);
+	cJSON_AddBoolToObject(o, "truncated", r->truncated);
+	cJSON_AddNumberToObject(o, "dropped_bytes", (double)r->dropped_bytes);
+	cJSON_AddBoolToObject(o, "state_lost", r->state_lost);
+	if (r->message)
+		cJSON_AddStringToObject(o, "message", r->message);
+	else
+		cJSON_AddNullToObject(o, "message");
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}

@@ -1,0 +1,48 @@
+/*
+ * sandbox.h - the embedded container (`--via local`).
+ *
+ * The parent builds a plan from the options (every string, the seccomp BPF
+ * program, the cgroups) before fork; the child only executes the plan's steps
+ * in order, with async-signal-safe calls, each failing with its own message
+ * ("mount /proc: Operation not permitted") written to a close-on-exec pipe.
+ */
+#ifndef PTYBOX_SANDBOX_H
+#define PTYBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sandbox_options {
+	bool net;                /* --net: share the host's network namespace */
+	uint64_t memory;         /* bytes; RLIMIT_AS and memory cgroup; 0 = none */
+	uint64_t tmp_size;       /* bytes of the /tmp tmpfs; kept below memory */
+	uint64_t max_file_size;  /* RLIMIT_FSIZE; 0 = none */
+	unsigned pids;           /* pids cgroup / RLIMIT_NPROC; 0 = none */
+	unsigned nofile;         /* RLIMIT_NOFILE */
+	double cpus;             /* CPU quota in CPUs; 0 = none */
+	char *const *env;        /* the child's complete environment (already allow-listed) */
+};
+
+struct sandbox;
+
+/* Parent, before fork. Builds the plan; on failure fills err with one line. */
+int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *err, size_t errlen);
+/* Parent, right after fork, with the child's pid: uid/gid maps, cgroup membership.
+ * May block briefly on the child (bounded by a deadline). */
+int sandbox_after_fork(struct sandbox *sb, pid_t child, char *err, size_t errlen);
+/* Child, after the PTY became its controlling terminal and fds 0-2: enters the
+ * sandbox and execs argv[0] (searched in the sandbox's PATH) with opts->env.
+ * Never returns; on failure writes one line to err_fd and _exit(125). */
+void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
+	__attribute__((noreturn));
+/* Every process of the sandbox gone (double-forked and setsid ones included). */
+void sandbox_kill_all(struct sandbox *sb, pid_t child);
+/* Why the sandbox's last process died, if the sandbox knows better than the
+ * exit status (e.g. "out of memory"); NULL otherwise. */
+const char *sandbox_death_reason(struct sandbox *sb);
+/* Removes cgroups and whatever else the plan created; frees. */
+void sandbox_free(struct sandbox *sb);
+
+#endif

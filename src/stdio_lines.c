@@ -1,0 +1,124 @@
+/*
+ * stdio_lines.c - reads newline-delimited requests from a file descriptor.
+ *
+ * uv_fs_read works on every kind of standard input (pipe, terminal, socket,
+ * regular file), where a uv_stream does not take files; reads are issued one
+ * at a time, so lines come out in order. A line longer than the cap is
+ * skipped up to its newline and reported, never buffered whole.
+ */
+#include "stdio_lines.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STDIO_READ_CHUNK (256 * 1024)
+
+static void stdio_lines_read(struct stdio_lines *l);
+
+static void stdio_lines_split(struct stdio_lines *l)
+{
+	size_t start = 0;
+	for (;;) {
+		char *nl = memchr(l->buf + l->scanned, '\n', l->len - l->scanned);
+		if (!nl)
+			break;
+		size_t end = (size_t)(nl - l->buf);
+		*nl = '\0';
+		if (l->skipping) {
+			l->skipping = false;
+		} else {
+			size_t n = end - start;
+			if (n && l->buf[start + n - 1] == '\r')
+				l->buf[start + --n] = '\0';
+			l->on_line(l, l->buf + start, n, false);
+		}
+		start = end + 1;
+		l->scanned = start;
+	}
+	memmove(l->buf, l->buf + start, l->len - start);
+	l->len -= start;
+	l->scanned = l->len;
+	if (l->len > l->max_line) {
+		/* Drop what we have; the rest of the line goes when its newline comes. */
+		if (!l->skipping)
+			l->on_line(l, NULL, 0, true);
+		l->skipping = true;
+		l->len = l->scanned = 0;
+	}
+}
+
+static void stdio_lines_read_cb(uv_fs_t *req)
+{
+	struct stdio_lines *l = req->data;
+	ssize_t n = req->result;
+	uv_fs_req_cleanup(req);
+	l->reading = false;
+	if (n < 0 && n != UV_EINTR && n != UV_EAGAIN) {
+		l->eof = true;
+		l->on_eof(l, (int)n);
+		return;
+	}
+	if (n == 0) {
+		l->eof = true;
+		if (l->len && !l->skipping) {
+			l->buf[l->len] = '\0';
+			l->on_line(l, l->buf, l->len, false); /* a last line without newline */
+		}
+		l->len = 0;
+		l->on_eof(l, 0);
+		return;
+	}
+	if (n > 0) {
+		l->len += (size_t)n;
+		stdio_lines_split(l);
+	}
+	stdio_lines_read(l);
+}
+
+static void stdio_lines_read(struct stdio_lines *l)
+{
+	if (l->reading || l->eof)
+		return;
+	if (l->cap - l->len < STDIO_READ_CHUNK + 1) {
+		size_t ncap = l->cap * 2 > l->len + STDIO_READ_CHUNK + 1 ? l->cap * 2
+		                                                         : l->len + STDIO_READ_CHUNK + 1;
+		char *nb = realloc(l->buf, ncap);
+		if (!nb) {
+			l->eof = true;
+			l->on_eof(l, -ENOMEM);
+			return;
+		}
+		l->buf = nb;
+		l->cap = ncap;
+	}
+	uv_buf_t b = uv_buf_init(l->buf + l->len, STDIO_READ_CHUNK);
+	l->req.data = l;
+	if (uv_fs_read(l->loop, &l->req, l->fd, &b, 1, -1, stdio_lines_read_cb) == 0)
+		l->reading = true;
+	else {
+		l->eof = true;
+		l->on_eof(l, -EIO);
+	}
+}
+
+int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max_line,
+                      stdio_line_cb on_line, stdio_eof_cb on_eof, void *data)
+{
+	memset(l, 0, sizeof(*l));
+	l->loop = loop;
+	l->fd = fd;
+	l->max_line = max_line;
+	l->on_line = on_line;
+	l->on_eof = on_eof;
+	l->data = data;
+	stdio_lines_read(l);
+	return 0;
+}
+
+void stdio_lines_free(struct stdio_lines *l)
+{
+	free(l->buf);
+	l->buf = NULL;
+	l->len = l->cap = 0;
+}

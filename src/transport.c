@@ -1,0 +1,243 @@
+/*
+ * transport.c - how the PTY's child comes to run the protocol's bootstrap.
+ *
+ * local: inside the embedded sandbox (sandbox.c); none: bare, on this host;
+ * ssh and exec: through a command that gives a terminal elsewhere. Everything
+ * the child needs (argv, environment, the sandbox plan) is built here in the
+ * parent, so the child only calls async-signal-safe functions.
+ */
+#define _GNU_SOURCE
+#include "transport.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "protocol.h"
+
+#define TRANSPORT_PATH "/usr/local/bin:/usr/bin:/bin"
+#define TRANSPORT_MAX_ENV 256
+
+struct transport {
+	enum transport_kind kind;
+	char *argv[16];
+	char *envp[TRANSPORT_MAX_ENV + 1];
+	size_t envc;
+	char *exec_path; /* argv[0] resolved in the parent (none, ssh, exec) */
+	struct sandbox *sandbox;
+};
+
+int transport_parse_via(const char *via, struct transport_options *o, char *err, size_t errlen)
+{
+	if (!via || strcmp(via, "local") == 0) {
+		o->kind = TRANSPORT_LOCAL;
+	} else if (strcmp(via, "none") == 0) {
+		o->kind = TRANSPORT_NONE;
+	} else if (strncmp(via, "ssh://", 6) == 0 && via[6] && !strpbrk(via + 6, " /'\"\\;")) {
+		o->kind = TRANSPORT_SSH;
+		o->target = via + 6;
+	} else if (strncmp(via, "exec:", 5) == 0 && via[5]) {
+		o->kind = TRANSPORT_EXEC;
+		o->target = via + 5;
+	} else {
+		snprintf(err, errlen,
+		         "--via %s: expected local, none, ssh://[user@]host[:port] or exec:COMMAND", via);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int transport_add_env(struct transport *t, const char *k, const char *v)
+{
+	if (t->envc == TRANSPORT_MAX_ENV)
+		return -E2BIG;
+	char *kv;
+	if (v ? asprintf(&kv, "%s=%s", k, v) < 0 : !(kv = strdup(k)))
+		return -ENOMEM;
+	/* A later value for the same key replaces the earlier one. */
+	size_t klen = strcspn(kv, "=");
+	for (size_t i = 0; i < t->envc; i++) {
+		if (strncmp(t->envp[i], kv, klen + 1) == 0) {
+			free(t->envp[i]);
+			t->envp[i] = kv;
+			return 0;
+		}
+	}
+	t->envp[t->envc++] = kv;
+	return 0;
+}
+
+/* The allow-list: nothing of ptybox's own environment reaches the code but
+ * TERM (the terminal really is one) and what the user passed with --env. */
+static int transport_build_env(struct transport *t, const struct transport_options *o)
+{
+	const char *term = getenv("TERM");
+	const char *home = o->kind == TRANSPORT_NONE && getenv("HOME") ? getenv("HOME") : "/tmp";
+	int rc = 0;
+	rc = rc ? rc : transport_add_env(t, "PATH", TRANSPORT_PATH);
+	rc = rc ? rc : transport_add_env(t, "HOME", home);
+	rc = rc ? rc : transport_add_env(t, "LANG", "C.UTF-8");
+	rc = rc ? rc : transport_add_env(t, "TERM", term && *term ? term : "xterm-256color");
+	rc = rc ? rc : transport_add_env(t, "MPLBACKEND", "Agg");
+	for (char *const *e = o->env_extra; !rc && e && *e; e++)
+		rc = transport_add_env(t, *e, NULL);
+	return rc;
+}
+
+/* execvp's search, done in the parent. */
+static char *transport_which(const char *name)
+{
+	if (strchr(name, '/'))
+		return access(name, X_OK) == 0 ? strdup(name) : NULL;
+	const char *path = getenv("PATH");
+	char *dirs = strdup(path && *path ? path : TRANSPORT_PATH), *save = NULL;
+	if (!dirs)
+		return NULL;
+	char *found = NULL;
+	for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *cand;
+		if (asprintf(&cand, "%s/%s", *d ? d : ".", name) < 0)
+			break;
+		if (access(cand, X_OK) == 0)
+			found = cand;
+		else
+			free(cand);
+	}
+	free(dirs);
+	return found;
+}
+
+static int transport_set_argv(struct transport *t, const char *const *argv)
+{
+	for (size_t i = 0; argv[i]; i++)
+		if (!(t->argv[i] = strdup(argv[i])))
+			return -ENOMEM;
+	return 0;
+}
+
+int transport_new(const struct transport_options *o, struct transport **out, char *err,
+                  size_t errlen)
+{
+	struct transport *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->kind = o->kind;
+	int rc = transport_build_env(t, o);
+	if (rc < 0) {
+		snprintf(err, errlen, "environment: %s", strerror(-rc));
+		goto fail;
+	}
+	/* Debian's interpreter: the sandbox sees only the system's folders. */
+	const char *python = o->python ? o->python : "/usr/bin/python3";
+	char *remote = NULL;
+	switch (o->kind) {
+	case TRANSPORT_LOCAL:
+	case TRANSPORT_NONE:
+		rc = transport_set_argv(t, (const char *const[]){python, "-I", "-c",
+		                                                 PROTOCOL_BOOTSTRAP, NULL});
+		break;
+	case TRANSPORT_SSH: {
+		if (asprintf(&remote, "exec %s -I -c '%s'", o->python ? o->python : "python3",
+		             PROTOCOL_BOOTSTRAP) < 0)
+			goto nomem;
+		char host[256], port[16] = "";
+		snprintf(host, sizeof(host), "%s", o->target);
+		char *colon = strrchr(host, ':');
+		if (colon) {
+			*colon = '\0';
+			snprintf(port, sizeof(port), "%s", colon + 1);
+		}
+		const char *argv[] = {"ssh", "-tt", "-o", "BatchMode=yes", "-p", port[0] ? port : "22",
+		                      "--", host, remote, NULL};
+		rc = transport_set_argv(t, argv);
+		break;
+	}
+	case TRANSPORT_EXEC:
+		if (asprintf(&remote, "exec %s %s -I -c '%s'", o->target,
+		             o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0)
+			goto nomem;
+		rc = transport_set_argv(t, (const char *const[]){"/bin/sh", "-c", remote, NULL});
+		break;
+	}
+	free(remote);
+	if (rc < 0)
+		goto nomem;
+
+	if (o->kind == TRANSPORT_LOCAL) {
+		struct sandbox_options so = o->sandbox;
+		so.env = t->envp;
+		rc = sandbox_new(&so, &t->sandbox, err, errlen);
+		if (rc < 0)
+			goto fail;
+	} else {
+		t->exec_path = transport_which(t->argv[0]);
+		if (!t->exec_path) {
+			snprintf(err, errlen, "%s: not found", t->argv[0]);
+			rc = -ENOENT;
+			goto fail;
+		}
+	}
+	*out = t;
+	return 0;
+
+nomem:
+	rc = -ENOMEM;
+	snprintf(err, errlen, "out of memory");
+fail:
+	transport_free(t);
+	return rc;
+}
+
+void transport_child_exec(struct transport *t, int err_fd)
+{
+	if (t->kind == TRANSPORT_LOCAL)
+		sandbox_child_exec(t->sandbox, t->argv, err_fd);
+	execve(t->exec_path, t->argv, t->envp);
+	const char *why = strerrordesc_np(errno);
+	ssize_t w = write(err_fd, "exec ", 5);
+	w = write(err_fd, t->exec_path, strlen(t->exec_path));
+	w = write(err_fd, ": ", 2);
+	w = write(err_fd, why, strlen(why));
+	(void)w;
+	_exit(125);
+}
+
+int transport_after_fork(struct transport *t, pid_t child, char *err, size_t errlen)
+{
+	if (t->kind == TRANSPORT_LOCAL)
+		return sandbox_after_fork(t->sandbox, child, err, errlen);
+	return 0;
+}
+
+void transport_kill(struct transport *t, pid_t child)
+{
+	if (t->kind == TRANSPORT_LOCAL) {
+		sandbox_kill_all(t->sandbox, child);
+		return;
+	}
+	/* The child leads its own session and process group. */
+	kill(-child, SIGKILL);
+	kill(child, SIGKILL);
+}
+
+const char *transport_death_reason(struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL ? sandbox_death_reason(t->sandbox) : NULL;
+}
+
+void transport_free(struct transport *t)
+{
+	if (!t)
+		return;
+	if (t->sandbox)
+		sandbox_free(t->sandbox);
+	for (size_t i = 0; i < sizeof(t->argv) / sizeof(t->argv[0]); i++)
+		free(t->argv[i]);
+	for (size_t i = 0; i < t->envc; i++)
+		free(t->envp[i]);
+	free(t->exec_path);
+	free(t);
+}

@@ -1,0 +1,44 @@
+/*
+ * transport.h - how the PTY's child is started: in the embedded sandbox
+ * (local), bare (none), or through a command that gives a remote terminal
+ * (ssh, exec:CMD). Whatever the transport, the child ends up running the
+ * protocol's bootstrap in a terminal; the session above does not know which.
+ */
+#ifndef PTYBOX_TRANSPORT_H
+#define PTYBOX_TRANSPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+enum transport_kind { TRANSPORT_LOCAL, TRANSPORT_NONE, TRANSPORT_SSH, TRANSPORT_EXEC };
+
+struct transport_options {
+	enum transport_kind kind;
+	const char *target;   /* ssh: "[user@]host[:port]"; exec: a command line */
+	const char *python;   /* the interpreter the bootstrap runs; NULL: default */
+	char *const *env_extra; /* --env K=V, NULL-terminated, may be NULL */
+	struct sandbox_options sandbox;
+};
+
+/* Parses "local", "none", "ssh://[user@]host[:port]" or "exec:CMD". */
+int transport_parse_via(const char *via, struct transport_options *opts, char *err, size_t errlen);
+
+struct transport;
+
+/* Parent, before fork: argv, environment and (local) the sandbox plan. */
+int transport_new(const struct transport_options *opts, struct transport **out, char *err,
+                  size_t errlen);
+/* Child: fds 0-2 are the PTY, which is the controlling terminal; signal
+ * dispositions and mask are default. Never returns; on failure writes one line
+ * to err_fd (close-on-exec) and _exit(125). */
+void transport_child_exec(struct transport *t, int err_fd) __attribute__((noreturn));
+/* Parent, right after fork. */
+int transport_after_fork(struct transport *t, pid_t child, char *err, size_t errlen);
+/* Every process the transport started is gone. */
+void transport_kill(struct transport *t, pid_t child);
+const char *transport_death_reason(struct transport *t);
+void transport_free(struct transport *t);
+
+#endif

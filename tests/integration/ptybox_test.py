@@ -1,0 +1,100 @@
+"""Shared helpers for the integration tests: they drive the real ptybox binary
+the way a user or a program does, and every wait has a deadline."""
+import json
+import os
+import select
+import subprocess
+import time
+import unittest
+
+PTYBOX = os.environ.get("PTYBOX") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "ptybox")
+# Where the tests' sessions run; the sandbox is the default users get.
+VIA = os.environ.get("PTYBOX_TEST_VIA", "local")
+
+
+def run(*args, input=None, timeout=60, via=True, env=None):
+    """Runs `ptybox ARGS`; returns CompletedProcess with text stdout/stderr."""
+    argv = [PTYBOX] + list(args)
+    if via and len(args) and args[0] in ("run", "serve") and not any(
+            a.startswith("--via") for a in args):
+        argv[2:2] = ["--via", VIA]
+    return subprocess.run(argv, input=input, capture_output=True, timeout=timeout,
+                          env=env, text=isinstance(input, str) or input is None,
+                          errors="replace" if not isinstance(input, bytes) else None)
+
+
+def run_json(*codes, extra=(), timeout=60):
+    """Runs snippets with --json; returns (results, completed process)."""
+    args = ["run", "--json", *extra]
+    for c in codes:
+        args += ["-c", c]
+    p = run(*args, timeout=timeout)
+    results = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    return results, p
+
+
+class Serve:
+    """A `ptybox serve --stdio` process with line-oriented, deadline-bound I/O."""
+
+    def __init__(self, *extra, via=None):
+        argv = [PTYBOX, "serve", "--stdio", "--via", via or VIA, *extra]
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.buf = b""
+
+    def send(self, obj):
+        line = obj if isinstance(obj, (bytes, str)) else json.dumps(obj)
+        if isinstance(line, str):
+            line = line.encode()
+        self.p.stdin.write(line + b"\n")
+        self.p.stdin.flush()
+
+    def recv(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no reply from ptybox serve within %s s" % timeout)
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if r:
+                chunk = os.read(self.p.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    raise EOFError("ptybox serve closed its output")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def recv_result(self, id, timeout=30):
+        """Skips stream events; returns the result (or error) for id."""
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.recv(max(0.01, deadline - time.monotonic()))
+            if msg.get("event"):
+                continue
+            if msg.get("id") == id:
+                return msg
+
+    def exec(self, code, id, **kw):
+        self.send(dict(id=id, op="exec", code=code, **kw))
+        return self.recv_result(id, timeout=kw.get("timeout", 30) + 30)
+
+    def close(self, timeout=30):
+        if self.p.stdin and not self.p.stdin.closed:
+            self.p.stdin.close()
+        try:
+            rc = self.p.wait(timeout)
+        finally:
+            if self.p.poll() is None:
+                self.p.kill()
+                self.p.wait()
+            self.p.stdout.close()
+            self.p.stderr.close()
+        return rc
+
+
+class TestCase(unittest.TestCase):
+    maxDiff = None
+
+    def assertOk(self, result):
+        self.assertEqual(result["status"], "ok", result)

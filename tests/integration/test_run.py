@@ -1,0 +1,110 @@
+"""`ptybox run`: what a person at a shell and a script see."""
+import json
+import os
+import tempfile
+import unittest
+
+from ptybox_test import PTYBOX, TestCase, run, run_json
+
+
+class DemoTest(TestCase):
+    def test_demo_output_state_and_error(self):
+        p = run("run", "-c", "print('hello, world!')", "-c", "x = 10", "-c", "y = 5",
+                "-c", "result = x + y", "-c", "print(f'The result is: {result}')",
+                "-c", "1 / 0")
+        self.assertEqual(p.stdout, "hello, world!\nThe result is: 15\n")
+        self.assertIn("ZeroDivisionError: division by zero", p.stderr)
+        self.assertIn("Traceback", p.stderr)
+        self.assertNotIn("\033[31m", p.stderr)  # not a terminal: no colour
+        self.assertEqual(p.returncode, 1)
+
+    def test_last_expression_is_printed_like_the_repl(self):
+        p = run("run", "-c", "2+3", "-c", "'a' * 3", "-c", "None", "-c", "x = 4")
+        self.assertEqual(p.stdout, "5\n'aaa'\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
+class ExitStatusTest(TestCase):
+    def test_all_ok_is_0(self):
+        self.assertEqual(run("run", "-c", "pass").returncode, 0)
+
+    def test_a_failed_snippet_is_1_and_later_ones_still_run(self):
+        p = run("run", "-c", "raise ValueError('no')", "-c", "print('after')")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stdout, "after\n")
+        self.assertIn("ValueError: no", p.stderr)
+
+    def test_usage_errors_are_2_with_one_clear_line(self):
+        for args in (["run"], ["run", "--timeout", "abc", "-c", "1"],
+                     ["run", "--bogus"], ["run", "a.py", "b.py"],
+                     ["run", "--via", "carrier-pigeon", "-c", "1"],
+                     ["run", "--memory", "12Q", "-c", "1"], ["frobnicate"],
+                     ["run", "/nonexistent/file.py"]):
+            p = run(*args, via=False)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertEqual(p.stdout, "")
+            self.assertTrue(p.stderr.startswith("ptybox: ") or "Try" in p.stderr, p.stderr)
+
+    def test_cannot_start_is_125_with_the_reason(self):
+        p = run("run", "--via", "none", "--python", "/nonexistent/python3", "-c", "1",
+                via=False)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("/nonexistent/python3", p.stderr)
+
+    def test_nul_byte_in_source_is_a_clear_error(self):
+        with tempfile.NamedTemporaryFile("wb", suffix=".py") as f:
+            f.write(b"x = 1\0\n")
+            f.flush()
+            p = run("run", f.name)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("NUL", p.stderr)
+
+
+class InputsTest(TestCase):
+    def test_file_runs_after_the_c_snippets(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+            f.write("print(x * 2)\n")
+            f.flush()
+            p = run("run", "-c", "x = 21", f.name)
+        self.assertEqual(p.stdout, "42\n")
+        self.assertEqual(p.returncode, 0)
+
+    def test_dash_reads_standard_input(self):
+        p = run("run", "-c", "y = 'from -c'", "-", input="print(y)\nimport sys\n40 + 2\n")
+        self.assertEqual(p.stdout, "from -c\n42\n")
+
+
+class JsonTest(TestCase):
+    def test_one_result_object_per_snippet_and_nothing_else(self):
+        results, p = run_json("print('out')", "import sys; print('err', file=sys.stderr)",
+                              "2+3", "1/0")
+        self.assertEqual(len(results), 4, p.stdout)
+        for i, r in enumerate(results, 1):
+            self.assertEqual(r["id"], i)
+            for key in ("status", "stdout", "stderr", "result", "error", "duration_ms",
+                        "truncated", "state_lost"):
+                self.assertIn(key, r)
+        self.assertEqual(results[0]["stdout"], "out\n")
+        self.assertEqual(results[1]["stderr"], "err\n")
+        self.assertEqual(results[2]["result"], {"text/plain": "5"})
+        self.assertIsNone(results[0]["result"])
+        self.assertEqual(results[3]["status"], "error")
+        self.assertEqual(results[3]["error"]["name"], "ZeroDivisionError")
+        self.assertEqual(results[3]["error"]["value"], "division by zero")
+        self.assertTrue(any("1/0" in line for line in results[3]["error"]["traceback"]))
+        self.assertFalse(any(r["state_lost"] or r["truncated"] for r in results))
+        self.assertEqual(p.returncode, 1)
+
+
+class HelpTest(TestCase):
+    def test_version_and_help_exit_0(self):
+        for args in (["--version"], ["--help"], ["run", "--help"], ["serve", "--help"]):
+            p = run(*args, via=False)
+            self.assertEqual(p.returncode, 0, args)
+            self.assertTrue(p.stdout.strip(), args)
+        self.assertRegex(run("--version", via=False).stdout, r"^ptybox \d+\.\d+\.\d+\n$")
+        self.assertIn("--timeout", run("run", "--help", via=False).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

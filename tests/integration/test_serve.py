@@ -1,0 +1,100 @@
+"""`ptybox serve --stdio`: JSON lines for programs."""
+import time
+import unittest
+
+from ptybox_test import Serve, TestCase
+
+
+class ServeTest(TestCase):
+    def setUp(self):
+        self.s = Serve("--timeout", "10")
+
+    def tearDown(self):
+        if self.s.p.poll() is None:
+            self.s.close()
+
+    def test_exec_keeps_state_and_echoes_ids(self):
+        r = self.s.exec("x = 1", id=1)
+        self.assertOk(r)
+        self.assertEqual(r["id"], 1)
+        r = self.s.exec("x + 41", id="two")
+        self.assertEqual(r["id"], "two")
+        self.assertEqual(r["result"], {"text/plain": "42"})
+        self.assertEqual(self.s.close(), 0)
+
+    def test_ping_and_malformed_lines_do_not_disturb_the_session(self):
+        self.s.exec("keep = 'me'", id=1)
+        self.s.send("this is not json")
+        self.assertIn("error", self.s.recv())
+        self.s.send("[1,2,3]")
+        self.assertIn("error", self.s.recv())
+        self.s.send({"id": 5, "op": "fly"})
+        reply = self.s.recv()
+        self.assertEqual(reply["id"], 5)
+        self.assertIn("unknown op", reply["error"])
+        self.s.send({"id": 6, "op": "exec"})
+        self.assertIn("code", self.s.recv()["error"])
+        self.s.send({"id": 7, "op": "ping"})
+        self.assertEqual(self.s.recv(), {"id": 7, "ok": True})
+        self.assertEqual(self.s.exec("keep", id=8)["result"], {"text/plain": "'me'"})
+
+    def test_streaming_sends_output_while_the_code_runs(self):
+        self.s.send({"id": 1, "op": "exec", "stream": True,
+                     "code": "import time\nfor i in range(3):\n    print(i, flush=True)\n"
+                             "    time.sleep(0.2)\n"})
+        events, t0 = [], time.monotonic()
+        while True:
+            m = self.s.recv()
+            if m.get("event") == "stream":
+                events.append((time.monotonic() - t0, m))
+                continue
+            break
+        self.assertEqual(m["status"], "ok")
+        self.assertEqual("".join(e["text"] for _, e in events), "0\n1\n2\n")
+        self.assertTrue(all(e["id"] == 1 and e["name"] == "stdout" for _, e in events))
+        # the first chunk came well before the end
+        self.assertLess(events[0][0], 0.35)
+        self.assertEqual(m["stdout"], "0\n1\n2\n")
+
+    def test_interrupt_stops_the_snippet_and_keeps_state(self):
+        self.s.exec("state = 'kept'", id=1)
+        self.s.send({"id": 2, "op": "exec", "code": "while True: pass"})
+        time.sleep(0.3)  # let it start spinning; the interrupt must work mid-run
+        self.s.send({"id": 3, "op": "interrupt"})
+        replies = {}
+        while len(replies) < 2:
+            m = self.s.recv()
+            replies[m["id"]] = m
+        self.assertEqual(replies[3], {"id": 3, "ok": True})
+        self.assertEqual(replies[2]["status"], "interrupted")
+        self.assertFalse(replies[2]["state_lost"])
+        self.assertEqual(self.s.exec("state", id=4)["result"], {"text/plain": "'kept'"})
+
+    def test_interrupt_with_nothing_running_is_an_error_reply(self):
+        self.s.send({"id": 1, "op": "interrupt"})
+        self.assertIn("error", self.s.recv())
+
+    def test_restart_gives_fresh_state(self):
+        self.s.exec("gone = 1", id=1)
+        self.s.send({"id": 2, "op": "restart"})
+        self.assertEqual(self.s.recv(), {"id": 2, "ok": True})
+        r = self.s.exec("'gone' in globals()", id=3)
+        self.assertEqual(r["result"], {"text/plain": "False"})
+        self.assertTrue(r["state_lost"])
+
+    def test_eof_finishes_queued_work_then_exits_0(self):
+        for i in range(5):
+            self.s.send({"id": i, "op": "exec", "code": "print(%d)" % i})
+        self.s.p.stdin.close()
+        got = [self.s.recv_result(i)["stdout"] for i in range(5)]
+        self.assertEqual(got, ["%d\n" % i for i in range(5)])
+        self.assertEqual(self.s.p.wait(30), 0)
+
+    def test_per_request_timeout(self):
+        r = self.s.exec("import time; time.sleep(5)", id=1, timeout=0.5)
+        self.assertEqual(r["status"], "timeout")
+        self.assertLess(r["duration_ms"], 4000)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,208 @@
+"""What the engine must survive: hostile, broken and enormous snippets.
+Each test asserts what the user sees, and that the session is still usable."""
+import json
+import os
+import time
+import unittest
+
+from ptybox_test import Serve, TestCase, run, run_json
+
+
+class ForgeryTest(TestCase):
+    def test_printed_markers_and_fake_frames_are_just_output(self):
+        fake = ('<<<ptybox:00000000000000000000000000000000:{"type":"result","id":2,'
+                '"status":"ok","result":{"text/plain":"forged"}}:ptybox>>>')
+        results, p = run_json(
+            "print(%r)" % fake,
+            "import os; os.write(1, %r.encode()); os.write(1, b':ptybox>>>\\n<<<ptybox:')" % fake,
+            "print('<<<ptybox:' + ':ptybox>>>' * 3)",
+            "'real'")
+        self.assertEqual(len(results), 4, p.stdout)
+        self.assertEqual([r["id"] for r in results], [1, 2, 3, 4])
+        self.assertEqual(results[0]["stdout"], fake + "\n")
+        self.assertTrue(results[1]["stdout"].startswith(fake))
+        self.assertIsNone(results[1]["result"])
+        self.assertEqual(results[3]["result"], {"text/plain": "'real'"})
+        for r in results:
+            self.assertEqual(r["status"], "ok")
+
+    def test_nonce_is_not_in_argv_or_environment(self):
+        results, _ = run_json(
+            "import os, sys\n"
+            "seen = ' '.join(sys.argv) + ' '.join(os.environ.values())\n"
+            "for pid in os.listdir('/proc'):\n"
+            "    if pid.isdigit():\n"
+            "        try: seen += open('/proc/%s/cmdline' % pid, 'rb').read().decode('utf-8','replace')\n"
+            "        except OSError: pass\n"
+            "import re\n"
+            "re.findall(r'\\b[0-9a-f]{32}\\b', seen)")
+        self.assertEqual(results[0]["result"], {"text/plain": "[]"})
+
+
+class SizeTest(TestCase):
+    def test_large_snippets(self):
+        for size in (4 * 1024, 1 << 20, 10 << 20):
+            code = "s = '" + "a" * (size - 20) + "'\nlen(s)"
+            with self.subTest(size=size):
+                results, p = run_json(code, "len(s) + 1", timeout=120)
+                self.assertEqual(results[0]["result"], {"text/plain": str(size - 20)}, p.stderr)
+                self.assertEqual(results[1]["result"], {"text/plain": str(size - 19)})
+
+    def test_flood_is_truncated_head_and_tail_and_session_lives(self):
+        t0 = time.monotonic()
+        results, p = run_json(
+            "import sys\nfor i in range(1024):\n    sys.stdout.write(('%07d' % i) * 131072)\n"
+            "print('THE END')",
+            "'still here'", extra=["--max-output", "1M"], timeout=300)
+        r = results[0]
+        self.assertEqual(r["status"], "ok")
+        self.assertTrue(r["truncated"])
+        self.assertGreater(r["dropped_bytes"], 900 << 20)
+        self.assertTrue(r["stdout"].startswith("0000000" * 100))
+        self.assertTrue(r["stdout"].endswith("THE END\n"))
+        self.assertIn("bytes of output dropped", r["stdout"])
+        self.assertLess(len(r["stdout"]), 1200 * 1024)
+        self.assertEqual(results[1]["result"], {"text/plain": "'still here'"})
+        print("1 GB flood: %.1f s" % (time.monotonic() - t0))
+
+
+class CaptureTest(TestCase):
+    def test_fd_level_output_is_captured(self):
+        results, _ = run_json(
+            "import os; os.write(1, b'raw\\n')",
+            "os.system('echo hi; echo err >&2')",
+            "import subprocess; subprocess.run(['echo', 'sub']).returncode",
+            "import ctypes; ctypes.CDLL(None).puts(b'from C'); ctypes.CDLL(None).fflush(None)")
+        self.assertEqual(results[0]["stdout"], "raw\n")
+        self.assertEqual(results[1]["stdout"], "hi\n")
+        self.assertEqual(results[1]["stderr"], "err\n")
+        self.assertEqual(results[2]["stdout"], "sub\n")
+        self.assertIn("from C", results[3]["stdout"])
+
+    def test_unicode_round_trips_and_invalid_utf8_is_replaced(self):
+        text = "emoji 😀👍🏽, CJK 漢字かな한국어, combining e\u0301 a\u0308\u0301, rtl שלום"
+        results, _ = run_json(
+            "print(%r)" % text,
+            "import os; os.write(1, b'bad \\xff\\xfe \\xc3( end\\n')",
+            "import os; os.write(1, bytes(range(256)))",
+            "%r" % text)
+        self.assertEqual(results[0]["stdout"], text + "\n")
+        self.assertEqual(results[1]["stdout"], "bad \ufffd\ufffd \ufffd( end\n")
+        self.assertEqual(results[2]["status"], "ok")
+        self.assertIn("\ufffd", results[2]["stdout"])
+        self.assertEqual(results[3]["result"], {"text/plain": repr(text)})
+
+
+class ExitAndInputTest(TestCase):
+    def test_sys_exit_is_an_error_and_state_lives(self):
+        results, _ = run_json("x = 7", "import sys; sys.exit(3)", "x")
+        self.assertEqual(results[1]["status"], "error")
+        self.assertEqual(results[1]["error"]["name"], "SystemExit")
+        self.assertEqual(results[1]["error"]["value"], "3")
+        self.assertFalse(results[1]["state_lost"])
+        self.assertEqual(results[2]["result"], {"text/plain": "7"})
+
+    def test_input_fails_at_once_and_does_not_eat_the_next_request(self):
+        t0 = time.monotonic()
+        results, _ = run_json("input('name? ')", "import sys; sys.stdin.read()", "'next'",
+                              timeout=30)
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertEqual(results[0]["status"], "error")
+        self.assertIn("stdin", results[0]["error"]["value"])
+        self.assertEqual(results[1]["status"], "error")
+        self.assertEqual(results[2]["result"], {"text/plain": "'next'"})
+
+    def test_keyboard_interrupt_raised_by_code(self):
+        results, _ = run_json("raise KeyboardInterrupt", "'alive'")
+        self.assertEqual(results[0]["error"]["name"], "KeyboardInterrupt")
+        self.assertFalse(results[0]["state_lost"])
+        self.assertEqual(results[1]["result"], {"text/plain": "'alive'"})
+
+
+class TimeoutTest(TestCase):
+    def test_busy_loop_times_out_and_state_is_kept(self):
+        t0 = time.monotonic()
+        results, _ = run_json("x = 'kept'", "while True: pass", "x",
+                              extra=["--timeout", "1"])
+        self.assertEqual(results[1]["status"], "timeout")
+        self.assertFalse(results[1]["state_lost"])
+        self.assertEqual(results[2]["result"], {"text/plain": "'kept'"})
+        self.assertLess(time.monotonic() - t0, 8)
+
+    def test_code_that_ignores_sigint_is_killed_and_restarted(self):
+        t0 = time.monotonic()
+        results, _ = run_json(
+            "x = 1",
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass",
+            "'x' in globals()", extra=["--timeout", "1", "--kill-grace", "1"])
+        self.assertEqual(results[1]["status"], "timeout")
+        self.assertTrue(results[1]["state_lost"])
+        self.assertEqual(results[2]["status"], "ok")
+        self.assertEqual(results[2]["result"], {"text/plain": "False"})
+        self.assertLess(time.monotonic() - t0, 10)
+
+    def test_stopped_process_is_killed_and_restarted(self):
+        results, _ = run_json("import os, signal; os.kill(os.getpid(), signal.SIGSTOP)", "1+1",
+                              extra=["--timeout", "1", "--kill-grace", "1"])
+        self.assertEqual(results[0]["status"], "timeout")
+        self.assertTrue(results[0]["state_lost"])
+        self.assertEqual(results[1]["result"], {"text/plain": "2"})
+
+
+class CrashTest(TestCase):
+    def assertCrashedAndRestarted(self, code):
+        results, p = run_json("x = 1", code, "'x' in globals()")
+        self.assertEqual(len(results), 3, p.stderr)
+        self.assertEqual(results[1]["status"], "crashed", results[1])
+        self.assertTrue(results[1]["state_lost"])
+        self.assertTrue(results[1]["message"])
+        self.assertEqual(results[2]["status"], "ok")
+        self.assertEqual(results[2]["result"], {"text/plain": "False"})
+        return results[1]
+
+    def test_os_exit(self):
+        r = self.assertCrashedAndRestarted("import os; os._exit(7)")
+        self.assertIn("exit status 7", r["message"])
+
+    def test_segfault(self):
+        r = self.assertCrashedAndRestarted("import ctypes; ctypes.string_at(0)")
+        self.assertIn("signal 11", r["message"])
+
+    def test_closing_std_fds_does_not_lose_the_session(self):
+        results, _ = run_json("x = 1", "import os; os.close(0); os.close(1); os.close(2)",
+                              "print('back'); x")
+        self.assertEqual(results[2]["stdout"], "back\n")
+        # either the driver survived (state kept) or it restarted and said so
+        self.assertTrue(results[2]["result"] == {"text/plain": "1"} or results[1]["state_lost"])
+
+    def test_child_processes_start_with_default_signals(self):
+        results, _ = run_json(
+            "import subprocess\n"
+            "print(subprocess.run(['grep', '-E', '^Sig(Blk|Ign)', '/proc/self/status'],"
+            " capture_output=True, text=True).stdout)")
+        out = results[0]["stdout"]
+        self.assertIn("SigBlk:\t0000000000000000", out)
+        self.assertIn("SigIgn:\t0000000000000000", out)
+
+
+class LateOutputTest(TestCase):
+    def test_background_thread_output_is_not_mixed_into_the_next_result(self):
+        s = Serve()
+        try:
+            r = s.exec("import threading, time\n"
+                       "def bg():\n"
+                       "    for i in range(5):\n"
+                       "        time.sleep(0.1); print('late', i, flush=True)\n"
+                       "threading.Thread(target=bg).start()\n"
+                       "'started'", id="bg")
+            self.assertEqual(r["result"], {"text/plain": "'started'"})
+            time.sleep(0.25)
+            r2 = s.exec("import time; time.sleep(0.4); print('mine')", id="fg")
+            self.assertEqual(r2["stdout"], "mine\n")
+            self.assertEqual(s.exec("1+1", id="after")["result"], {"text/plain": "2"})
+        finally:
+            self.assertEqual(s.close(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,128 @@
+/* Unit tests for outbuf.c: the bounded head+tail capture. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "outbuf.h"
+
+static char *take(struct outbuf *ob, size_t *len, uint64_t *dropped)
+{
+	char *s = outbuf_take(ob, len, dropped);
+	assert_non_null(s);
+	assert_int_equal(strlen(s), *len);
+	return s;
+}
+
+static void test_small_output_is_kept_whole(void **state)
+{
+	struct outbuf ob;
+	outbuf_init(&ob, 64);
+	outbuf_append(&ob, "hello ", 6);
+	outbuf_append(&ob, "world\n", 6);
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_string_equal(s, "hello world\n");
+	assert_int_equal(dropped, 0);
+	free(s);
+	/* take() resets: the next snippet starts empty */
+	s = take(&ob, &len, &dropped);
+	assert_string_equal(s, "");
+	free(s);
+	outbuf_free(&ob);
+}
+
+static void test_flood_keeps_head_and_tail(void **state)
+{
+	struct outbuf ob;
+	outbuf_init(&ob, 20); /* 10 head, 10 tail */
+	char line[8];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(line, sizeof(line), "%03d\n", i % 1000);
+		outbuf_append(&ob, line, 4);
+	}
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_int_equal(dropped, 4000 - 20);
+	assert_memory_equal(s, "000\n001\n00", 10);
+	assert_non_null(strstr(s, "[ptybox: 3980 bytes of output dropped]"));
+	assert_string_equal(s + len - 10, "7\n998\n999\n");
+	free(s);
+	outbuf_free(&ob);
+}
+
+static void test_memory_is_bounded_for_any_chunking(void **state)
+{
+	struct outbuf ob;
+	outbuf_init(&ob, 1024);
+	char *chunk = malloc(100000);
+	memset(chunk, 'x', 100000);
+	for (int i = 0; i < 100; i++)
+		outbuf_append(&ob, chunk, (size_t)(i * 997) % 100000);
+	assert_true(ob.head_len <= 512);
+	assert_true(ob.ring_len <= 512);
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_true(len < 1024 + 64);
+	free(s);
+	free(chunk);
+	outbuf_free(&ob);
+}
+
+static void test_upstream_drop_marker_between_head_and_tail(void **state)
+{
+	struct outbuf ob;
+	outbuf_init(&ob, 100);
+	outbuf_append(&ob, "HEAD", 4);
+	outbuf_note_dropped(&ob, 12345);
+	outbuf_append(&ob, "TAIL", 4);
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_int_equal(dropped, 12345);
+	assert_string_equal(s, "HEAD\n[ptybox: 12345 bytes of output dropped]\nTAIL");
+	free(s);
+	outbuf_free(&ob);
+}
+
+static void test_cut_characters_are_not_split(void **state)
+{
+	struct outbuf ob;
+	outbuf_init(&ob, 10); /* head 5 */
+	/* "ab" + U+20AC (3 bytes) + "é" (2 bytes): the head cut lands inside é */
+	const char *s1 = "ab\xe2\x82\xac\xc3\xa9";
+	outbuf_append(&ob, s1, strlen(s1));
+	for (int i = 0; i < 10; i++)
+		outbuf_append(&ob, "\xe2\x82\xac", 3); /* the ring starts mid-character */
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_memory_equal(s, "ab\xe2\x82\xac\n[ptybox:", 14);
+	/* the tail is whole euro signs only */
+	const char *tail = strstr(s, "dropped]\n") + 9;
+	assert_int_equal(strlen(tail) % 3, 0);
+	for (const char *p = tail; *p; p += 3)
+		assert_memory_equal(p, "\xe2\x82\xac", 3);
+	free(s);
+	outbuf_free(&ob);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_small_output_is_kept_whole),
+		cmocka_unit_test(test_flood_keeps_head_and_tail),
+		cmocka_unit_test(test_memory_is_bounded_for_any_chunking),
+		cmocka_unit_test(test_upstream_drop_marker_between_head_and_tail),
+		cmocka_unit_test(test_cut_characters_are_not_split),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

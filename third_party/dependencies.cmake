@@ -1,0 +1,8 @@
+# ptybox's dependencies: Debian packages, found with pkg-config (see third_party/README.md).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(UV REQUIRED IMPORTED_TARGET libuv>=1.44)
+pkg_check_modules(VTERM REQUIRED IMPORTED_TARGET vterm>=0.1)
+pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson>=1.7)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp>=2.5)
+pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka>=1.1)
