@@ -702,6 +702,11 @@ static void session_start(ptybox_session *s)
 	session_arm(s, session_ms(s->opts.boot_timeout), session_boot_timeout_cb);
 }
 
+static void session_first_start_cb(uv_timer_t *t)
+{
+	session_start(t->data);
+}
+
 static char *session_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -747,7 +752,9 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	outbuf_init(&s->err, o->max_output);
 	uv_timer_init(loop, &s->timer);
 	s->timer.data = s;
-	session_start(s);
+	/* Start on the next loop turn: callbacks never run inside the caller's call. */
+	s->state = S_BOOT;
+	uv_timer_start(&s->timer, session_first_start_cb, 0, 0);
 	*out = s;
 	return 0;
 }

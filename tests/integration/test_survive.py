@@ -2,6 +2,7 @@
 Each test asserts what the user sees, and that the session is still usable."""
 import json
 import os
+import tempfile
 import time
 import unittest
 
@@ -14,7 +15,7 @@ class ForgeryTest(TestCase):
                 '"status":"ok","result":{"text/plain":"forged"}}:ptybox>>>')
         results, p = run_json(
             "print(%r)" % fake,
-            "import os; os.write(1, %r.encode()); os.write(1, b':ptybox>>>\\n<<<ptybox:')" % fake,
+            "import os; _ = os.write(1, %r.encode()); _ = os.write(1, b':ptybox>>>\\n<<<ptybox:')" % fake,
             "print('<<<ptybox:' + ':ptybox>>>' * 3)",
             "'real'")
         self.assertEqual(len(results), 4, p.stdout)
@@ -43,10 +44,23 @@ class SizeTest(TestCase):
     def test_large_snippets(self):
         for size in (4 * 1024, 1 << 20, 10 << 20):
             code = "s = '" + "a" * (size - 20) + "'\nlen(s)"
-            with self.subTest(size=size):
-                results, p = run_json(code, "len(s) + 1", timeout=120)
+            with self.subTest(size=size), tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+                f.write(code)
+                f.flush()
+                p = run("run", "--json", "-c", "s = None", f.name, timeout=120)
+                results = [json.loads(line) for line in p.stdout.splitlines()][1:]
                 self.assertEqual(results[0]["result"], {"text/plain": str(size - 20)}, p.stderr)
-                self.assertEqual(results[1]["result"], {"text/plain": str(size - 19)})
+
+    def test_large_snippets_over_serve_keep_the_session_in_step(self):
+        s = Serve()
+        try:
+            for i, size in enumerate((4 * 1024, 1 << 20, 10 << 20)):
+                r = s.exec("s = '" + "é" * (size // 2) + "'\nlen(s)", id=i, timeout=60)
+                self.assertEqual(r["result"], {"text/plain": str(size // 2)})
+                self.assertEqual(s.exec("s[-1] + str(len(s))", id="n%d" % i)["result"],
+                                 {"text/plain": repr("é" + str(size // 2))})
+        finally:
+            self.assertEqual(s.close(), 0)
 
     def test_flood_is_truncated_head_and_tail_and_session_lives(self):
         t0 = time.monotonic()
@@ -57,7 +71,7 @@ class SizeTest(TestCase):
         r = results[0]
         self.assertEqual(r["status"], "ok")
         self.assertTrue(r["truncated"])
-        self.assertGreater(r["dropped_bytes"], 900 << 20)
+        self.assertGreater(r["dropped_bytes"], 850 << 20)
         self.assertTrue(r["stdout"].startswith("0000000" * 100))
         self.assertTrue(r["stdout"].endswith("THE END\n"))
         self.assertIn("bytes of output dropped", r["stdout"])
