@@ -51,6 +51,22 @@ class ExitStatusTest(TestCase):
         self.assertEqual(p.returncode, 125)
         self.assertIn("/nonexistent/python3", p.stderr)
 
+    def test_the_terminal_tail_is_read_to_the_end_before_giving_up(self):
+        # An "interpreter" that writes a burst and exits at once: the reason
+        # ptybox gives must be its very last line, read after the exit.
+        with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as f:
+            f.write("#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' 'z' | fold -w 100\n"
+                    "echo 'python3: the very last line'\nexit 3\n")
+        try:
+            os.chmod(f.name, 0o755)
+            p = run("run", "--via", "none", "--python", f.name, "-c", "1", via=False)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("exit status 3", p.stderr)
+        self.assertIn("python3: the very last line", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 2, p.stderr)  # the warning and one error line
+
     def test_nul_byte_in_source_is_a_clear_error(self):
         with tempfile.NamedTemporaryFile("wb", suffix=".py") as f:
             f.write(b"x = 1\0\n")
