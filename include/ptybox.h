@@ -26,7 +26,7 @@ enum ptybox_status {
 	PTYBOX_OK,
 	PTYBOX_ERROR,       /* the code raised (SyntaxError, SystemExit included) */
 	PTYBOX_TIMEOUT,     /* ran past its timeout; interrupted or killed */
-	PTYBOX_INTERRUPTED, /* ptybox_session_interrupt() */
+	PTYBOX_INTERRUPTED, /* ptybox_session_interrupt() or _restart() */
 	PTYBOX_CRASHED,     /* the interpreter died; the session restarted */
 };
 
@@ -97,7 +97,7 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
  * interrupted, else killing and restarting). -ENOENT when nothing runs. */
 int ptybox_session_interrupt(ptybox_session *s);
 /* Kills the interpreter and starts a fresh one; the running snippet ends
- * crashed with state_lost. */
+ * interrupted with state_lost. */
 int ptybox_session_restart(ptybox_session *s);
 /* Snippets queued or running. */
 size_t ptybox_session_pending(const ptybox_session *s);

@@ -42,6 +42,9 @@ extern const char cli_session_help[];
 int cli_write_all(int fd, const char *buf, size_t len);
 /* "ptybox: " + message + "\n" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The one-line message for an unknown option or a missing value (getopt's
+ * '?' or ':'), then where to find help. */
+void cli_bad_option(const char *cmd, int opt, const char *word);
 /* Says that --via none has no sandbox, once. */
 void cli_warn_unsandboxed(const struct ptybox_options *o);
 

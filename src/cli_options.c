@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,11 +23,11 @@ const char cli_session_help[] =
 	"  --kill-grace SEC    time between ^C and kill for code that ignores ^C (default 2)\n"
 	"  --max-output SIZE   bytes kept per stream, head and tail (default 4M)\n"
 	"  --memory SIZE       memory limit (default 1G; 0 = none)\n"
-	"  --pids N            process limit (default 256)\n"
+	"  --pids N            process limit (default 256; 0 = none)\n"
 	"  --cpus N            CPU quota (default 1; 0 = none)\n"
-	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M)\n"
-	"  --nofile N          open files limit (default 1024)\n"
-	"  --max-file-size SIZE  largest file the code may write (default 256M)\n"
+	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M, kept below --memory)\n"
+	"  --nofile N          open files limit (default 1024, at least 16)\n"
+	"  --max-file-size SIZE  largest file the code may write (default 256M; 0 = none)\n"
 	"  --net               give the sandbox the host's network\n"
 	"  --env K=V           set a variable for the code (repeatable)\n"
 	"  --python PATH       interpreter to run the driver on\n"
@@ -151,4 +152,15 @@ void cli_warn_unsandboxed(const struct ptybox_options *o)
 	if (o->via && strcmp(o->via, "none") == 0)
 		cli_error("warning: --via none: the code runs WITHOUT a sandbox, with your "
 		          "privileges and files");
+}
+
+void cli_bad_option(const char *cmd, int opt, const char *word)
+{
+	if (opt == ':')
+		cli_error("%s: option '%s' needs a value", cmd, word);
+	else if (optopt && optopt != '?')
+		cli_error("%s: unknown option '-%c'", cmd, optopt);
+	else
+		cli_error("%s: unknown option '%s'", cmd, word);
+	fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
 }

@@ -43,8 +43,9 @@ static const char run_usage[] =
 
 static const char run_usage_tail[] =
 	"\n"
-	"Exit status: 0 all snippets ok, 1 some snippet failed (error, timeout, crash),\n"
-	"2 usage error, 125 the session could not be started.\n";
+	"Exit status: 0 all snippets ok, 1 some snippet failed (error, timeout,\n"
+	"interrupted, crashed), 2 usage error, 125 the session could not be started,\n"
+	"130 stopped by ^C.\n";
 
 static void run_out(int fd, const char *s, size_t len)
 {
@@ -187,7 +188,8 @@ int cli_run(int argc, char **argv)
 	bool json = false;
 	int opt;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+c:hj", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:c:hj", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			if (ncodes == RUN_MAX_SNIPPETS) {
@@ -203,7 +205,8 @@ int cli_run(int argc, char **argv)
 			printf("%s%s%s", run_usage, cli_session_help, run_usage_tail);
 			return CLI_EXIT_OK;
 		case '?':
-			fprintf(stderr, "Try 'ptybox run --help'.\n");
+		case ':':
+			cli_bad_option("run", opt, argv[optind - 1]);
 			return CLI_EXIT_USAGE;
 		default:
 			if (cli_session_opt(&so, opt, optarg, "run") < 0)

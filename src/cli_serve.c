@@ -165,6 +165,13 @@ static void serve_on_fatal(ptybox_session *s, const char *message, void *data)
 	serve_maybe_finish(sv);
 }
 
+/* The session is gone: stop, even if a read of stdin is still pending. */
+static void serve_on_closed(ptybox_session *s, void *data)
+{
+	struct serve *sv = data;
+	uv_stop(sv->loop);
+}
+
 static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id)
 {
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(req, "code");
@@ -264,7 +271,8 @@ int cli_serve(int argc, char **argv)
 	bool stdio = false;
 	int opt;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			stdio = true;
@@ -273,7 +281,8 @@ int cli_serve(int argc, char **argv)
 			printf("%s%s", serve_usage, cli_session_help);
 			return CLI_EXIT_OK;
 		case '?':
-			fprintf(stderr, "Try 'ptybox serve --help'.\n");
+		case ':':
+			cli_bad_option("serve", opt, argv[optind - 1]);
 			return CLI_EXIT_USAGE;
 		default:
 			if (cli_session_opt(&so, opt, optarg, "serve") < 0)
@@ -296,6 +305,7 @@ int cli_serve(int argc, char **argv)
 	                                    .on_stream = serve_on_stream,
 	                                    .on_result = serve_on_result,
 	                                    .on_fatal = serve_on_fatal,
+	                                    .on_closed = serve_on_closed,
 	                            },
 	                            &sv, &sv.session, err, sizeof(err));
 	if (rc < 0) {
@@ -304,10 +314,14 @@ int cli_serve(int argc, char **argv)
 	}
 	stdio_lines_start(&sv.in, sv.loop, 0, SERVE_MAX_LINE, serve_on_line, serve_on_eof, &sv);
 	uv_run(sv.loop, UV_RUN_DEFAULT);
-	stdio_lines_free(&sv.in);
 	serve_drop_pending(&sv, "shutting down");
 	for (size_t i = 0; i < SERVE_HISTORY; i++)
 		cJSON_Delete(sv.hist_id[i]);
-	uv_loop_close(sv.loop);
+	/* A read of stdin still in flight (the session died first) owns the buffer
+	 * and the loop until the process exits. */
+	if (!sv.in.reading) {
+		stdio_lines_free(&sv.in);
+		uv_loop_close(sv.loop);
+	}
 	return sv.exit_code;
 }

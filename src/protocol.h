@@ -12,9 +12,17 @@
 #include <cjson/cJSON.h>
 
 #define PROTOCOL_VERSION 1
-/* Run by the transport as `python3 -I -c BOOTSTRAP`: reads the driver as base64
- * lines up to an empty line. The terminal is still canonical here. */
-#define PROTOCOL_BOOTSTRAP "import base64;exec(base64.b64decode(\"\".join(iter(input,\"\"))))"
+/* Run by the transport as `python3 -I -c BOOTSTRAP`: says it runs, then reads
+ * the driver as base64 lines up to an empty line. The terminal is still
+ * canonical here. The client sends the driver only once it sees
+ * PROTOCOL_BOOT_PROMPT, so what a failing transport says ("ssh: connect to
+ * host ...") is the last thing on the terminal, not the echo of the driver.
+ * The prompt is printed from two pieces so that a command line echoed by a
+ * remote shell can never match it. */
+#define PROTOCOL_BOOTSTRAP                                                                         \
+	"import base64;print(\"PTYBOX/1\",\"BOOT\");"                                                \
+	"exec(base64.b64decode(\"\".join(iter(input,\"\"))))"
+#define PROTOCOL_BOOT_PROMPT "PTYBOX/1 BOOT"
 /* Base64 line length while the terminal is canonical (Linux keeps 4095 a line). */
 #define PROTOCOL_BOOT_LINE 512
 /* The driver prints this (not framed) once its terminal is raw and silent; the

@@ -115,15 +115,15 @@
 #define TIOCLINUX 0x541C
 #endif
 
-#define SB_ID 1000            /* uid and gid inside */
-#define SB_NOBODY 65534       /* what SB_ID is on the host when ptybox runs as root */
-#define SB_STAGE "/tmp"       /* where the new root is assembled (private mount ns) */
-#define SB_HOSTNAME "ptybox"
-#define SB_EXIT_SETUP 125     /* a set-up step failed; the reason is on err_fd */
-#define SB_KILL_WAIT_MS 3000  /* sandbox_kill_all: bound on waiting for the last process */
+#define SB_ID            1000   /* uid and gid inside */
+#define SB_NOBODY        65534  /* what SB_ID is on the host when ptybox runs as root */
+#define SB_STAGE         "/tmp" /* where the new root is assembled (private mount ns) */
+#define SB_HOSTNAME      "ptybox"
+#define SB_EXIT_SETUP    125  /* a set-up step failed; the reason is on err_fd */
+#define SB_KILL_WAIT_MS  3000 /* sandbox_kill_all: bound on waiting for the last process */
 #define SB_RMDIR_WAIT_MS 1000 /* sandbox_free: bound on retrying a busy cgroup */
 
-enum sb_op_kind {
+enum sandbox_op_kind {
 	OP_MKDIR,   /* path, mode */
 	OP_TOUCH,   /* path: an empty file for a file bind mount */
 	OP_WRITE,   /* path, data, len */
@@ -132,8 +132,8 @@ enum sb_op_kind {
 	OP_MOUNT,   /* src (fstype) at path, flags, data */
 };
 
-struct sb_op {
-	enum sb_op_kind kind;
+struct sandbox_op {
+	enum sandbox_op_kind kind;
 	const char *src;
 	const char *path;
 	const char *data;
@@ -145,23 +145,23 @@ struct sb_op {
 };
 
 enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_FREEZER, CG_COUNT };
-static const char *const sb_cg_names[CG_COUNT] = {"memory", "pids", "cpu", "freezer"};
+static const char *const sandbox_cg_names[CG_COUNT] = {"memory", "pids", "cpu", "freezer"};
 
 /* One cgroup hierarchy the session uses: a v1 controller mount, or the v2 tree. */
-struct sb_cgroup {
-	char *mnt;      /* the hierarchy's mount point */
+struct sandbox_cgroup {
+	char *mnt; /* the hierarchy's mount point */
 	bool v2;
-	unsigned mask;  /* 1 << CG_* served by this hierarchy */
-	char *dir;      /* the session's directory, once created */
-	char *procs;    /* dir/cgroup.procs: the child joins by writing "0" */
+	unsigned mask; /* 1 << CG_* served by this hierarchy */
+	char *dir;     /* the session's directory, once created */
+	char *procs;   /* dir/cgroup.procs: the child joins by writing "0" */
 };
 
 /* Shared with the outer child (MAP_SHARED before fork; exec drops it). */
-struct sb_shared {
+struct sandbox_shared {
 	pid_t init_pid; /* the namespace's init, host pid; 0 once the outer child reaped it */
 };
 
-struct sb_rlimit {
+struct sandbox_rlimit {
 	int resource;
 	rlim_t value;
 	const char *what;
@@ -173,28 +173,29 @@ struct sandbox {
 	bool root;
 	unsigned long clone_flags;
 	char uid_map[48], gid_map[48];
-	struct sb_op *ops;
+	struct sandbox_op *ops;
 	size_t nops, capops;
 	char **strs; /* every string the plan points to */
 	size_t nstrs, capstrs;
 	char **env;
 	const char *path; /* PATH for argv[0] lookup, from env */
-	struct sb_rlimit rl[5];
+	struct sandbox_rlimit rl[5];
 	size_t nrl;
 	struct sock_fprog prog;
-	struct sb_cgroup cg[CG_COUNT];
+	struct sandbox_cgroup cg[CG_COUNT];
 	size_t ncg;
-	struct sb_shared *shared;
-	pid_t child;
+	struct sandbox_shared *shared;
+	pid_t child;     /* the outer child, from sandbox_after_fork */
+	int child_pidfd; /* the same, immune to pid reuse once the caller has reaped it */
 };
 
 /* ---------------------------------------------------------------------------
  * Parent-side helpers
  */
 
-static void sb_errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void sb_errf(char *err, size_t errlen, const char *fmt, ...)
+static void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -206,8 +207,9 @@ static void sb_errf(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Formats a string owned by sb (freed by sandbox_free); NULL when out of memory. */
-static char *sb_str(struct sandbox *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static char *sb_str(struct sandbox *sb, const char *fmt, ...)
+static char *sandbox_str(struct sandbox *sb, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+static char *sandbox_str(struct sandbox *sb, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -229,13 +231,13 @@ static char *sb_str(struct sandbox *sb, const char *fmt, ...)
 	return s;
 }
 
-static struct sb_op *sb_op_add(struct sandbox *sb, enum sb_op_kind kind)
+static struct sandbox_op *sandbox_op_add(struct sandbox *sb, enum sandbox_op_kind kind)
 {
-	struct sb_op *op;
+	struct sandbox_op *op;
 
 	if (sb->nops == sb->capops) {
 		size_t cap = sb->capops ? sb->capops * 2 : 64;
-		struct sb_op *n = realloc(sb->ops, cap * sizeof(*n));
+		struct sandbox_op *n = realloc(sb->ops, cap * sizeof(*n));
 		if (!n)
 			return NULL;
 		sb->ops = n;
@@ -247,7 +249,7 @@ static struct sb_op *sb_op_add(struct sandbox *sb, enum sb_op_kind kind)
 	return op;
 }
 
-static int sb_file_write(const char *path, const char *s)
+static int sandbox_file_write(const char *path, const char *s)
 {
 	size_t len = strlen(s);
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -262,7 +264,7 @@ static int sb_file_write(const char *path, const char *s)
 }
 
 /* Reads a small file into buf (NUL-terminated); returns the length or -errno. */
-static ssize_t sb_file_read(const char *path, char *buf, size_t cap)
+static ssize_t sandbox_file_read(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0;
@@ -282,7 +284,7 @@ static ssize_t sb_file_read(const char *path, char *buf, size_t cap)
 	return (ssize_t)len;
 }
 
-static int64_t sb_now_ms(void)
+static int64_t sandbox_now_ms(void)
 {
 	struct timespec ts;
 
@@ -290,7 +292,7 @@ static int64_t sb_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sb_sleep_ms(long ms)
+static void sandbox_sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
@@ -303,12 +305,13 @@ static void sb_sleep_ms(long ms)
  * options. The child only hands it to the kernel.
  */
 
-struct sb_deny {
+struct sandbox_deny {
 	const char *name;
 	int err;
 };
 
-static const struct sb_deny sb_deny_table[] = {
+/* clang-format off */
+static const struct sandbox_deny sandbox_deny_table[] = {
 	{"ptrace", EPERM}, {"process_vm_readv", EPERM}, {"process_vm_writev", EPERM},
 	{"pidfd_getfd", EPERM}, {"process_madvise", EPERM},
 	{"mount", EPERM}, {"umount2", EPERM}, {"pivot_root", EPERM}, {"fsopen", EPERM},
@@ -323,16 +326,17 @@ static const struct sb_deny sb_deny_table[] = {
 	{"kexec_load", EPERM}, {"kexec_file_load", EPERM}, {"init_module", EPERM},
 	{"finit_module", EPERM}, {"delete_module", EPERM}, {"reboot", EPERM},
 	{"swapon", EPERM}, {"swapoff", EPERM}, {"syslog", EPERM}, {"acct", EPERM},
-	{"quotactl", EPERM}, {"quotactl_fd", EPERM}, {"iopl", EPERM}, {"ioperm", EPERM},
-	{"modify_ldt", EPERM},
+	{"quotactl", EPERM}, {"quotactl_fd", EPERM},
+	{"iopl", EPERM}, {"ioperm", EPERM}, {"modify_ldt", EPERM},
+};
+/* clang-format on */
+
+static const unsigned long sandbox_ns_flags[] = {
+        CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,    CLONE_NEWNET,
+        CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME,
 };
 
-static const unsigned long sb_ns_flags[] = {
-	CLONE_NEWUSER, CLONE_NEWNS,     CLONE_NEWPID,  CLONE_NEWNET,
-	CLONE_NEWIPC,  CLONE_NEWUTS,    CLONE_NEWCGROUP, CLONE_NEWTIME,
-};
-
-static const unsigned long sb_ioctl_deny[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
+static const unsigned long sandbox_ioctl_deny[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
 
 static struct {
 	pthread_once_t once;
@@ -340,51 +344,55 @@ static struct {
 	char err[160];
 	struct sock_filter *filter;
 	unsigned short len;
-} sb_bpf = {PTHREAD_ONCE_INIT, 0, "", NULL, 0};
+} sandbox_bpf = {PTHREAD_ONCE_INIT, 0, "", NULL, 0};
 
-static int sb_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
+static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 {
 	size_t i;
 	int rc;
 
-	for (i = 0; i < sizeof(sb_deny_table) / sizeof(sb_deny_table[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(sb_deny_table[i].name);
+	for (i = 0; i < sizeof(sandbox_deny_table) / sizeof(sandbox_deny_table[0]); i++) {
+		int nr = seccomp_syscall_resolve_name(sandbox_deny_table[i].name);
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not a system call of this architecture (iopl on arm64...) */
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(sb_deny_table[i].err), nr, 0);
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(sandbox_deny_table[i].err), nr, 0);
 		if (rc < 0)
 			goto fail_rule;
 	}
 	/* clone's flags are its first argument on x86_64 and arm64; only the low 32 bits count. */
-	for (i = 0; i < sizeof(sb_ns_flags) / sizeof(sb_ns_flags[0]); i++) {
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-		                      SCMP_A0(SCMP_CMP_MASKED_EQ, sb_ns_flags[i], sb_ns_flags[i]));
+	for (i = 0; i < sizeof(sandbox_ns_flags) / sizeof(sandbox_ns_flags[0]); i++) {
+		rc = seccomp_rule_add(
+		        ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+		        SCMP_A0(SCMP_CMP_MASKED_EQ, sandbox_ns_flags[i], sandbox_ns_flags[i]));
 		if (rc < 0)
 			goto fail_clone;
 	}
 	/* The kernel reads ioctl's request and socket's family as 32-bit values, so compare
 	 * only the low half: SCMP_A1_32 in libseccomp 2.5 still demands a zero high half. */
-	for (i = 0; i < sizeof(sb_ioctl_deny) / sizeof(sb_ioctl_deny[0]); i++) {
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-		                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, sb_ioctl_deny[i]));
+	for (i = 0; i < sizeof(sandbox_ioctl_deny) / sizeof(sandbox_ioctl_deny[0]); i++) {
+		rc = seccomp_rule_add(
+		        ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+		        SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, sandbox_ioctl_deny[i]));
 		if (rc < 0)
 			goto fail_ioctl;
 	}
 	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
 	                      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_VSOCK));
 	if (rc < 0) {
-		sb_errf(err, errlen, "seccomp rule socket(AF_VSOCK): %s", strerror(-rc));
+		sandbox_errf(err, errlen, "seccomp rule socket(AF_VSOCK): %s", strerror(-rc));
 		return rc;
 	}
 	return 0;
 fail_rule:
-	sb_errf(err, errlen, "seccomp rule %s: %s", sb_deny_table[i].name, strerror(-rc));
+	sandbox_errf(err, errlen, "seccomp rule %s: %s", sandbox_deny_table[i].name, strerror(-rc));
 	return rc;
 fail_clone:
-	sb_errf(err, errlen, "seccomp rule clone(0x%lx): %s", sb_ns_flags[i], strerror(-rc));
+	sandbox_errf(err, errlen, "seccomp rule clone(0x%lx): %s", sandbox_ns_flags[i],
+	             strerror(-rc));
 	return rc;
 fail_ioctl:
-	sb_errf(err, errlen, "seccomp rule ioctl(0x%lx): %s", sb_ioctl_deny[i], strerror(-rc));
+	sandbox_errf(err, errlen, "seccomp rule ioctl(0x%lx): %s", sandbox_ioctl_deny[i],
+	             strerror(-rc));
 	return rc;
 }
 
@@ -392,29 +400,29 @@ fail_ioctl:
  * cannot put two tests on one argument, so these few instructions run first, on the
  * native architecture only; everything else falls through to libseccomp's program,
  * which kills foreign architectures (i386, x32). */
-static unsigned short sb_bpf_prefix(struct sock_filter *f)
+static unsigned short sandbox_bpf_prefix(struct sock_filter *f)
 {
 	const uint32_t arch = (uint32_t)seccomp_arch_native();
 	const uint32_t nr = (uint32_t)seccomp_syscall_resolve_name("personality");
 	const uint32_t arg0 = (uint32_t)offsetof(struct seccomp_data, args[0]) +
 	                      (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
 	struct sock_filter p[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 7),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 7),
+	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5),
+	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0),
+	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0),
+	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 
 	memcpy(f, p, sizeof(p));
 	return (unsigned short)(sizeof(p) / sizeof(p[0]));
 }
 
-static void sb_bpf_build(void)
+static void sandbox_bpf_build(void)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	struct sock_filter *f = NULL;
@@ -424,46 +432,51 @@ static void sb_bpf_build(void)
 
 	if (!ctx) {
 		rc = -ENOMEM;
-		snprintf(sb_bpf.err, sizeof(sb_bpf.err), "seccomp_init: %s", strerror(-rc));
+		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp_init: %s",
+		         strerror(-rc));
 		goto fail;
 	}
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	if (rc == 0)
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (rc < 0) {
-		snprintf(sb_bpf.err, sizeof(sb_bpf.err), "seccomp_attr_set: %s", strerror(-rc));
+		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp_attr_set: %s",
+		         strerror(-rc));
 		goto fail;
 	}
-	rc = sb_seccomp_rules(ctx, sb_bpf.err, sizeof(sb_bpf.err));
+	rc = sandbox_seccomp_rules(ctx, sandbox_bpf.err, sizeof(sandbox_bpf.err));
 	if (rc < 0)
 		goto fail;
 	fd = memfd_create("ptybox-seccomp", MFD_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(sb_bpf.err, sizeof(sb_bpf.err), "memfd_create: %s", strerror(-rc));
+		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "memfd_create: %s",
+		         strerror(-rc));
 		goto fail;
 	}
 	rc = seccomp_export_bpf(ctx, fd);
-	if (rc < 0 || (size = lseek(fd, 0, SEEK_END)) <= 0 ||
-	    size % (off_t)sizeof(struct sock_filter) || size / 8 > BPF_MAXINSNS - 16) {
+	if (rc < 0 || (size = lseek(fd, 0, SEEK_END)) <= 0 || size % (off_t)sizeof(*f) ||
+	    size / (off_t)sizeof(*f) > BPF_MAXINSNS - 16) {
 		rc = rc < 0 ? rc : -EINVAL;
-		snprintf(sb_bpf.err, sizeof(sb_bpf.err), "seccomp_export_bpf: %s", strerror(-rc));
+		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp_export_bpf: %s",
+		         strerror(-rc));
 		goto fail;
 	}
 	f = malloc(16 * sizeof(*f) + (size_t)size);
 	if (!f) {
 		rc = -ENOMEM;
-		snprintf(sb_bpf.err, sizeof(sb_bpf.err), "seccomp program: %s", strerror(-rc));
+		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp program: %s",
+		         strerror(-rc));
 		goto fail;
 	}
-	sb_bpf.len = sb_bpf_prefix(f);
-	if (pread(fd, f + sb_bpf.len, (size_t)size, 0) != (ssize_t)size) {
+	sandbox_bpf.len = sandbox_bpf_prefix(f);
+	if (pread(fd, f + sandbox_bpf.len, (size_t)size, 0) != (ssize_t)size) {
 		rc = -EIO;
-		snprintf(sb_bpf.err, sizeof(sb_bpf.err), "seccomp program: short read");
+		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp program: short read");
 		goto fail;
 	}
-	sb_bpf.len += (unsigned short)(size / (off_t)sizeof(*f));
-	sb_bpf.filter = f;
+	sandbox_bpf.len += (unsigned short)(size / (off_t)sizeof(*f));
+	sandbox_bpf.filter = f;
 	close(fd);
 	seccomp_release(ctx);
 	return;
@@ -473,8 +486,8 @@ fail:
 		close(fd);
 	if (ctx)
 		seccomp_release(ctx);
-	sb_bpf.len = 0;
-	sb_bpf.rc = rc;
+	sandbox_bpf.len = 0;
+	sandbox_bpf.rc = rc;
 }
 
 /* ---------------------------------------------------------------------------
@@ -483,7 +496,7 @@ fail:
  */
 
 /* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void sb_unescape(char *s)
+static void sandbox_unescape(char *s)
 {
 	char *d = s;
 
@@ -499,7 +512,7 @@ static void sb_unescape(char *s)
 	*d = '\0';
 }
 
-static bool sb_word_in(const char *list, const char *word, const char *seps)
+static bool sandbox_word_in(const char *list, const char *word, const char *seps)
 {
 	size_t n = strlen(word);
 	const char *p = list;
@@ -514,7 +527,7 @@ static bool sb_word_in(const char *list, const char *word, const char *seps)
 	return false;
 }
 
-static struct sb_cgroup *sb_cg_for_mnt(struct sandbox *sb, const char *mnt, bool v2)
+static struct sandbox_cgroup *sandbox_cg_for_mnt(struct sandbox *sb, const char *mnt, bool v2)
 {
 	size_t i;
 
@@ -523,13 +536,13 @@ static struct sb_cgroup *sb_cg_for_mnt(struct sandbox *sb, const char *mnt, bool
 			return &sb->cg[i];
 	if (sb->ncg == CG_COUNT)
 		return NULL;
-	sb->cg[sb->ncg].mnt = sb_str(sb, "%s", mnt);
+	sb->cg[sb->ncg].mnt = sandbox_str(sb, "%s", mnt);
 	sb->cg[sb->ncg].v2 = v2;
 	return sb->cg[sb->ncg].mnt ? &sb->cg[sb->ncg++] : NULL;
 }
 
 /* Finds, for each controller, the v1 hierarchy serving it or else the v2 tree. */
-static int sb_cg_detect(struct sandbox *sb, char *err, size_t errlen)
+static int sandbox_cg_detect(struct sandbox *sb, char *err, size_t errlen)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL, *v2mnt = NULL;
@@ -538,7 +551,7 @@ static int sb_cg_detect(struct sandbox *sb, char *err, size_t errlen)
 	int c;
 
 	if (!f) {
-		sb_errf(err, errlen, "open /proc/self/mountinfo: %s", strerror(errno));
+		sandbox_errf(err, errlen, "open /proc/self/mountinfo: %s", strerror(errno));
 		return -errno;
 	}
 	while (getline(&line, &cap, f) > 0) {
@@ -548,22 +561,24 @@ static int sb_cg_detect(struct sandbox *sb, char *err, size_t errlen)
 		if (!sep)
 			continue;
 		*sep = '\0';
-		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+		for (char *t = strtok_r(line, " ", &save); t && n < 5;
+		     t = strtok_r(NULL, " ", &save))
 			fields[n++] = t;
 		fstype = strtok_r(sep + 3, " ", &save);
 		(void)strtok_r(NULL, " ", &save); /* source */
 		super = strtok_r(NULL, " \n", &save);
 		if (n < 5 || !fstype)
 			continue;
-		sb_unescape(fields[4]);
+		sandbox_unescape(fields[4]);
 		if (!strcmp(fstype, "cgroup2") && !v2mnt) {
 			v2mnt = strdup(fields[4]);
 		} else if (!strcmp(fstype, "cgroup") && super) {
 			for (c = 0; c < CG_COUNT; c++) {
-				struct sb_cgroup *g;
-				if ((have & (1u << c)) || !sb_word_in(super, sb_cg_names[c], ","))
+				struct sandbox_cgroup *g;
+				if ((have & (1u << c)) ||
+				    !sandbox_word_in(super, sandbox_cg_names[c], ","))
 					continue;
-				g = sb_cg_for_mnt(sb, fields[4], false);
+				g = sandbox_cg_for_mnt(sb, fields[4], false);
 				if (!g)
 					goto nomem;
 				g->mask |= 1u << c;
@@ -573,17 +588,17 @@ static int sb_cg_detect(struct sandbox *sb, char *err, size_t errlen)
 	}
 	if (v2mnt && have != (1u << CG_COUNT) - 1) {
 		char path[PATH_MAX], ctl[512];
-		struct sb_cgroup *g = NULL;
+		struct sandbox_cgroup *g = NULL;
 
 		snprintf(path, sizeof(path), "%s/cgroup.controllers", v2mnt);
-		if (sb_file_read(path, ctl, sizeof(ctl)) < 0)
+		if (sandbox_file_read(path, ctl, sizeof(ctl)) < 0)
 			ctl[0] = '\0';
 		for (c = 0; c < CG_COUNT; c++) {
 			/* v2 freezing is core (cgroup.freeze), not a controller */
 			if ((have & (1u << c)) ||
-			    (c != CG_FREEZER && !sb_word_in(ctl, sb_cg_names[c], " \n")))
+			    (c != CG_FREEZER && !sandbox_word_in(ctl, sandbox_cg_names[c], " \n")))
 				continue;
-			if (!g && !(g = sb_cg_for_mnt(sb, v2mnt, true)))
+			if (!g && !(g = sandbox_cg_for_mnt(sb, v2mnt, true)))
 				goto nomem;
 			g->mask |= 1u << c;
 			have |= 1u << c;
@@ -597,11 +612,11 @@ nomem:
 	free(line);
 	free(v2mnt);
 	fclose(f);
-	sb_errf(err, errlen, "cgroups: %s", strerror(ENOMEM));
+	sandbox_errf(err, errlen, "cgroups: %s", strerror(ENOMEM));
 	return -ENOMEM;
 }
 
-static struct sb_cgroup *sb_cg_of(struct sandbox *sb, int ctrl)
+static struct sandbox_cgroup *sandbox_cg_of(struct sandbox *sb, int ctrl)
 {
 	size_t i;
 
@@ -612,137 +627,152 @@ static struct sb_cgroup *sb_cg_of(struct sandbox *sb, int ctrl)
 }
 
 /* Writes value to dir/file; a missing file is skipped when optional. */
-static int sb_cg_set(const struct sb_cgroup *g, const char *file, const char *value,
-                     bool optional, char *err, size_t errlen)
+static int sandbox_cg_set(const struct sandbox_cgroup *g, const char *file, const char *value,
+                          bool optional, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/%s", g->dir, file);
-	rc = sb_file_write(path, value);
+	rc = sandbox_file_write(path, value);
 	if (rc == -ENOENT && optional)
 		return 0;
 	if (rc < 0)
-		sb_errf(err, errlen, "write %s to %s: %s", value, path, strerror(-rc));
+		sandbox_errf(err, errlen, "write %s to %s: %s", value, path, strerror(-rc));
 	return rc;
 }
 
-static int sb_cg_create(struct sandbox *sb, char *err, size_t errlen)
+static int sandbox_cg_create(struct sandbox *sb, char *err, size_t errlen)
 {
 	static unsigned seq;
 	char path[PATH_MAX];
 	size_t i;
 
 	for (i = 0; i < sb->ncg; i++) {
-		struct sb_cgroup *g = &sb->cg[i];
+		struct sandbox_cgroup *g = &sb->cg[i];
 
 		snprintf(path, sizeof(path), "%s/ptybox", g->mnt);
 		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-			sb_errf(err, errlen, "mkdir %s: %s", path, strerror(errno));
+			sandbox_errf(err, errlen, "mkdir %s: %s", path, strerror(errno));
 			return -errno;
 		}
 		for (int c = 0; g->v2 && c < CG_COUNT; c++) {
 			char en[32];
 			if (c == CG_FREEZER || !(g->mask & (1u << c)))
 				continue;
-			snprintf(en, sizeof(en), "+%s", sb_cg_names[c]);
+			snprintf(en, sizeof(en), "+%s", sandbox_cg_names[c]);
 			snprintf(path, sizeof(path), "%s/cgroup.subtree_control", g->mnt);
-			int rc = sb_file_write(path, en);
+			int rc = sandbox_file_write(path, en);
 			if (rc == 0) {
-				snprintf(path, sizeof(path), "%s/ptybox/cgroup.subtree_control", g->mnt);
-				rc = sb_file_write(path, en);
+				snprintf(path, sizeof(path), "%s/ptybox/cgroup.subtree_control",
+				         g->mnt);
+				rc = sandbox_file_write(path, en);
 			}
 			if (rc < 0) {
-				sb_errf(err, errlen, "write %s to %s: %s", en, path, strerror(-rc));
+				sandbox_errf(err, errlen, "write %s to %s: %s", en, path,
+				             strerror(-rc));
 				return rc;
 			}
 		}
-		for (int tries = 0;; tries++) {
-			g->dir = sb_str(sb, "%s/ptybox/%ld-%u", g->mnt, (long)sb->parent,
-			                __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-			if (!g->dir)
-				return -ENOMEM;
-			if (mkdir(g->dir, 0755) == 0)
-				break;
-			if (errno != EEXIST || tries == 100) {
-				sb_errf(err, errlen, "mkdir %s: %s", g->dir, strerror(errno));
-				g->dir = NULL;
-				return -errno;
-			}
-		}
-		g->procs = sb_str(sb, "%s/cgroup.procs", g->dir);
-		if (!g->procs)
-			return -ENOMEM;
 	}
-	return 0;
+	/* The same name in every hierarchy; a stale one (a recycled ptybox pid) moves us on. */
+	for (int tries = 0;; tries++) {
+		unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+		int e = 0;
+
+		for (i = 0; i < sb->ncg && !e; i++) {
+			struct sandbox_cgroup *g = &sb->cg[i];
+			g->dir = sandbox_str(sb, "%s/ptybox/%ld-%u", g->mnt, (long)sb->parent, n);
+			g->procs = g->dir ? sandbox_str(sb, "%s/cgroup.procs", g->dir) : NULL;
+			if (!g->procs)
+				e = ENOMEM;
+			else if (mkdir(g->dir, 0755) < 0)
+				e = errno;
+		}
+		if (!e)
+			return 0;
+		sandbox_errf(err, errlen, "mkdir %s: %s",
+		             sb->cg[i - 1].dir ? sb->cg[i - 1].dir : "cgroup", strerror(e));
+		sb->cg[i - 1].dir = sb->cg[i - 1].procs = NULL;
+		while (i-- > 1) {
+			rmdir(sb->cg[i - 1].dir);
+			sb->cg[i - 1].dir = sb->cg[i - 1].procs = NULL;
+		}
+		if (e != EEXIST || tries == 100)
+			return -e;
+	}
 }
 
-static int sb_cg_limit(struct sandbox *sb, char *err, size_t errlen)
+static int sandbox_cg_limit(struct sandbox *sb, char *err, size_t errlen)
 {
 	const struct sandbox_options *o = &sb->opts;
-	struct sb_cgroup *g;
+	struct sandbox_cgroup *g;
 	char v[64];
 	int rc = 0;
 
-	if (o->memory && (g = sb_cg_of(sb, CG_MEMORY))) {
+	if (o->memory && (g = sandbox_cg_of(sb, CG_MEMORY))) {
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)o->memory);
 		if (g->v2) {
-			rc = sb_cg_set(g, "memory.max", v, false, err, errlen);
+			rc = sandbox_cg_set(g, "memory.max", v, false, err, errlen);
 			if (rc == 0)
-				rc = sb_cg_set(g, "memory.swap.max", "0", true, err, errlen);
+				rc = sandbox_cg_set(g, "memory.swap.max", "0", true, err, errlen);
 		} else {
-			rc = sb_cg_set(g, "memory.limit_in_bytes", v, false, err, errlen);
+			rc = sandbox_cg_set(g, "memory.limit_in_bytes", v, false, err, errlen);
 			if (rc == 0)
-				rc = sb_cg_set(g, "memory.memsw.limit_in_bytes", v, true, err, errlen);
+				rc = sandbox_cg_set(g, "memory.memsw.limit_in_bytes", v, true, err,
+				                    errlen);
 		}
 		if (rc < 0)
 			return rc;
 	}
-	if (o->pids && (g = sb_cg_of(sb, CG_PIDS))) {
+	if (o->pids && (g = sandbox_cg_of(sb, CG_PIDS))) {
 		/* + the outer child and init, so the user gets all of --pids */
 		snprintf(v, sizeof(v), "%u", o->pids + 2);
-		rc = sb_cg_set(g, "pids.max", v, false, err, errlen);
+		rc = sandbox_cg_set(g, "pids.max", v, false, err, errlen);
 		if (rc < 0)
 			return rc;
 	}
-	if (o->cpus > 0 && (g = sb_cg_of(sb, CG_CPU))) {
+	if (o->cpus > 0 && (g = sandbox_cg_of(sb, CG_CPU))) {
 		unsigned long quota = (unsigned long)(o->cpus * 100000.0 + 0.5);
 		if (quota < 1000)
 			quota = 1000;
 		if (g->v2) {
 			snprintf(v, sizeof(v), "%lu 100000", quota);
-			rc = sb_cg_set(g, "cpu.max", v, false, err, errlen);
+			rc = sandbox_cg_set(g, "cpu.max", v, false, err, errlen);
 		} else {
-			rc = sb_cg_set(g, "cpu.cfs_period_us", "100000", false, err, errlen);
+			rc = sandbox_cg_set(g, "cpu.cfs_period_us", "100000", false, err, errlen);
 			snprintf(v, sizeof(v), "%lu", quota);
 			if (rc == 0)
-				rc = sb_cg_set(g, "cpu.cfs_quota_us", v, false, err, errlen);
+				rc = sandbox_cg_set(g, "cpu.cfs_quota_us", v, false, err, errlen);
 		}
 	}
 	return rc;
 }
 
-static int sb_cg_setup(struct sandbox *sb, char *err, size_t errlen)
+static int sandbox_cg_setup(struct sandbox *sb, char *err, size_t errlen)
 {
 	static int warned;
 	int have, rc;
 
-	have = sb_cg_detect(sb, err, errlen);
+	have = sandbox_cg_detect(sb, err, errlen);
 	if (have < 0)
 		return have;
 	if (have != (1 << CG_COUNT) - 1 && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
-		fprintf(stderr, "ptybox: cgroup controllers missing:%s%s%s%s; running without those limits\n",
-		        have & (1 << CG_MEMORY) ? "" : " memory", have & (1 << CG_PIDS) ? "" : " pids",
-		        have & (1 << CG_CPU) ? "" : " cpu", have & (1 << CG_FREEZER) ? "" : " freezer");
+		fprintf(stderr,
+		        "ptybox: cgroup controllers missing:%s%s%s%s; running without those "
+		        "limits\n",
+		        have & (1 << CG_MEMORY) ? "" : " memory",
+		        have & (1 << CG_PIDS) ? "" : " pids", have & (1 << CG_CPU) ? "" : " cpu",
+		        have & (1 << CG_FREEZER) ? "" : " freezer");
 	}
-	rc = sb_cg_create(sb, err, errlen);
+	rc = sandbox_cg_create(sb, err, errlen);
 	if (rc == 0)
-		rc = sb_cg_limit(sb, err, errlen);
+		rc = sandbox_cg_limit(sb, err, errlen);
 	return rc;
 }
 
-/* Reads pids from a cgroup.procs file and sends each SIGKILL; returns how many. */
-static int sb_cg_kill_procs(const char *procs)
+/* Reads pids from a cgroup.procs file and sends each but `spare` SIGKILL; returns how many. */
+static int sandbox_cg_kill_procs(const char *procs, pid_t spare)
 {
 	char buf[8192], *p, *nl;
 	int fd = open(procs, O_RDONLY | O_CLOEXEC), n = 0;
@@ -760,7 +790,7 @@ static int sb_cg_kill_procs(const char *procs)
 		buf[len] = '\0';
 		for (p = buf; (nl = strchr(p, '\n')); p = nl + 1) {
 			long pid = strtol(p, NULL, 10);
-			if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+			if (pid > 0 && pid != spare && kill((pid_t)pid, SIGKILL) == 0)
 				n++;
 		}
 		len = strlen(p);
@@ -770,90 +800,90 @@ static int sb_cg_kill_procs(const char *procs)
 	return n;
 }
 
-static bool sb_cg_empty(const char *procs)
+static bool sandbox_cg_empty(const char *procs)
 {
 	char buf[16];
 
-	return sb_file_read(procs, buf, sizeof(buf)) <= 0;
+	return sandbox_file_read(procs, buf, sizeof(buf)) <= 0;
 }
 
-/* Freeze so nothing forks behind our back, kill every member, thaw so the kills land. */
-static void sb_cg_kill(struct sandbox *sb)
+/* Freeze so nothing forks behind our back, kill every member but the outer child
+ * (it must outlive init to reap it), thaw so the kills land. Not v2's cgroup.kill:
+ * it cannot spare anyone. */
+static void sandbox_cg_kill(struct sandbox *sb, pid_t spare)
 {
-	struct sb_cgroup *g = sb_cg_of(sb, CG_FREEZER);
+	struct sandbox_cgroup *g = sandbox_cg_of(sb, CG_FREEZER);
 	char path[PATH_MAX], state[64];
-	int64_t deadline = sb_now_ms() + 1000;
+	int64_t deadline = sandbox_now_ms() + 1000;
 
 	if (!g)
 		return;
-	if (g->v2) {
-		snprintf(path, sizeof(path), "%s/cgroup.kill", g->dir);
-		if (sb_file_write(path, "1") == 0)
-			return;
-	}
 	snprintf(path, sizeof(path), g->v2 ? "%s/cgroup.freeze" : "%s/freezer.state", g->dir);
-	if (sb_file_write(path, g->v2 ? "1" : "FROZEN") == 0) {
+	if (sandbox_file_write(path, g->v2 ? "1" : "FROZEN") == 0) {
 		const char *fpath = path;
 		char events[PATH_MAX];
 		if (g->v2) {
 			snprintf(events, sizeof(events), "%s/cgroup.events", g->dir);
 			fpath = events;
 		}
-		while (sb_now_ms() < deadline && sb_file_read(fpath, state, sizeof(state)) > 0 &&
+		while (sandbox_now_ms() < deadline &&
+		       sandbox_file_read(fpath, state, sizeof(state)) > 0 &&
 		       !(g->v2 ? strstr(state, "frozen 1") : strstr(state, "FROZEN")))
-			sb_sleep_ms(1);
+			sandbox_sleep_ms(1);
 	}
-	sb_cg_kill_procs(g->procs);
-	sb_file_write(path, g->v2 ? "0" : "THAWED");
+	sandbox_cg_kill_procs(g->procs, spare);
+	sandbox_file_write(path, g->v2 ? "0" : "THAWED");
 }
 
 /* ---------------------------------------------------------------------------
  * The plan
  */
 
-static int sb_plan_mkdir(struct sandbox *sb, const char *inside, mode_t mode)
+static int sandbox_plan_mkdir(struct sandbox *sb, const char *inside, mode_t mode)
 {
-	struct sb_op *op = sb_op_add(sb, OP_MKDIR);
+	struct sandbox_op *op = sandbox_op_add(sb, OP_MKDIR);
 
-	if (!op || !(op->path = sb_str(sb, SB_STAGE "%s", inside)) ||
-	    !(op->what = sb_str(sb, "mkdir %s", inside)))
+	if (!op || !(op->path = sandbox_str(sb, SB_STAGE "%s", inside)) ||
+	    !(op->what = sandbox_str(sb, "mkdir %s", inside)))
 		return -ENOMEM;
 	op->mode = mode;
 	return 0;
 }
 
-static int sb_plan_symlink(struct sandbox *sb, const char *target, const char *inside)
+static int sandbox_plan_symlink(struct sandbox *sb, const char *target, const char *inside)
 {
-	struct sb_op *op = sb_op_add(sb, OP_SYMLINK);
+	struct sandbox_op *op = sandbox_op_add(sb, OP_SYMLINK);
 
-	if (!op || !(op->src = sb_str(sb, "%s", target)) ||
-	    !(op->path = sb_str(sb, SB_STAGE "%s", inside)) ||
-	    !(op->what = sb_str(sb, "symlink %s -> %s", inside, target)))
+	if (!op || !(op->src = sandbox_str(sb, "%s", target)) ||
+	    !(op->path = sandbox_str(sb, SB_STAGE "%s", inside)) ||
+	    !(op->what = sandbox_str(sb, "symlink %s -> %s", inside, target)))
 		return -ENOMEM;
 	return 0;
 }
 
-static int sb_plan_write(struct sandbox *sb, const char *inside, const char *body)
+static int sandbox_plan_write(struct sandbox *sb, const char *inside, const char *body)
 {
-	struct sb_op *op = sb_op_add(sb, OP_WRITE);
+	struct sandbox_op *op = sandbox_op_add(sb, OP_WRITE);
 
-	if (!op || !(op->path = sb_str(sb, SB_STAGE "%s", inside)) ||
-	    !(op->data = sb_str(sb, "%s", body)) || !(op->what = sb_str(sb, "write %s", inside)))
+	if (!op || !(op->path = sandbox_str(sb, SB_STAGE "%s", inside)) ||
+	    !(op->data = sandbox_str(sb, "%s", body)) ||
+	    !(op->what = sandbox_str(sb, "write %s", inside)))
 		return -ENOMEM;
 	op->len = strlen(body);
 	op->mode = 0644;
 	return 0;
 }
 
-static int sb_plan_mount(struct sandbox *sb, const char *fstype, const char *inside,
-                         unsigned long flags, const char *data)
+static int sandbox_plan_mount(struct sandbox *sb, const char *fstype, const char *inside,
+                              unsigned long flags, const char *data)
 {
-	struct sb_op *op = sb_op_add(sb, OP_MOUNT);
+	struct sandbox_op *op = sandbox_op_add(sb, OP_MOUNT);
 
-	if (!op || !(op->src = sb_str(sb, "%s", fstype)) ||
-	    !(op->path = sb_str(sb, SB_STAGE "%s", inside)) ||
-	    (data && !(op->data = sb_str(sb, "%s", data))) ||
-	    !(op->what = sb_str(sb, "mount %s on %s", fstype, *inside ? inside : "/ (new root)")))
+	if (!op || !(op->src = sandbox_str(sb, "%s", fstype)) ||
+	    !(op->path = sandbox_str(sb, SB_STAGE "%s", inside)) ||
+	    (data && !(op->data = sandbox_str(sb, "%s", data))) ||
+	    !(op->what =
+	              sandbox_str(sb, "mount %s on %s", fstype, *inside ? inside : "/ (new root)")))
 		return -ENOMEM;
 	op->flags = flags;
 	return 0;
@@ -861,10 +891,10 @@ static int sb_plan_mount(struct sandbox *sb, const char *fstype, const char *ins
 
 /* Mirrors host path `host` at the same place inside: a symlink is recreated, a
  * directory or file is bound and remounted with `flags`; absent paths are skipped. */
-static int sb_plan_mirror(struct sandbox *sb, const char *host, unsigned long flags)
+static int sandbox_plan_mirror(struct sandbox *sb, const char *host, unsigned long flags)
 {
 	struct stat st;
-	struct sb_op *op;
+	struct sandbox_op *op;
 
 	if (lstat(host, &st) < 0)
 		return 0;
@@ -874,37 +904,41 @@ static int sb_plan_mirror(struct sandbox *sb, const char *host, unsigned long fl
 		if (n <= 0)
 			return 0;
 		target[n] = '\0';
-		return sb_plan_symlink(sb, target, host);
+		return sandbox_plan_symlink(sb, target, host);
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (sb_plan_mkdir(sb, host, 0755) < 0)
+		if (sandbox_plan_mkdir(sb, host, 0755) < 0)
 			return -ENOMEM;
 	} else {
-		op = sb_op_add(sb, OP_TOUCH);
-		if (!op || !(op->path = sb_str(sb, SB_STAGE "%s", host)) ||
-		    !(op->what = sb_str(sb, "create %s", host)))
+		op = sandbox_op_add(sb, OP_TOUCH);
+		if (!op || !(op->path = sandbox_str(sb, SB_STAGE "%s", host)) ||
+		    !(op->what = sandbox_str(sb, "create %s", host)))
 			return -ENOMEM;
 		op->mode = 0644;
 	}
-	op = sb_op_add(sb, OP_BIND);
-	if (!op || !(op->src = sb_str(sb, "%s", host)) ||
-	    !(op->path = sb_str(sb, SB_STAGE "%s", host)) ||
-	    !(op->what = sb_str(sb, "bind %s", host)) ||
-	    !(op->what2 = sb_str(sb, "remount %s%s", host, (flags & MS_RDONLY) ? " read-only" : "")))
+	op = sandbox_op_add(sb, OP_BIND);
+	if (!op || !(op->src = sandbox_str(sb, "%s", host)) ||
+	    !(op->path = sandbox_str(sb, SB_STAGE "%s", host)) ||
+	    !(op->what = sandbox_str(sb, "bind %s", host)) ||
+	    !(op->what2 = sandbox_str(sb, "remount %s%s", host,
+	                              (flags & MS_RDONLY) ? " read-only" : "")))
 		return -ENOMEM;
 	op->flags = flags;
 	return 0;
 }
 
-static int sb_plan(struct sandbox *sb)
+static int sandbox_plan(struct sandbox *sb)
 {
-	static const char *const sys_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"};
+	static const char *const sys_dirs[] = {"/usr",   "/bin",   "/sbin",  "/lib",
+	                                       "/lib64", "/lib32", "/libx32"};
 	/* Read-only configuration the runtime needs; nothing with secrets. */
 	static const char *const etc[] = {
-		"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf",
-		"/etc/localtime", "/etc/alternatives", "/etc/ssl/certs", "/etc/ssl/openssl.cnf",
-		"/etc/python3", "/etc/python3.11", "/etc/python3.12", "/etc/python3.13",
-		"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/gai.conf", "/etc/host.conf",
+	        "/etc/ld.so.cache",   "/etc/ld.so.conf",      "/etc/ld.so.conf.d",
+	        "/etc/nsswitch.conf", "/etc/localtime",       "/etc/alternatives",
+	        "/etc/ssl/certs",     "/etc/ssl/openssl.cnf", "/etc/python3",
+	        "/etc/python3.11",    "/etc/python3.12",      "/etc/python3.13",
+	        "/etc/mime.types",    "/etc/protocols",       "/etc/services",
+	        "/etc/gai.conf",      "/etc/host.conf",
 	};
 	static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	const unsigned long ro = MS_RDONLY | MS_NOSUID | MS_NODEV;
@@ -912,59 +946,61 @@ static int sb_plan(struct sandbox *sb)
 	char data[128], path[64];
 	size_t i;
 
-#define TRY(x)                     \
-	do {                       \
-		if ((x) < 0)       \
-			return -ENOMEM; \
+#define TRY(x)                                                                                     \
+	do {                                                                                       \
+		if ((x) < 0)                                                                       \
+			return -ENOMEM;                                                            \
 	} while (0)
 
-	TRY(sb_plan_mount(sb, "tmpfs", "", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024"));
+	TRY(sandbox_plan_mount(sb, "tmpfs", "", MS_NOSUID | MS_NODEV,
+	                       "mode=0755,size=1m,nr_inodes=1024"));
 	for (i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++)
-		TRY(sb_plan_mirror(sb, sys_dirs[i], ro));
+		TRY(sandbox_plan_mirror(sb, sys_dirs[i], ro));
 
-	TRY(sb_plan_mkdir(sb, "/etc", 0755));
-	TRY(sb_plan_mkdir(sb, "/etc/ssl", 0755));
+	TRY(sandbox_plan_mkdir(sb, "/etc", 0755));
+	TRY(sandbox_plan_mkdir(sb, "/etc/ssl", 0755));
 	for (i = 0; i < sizeof(etc) / sizeof(etc[0]); i++)
-		TRY(sb_plan_mirror(sb, etc[i], ro));
-	TRY(sb_plan_write(sb, "/etc/passwd",
-	                  "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-	                  "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
-	                  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"));
-	TRY(sb_plan_write(sb, "/etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"));
-	TRY(sb_plan_write(sb, "/etc/hostname", SB_HOSTNAME "\n"));
-	TRY(sb_plan_write(sb, "/etc/hosts",
-	                  "127.0.0.1\tlocalhost\n127.0.1.1\t" SB_HOSTNAME "\n"
-	                  "::1\tlocalhost ip6-localhost ip6-loopback\n"));
+		TRY(sandbox_plan_mirror(sb, etc[i], ro));
+	TRY(sandbox_plan_write(sb, "/etc/passwd",
+	                       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	                       "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
+	                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"));
+	TRY(sandbox_plan_write(sb, "/etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"));
+	TRY(sandbox_plan_write(sb, "/etc/hostname", SB_HOSTNAME "\n"));
+	TRY(sandbox_plan_write(sb, "/etc/hosts",
+	                       "127.0.0.1\tlocalhost\n127.0.1.1\t" SB_HOSTNAME "\n"
+	                       "::1\tlocalhost ip6-localhost ip6-loopback\n"));
 	if (o->net) {
 		char resolv[4096];
-		if (sb_file_read("/etc/resolv.conf", resolv, sizeof(resolv)) > 0)
-			TRY(sb_plan_write(sb, "/etc/resolv.conf", resolv));
+		if (sandbox_file_read("/etc/resolv.conf", resolv, sizeof(resolv)) > 0)
+			TRY(sandbox_plan_write(sb, "/etc/resolv.conf", resolv));
 	}
 
-	TRY(sb_plan_mkdir(sb, "/proc", 0555));
-	TRY(sb_plan_mount(sb, "proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+	TRY(sandbox_plan_mkdir(sb, "/proc", 0555));
+	TRY(sandbox_plan_mount(sb, "proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
 
-	TRY(sb_plan_mkdir(sb, "/dev", 0755));
+	TRY(sandbox_plan_mkdir(sb, "/dev", 0755));
 	for (i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
 		snprintf(path, sizeof(path), "/dev/%s", devs[i]);
-		TRY(sb_plan_mirror(sb, path, MS_NOSUID | MS_NOEXEC));
+		TRY(sandbox_plan_mirror(sb, path, MS_NOSUID | MS_NOEXEC));
 	}
-	TRY(sb_plan_mkdir(sb, "/dev/pts", 0755));
-	TRY(sb_plan_mount(sb, "devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC,
-	                  "newinstance,ptmxmode=0666,mode=0620"));
-	TRY(sb_plan_symlink(sb, "pts/ptmx", "/dev/ptmx"));
-	TRY(sb_plan_mkdir(sb, "/dev/shm", 01777));
+	TRY(sandbox_plan_mkdir(sb, "/dev/pts", 0755));
+	TRY(sandbox_plan_mount(sb, "devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC,
+	                       "newinstance,ptmxmode=0666,mode=0620"));
+	TRY(sandbox_plan_symlink(sb, "pts/ptmx", "/dev/ptmx"));
+	TRY(sandbox_plan_mkdir(sb, "/dev/shm", 01777));
 	{
 		uint64_t shm = o->tmp_size && o->tmp_size < (64u << 20) ? o->tmp_size : (64u << 20);
-		snprintf(data, sizeof(data), "mode=1777,size=%llu,nr_inodes=1024", (unsigned long long)shm);
-		TRY(sb_plan_mount(sb, "tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, data));
+		snprintf(data, sizeof(data), "mode=1777,size=%llu,nr_inodes=1024",
+		         (unsigned long long)shm);
+		TRY(sandbox_plan_mount(sb, "tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, data));
 	}
-	TRY(sb_plan_symlink(sb, "/proc/self/fd", "/dev/fd"));
-	TRY(sb_plan_symlink(sb, "/proc/self/fd/0", "/dev/stdin"));
-	TRY(sb_plan_symlink(sb, "/proc/self/fd/1", "/dev/stdout"));
-	TRY(sb_plan_symlink(sb, "/proc/self/fd/2", "/dev/stderr"));
+	TRY(sandbox_plan_symlink(sb, "/proc/self/fd", "/dev/fd"));
+	TRY(sandbox_plan_symlink(sb, "/proc/self/fd/0", "/dev/stdin"));
+	TRY(sandbox_plan_symlink(sb, "/proc/self/fd/1", "/dev/stdout"));
+	TRY(sandbox_plan_symlink(sb, "/proc/self/fd/2", "/dev/stderr"));
 
-	TRY(sb_plan_mkdir(sb, "/tmp", 01777));
+	TRY(sandbox_plan_mkdir(sb, "/tmp", 01777));
 	if (o->tmp_size) {
 		/* one inode per 8 KiB, so many tiny files cannot pin unbounded kernel memory */
 		uint64_t inodes = o->tmp_size / 8192;
@@ -974,12 +1010,12 @@ static int sb_plan(struct sandbox *sb)
 	} else {
 		snprintf(data, sizeof(data), "mode=1777");
 	}
-	TRY(sb_plan_mount(sb, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV, data));
+	TRY(sandbox_plan_mount(sb, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV, data));
 #undef TRY
 	return 0;
 }
 
-static void sb_plan_rlimit(struct sandbox *sb, int resource, uint64_t value, const char *what)
+static void sandbox_plan_rlimit(struct sandbox *sb, int resource, uint64_t value, const char *what)
 {
 	sb->rl[sb->nrl].resource = resource;
 	sb->rl[sb->nrl].value = (rlim_t)value;
@@ -987,7 +1023,7 @@ static void sb_plan_rlimit(struct sandbox *sb, int resource, uint64_t value, con
 	sb->nrl++;
 }
 
-static int sb_plan_env(struct sandbox *sb)
+static int sandbox_plan_env(struct sandbox *sb)
 {
 	size_t n = 0, i;
 
@@ -997,7 +1033,7 @@ static int sb_plan_env(struct sandbox *sb)
 	if (!sb->env)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		sb->env[i] = sb_str(sb, "%s", sb->opts.env[i]);
+		sb->env[i] = sandbox_str(sb, "%s", sb->opts.env[i]);
 		if (!sb->env[i])
 			return -ENOMEM;
 		if (!strncmp(sb->env[i], "PATH=", 5))
@@ -1018,10 +1054,11 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 	*out = NULL;
 	sb = calloc(1, sizeof(*sb));
 	if (!sb) {
-		sb_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
+		sandbox_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	sb->opts = *opts;
+	sb->child_pidfd = -1;
 	sb->parent = getpid();
 	sb->root = geteuid() == 0;
 	sb->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
@@ -1039,42 +1076,45 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 	if (sb->shared == MAP_FAILED) {
 		rc = -errno;
 		sb->shared = NULL;
-		sb_errf(err, errlen, "sandbox: mmap: %s", strerror(-rc));
+		sandbox_errf(err, errlen, "sandbox: mmap: %s", strerror(-rc));
 		goto fail;
 	}
 
-	pthread_once(&sb_bpf.once, sb_bpf_build);
-	if (sb_bpf.rc < 0) {
-		rc = sb_bpf.rc;
-		sb_errf(err, errlen, "%s", sb_bpf.err);
+	pthread_once(&sandbox_bpf.once, sandbox_bpf_build);
+	if (sandbox_bpf.rc < 0) {
+		rc = sandbox_bpf.rc;
+		sandbox_errf(err, errlen, "%s", sandbox_bpf.err);
 		goto fail;
 	}
-	sb->prog.len = sb_bpf.len;
-	sb->prog.filter = sb_bpf.filter;
+	sb->prog.len = sandbox_bpf.len;
+	sb->prog.filter = sandbox_bpf.filter;
 
-	rc = sb_plan_env(sb);
+	rc = sandbox_plan_env(sb);
 	if (rc == 0)
-		rc = sb_plan(sb);
+		rc = sandbox_plan(sb);
 	if (rc < 0) {
-		sb_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
+		sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
 		goto fail;
 	}
-	sb_plan_rlimit(sb, RLIMIT_CORE, 0, "setrlimit RLIMIT_CORE");
+	sandbox_plan_rlimit(sb, RLIMIT_CORE, 0, "setrlimit RLIMIT_CORE");
 	if (opts->memory)
-		sb_plan_rlimit(sb, RLIMIT_AS, opts->memory, "setrlimit RLIMIT_AS");
+		sandbox_plan_rlimit(sb, RLIMIT_AS, opts->memory, "setrlimit RLIMIT_AS");
 	if (opts->max_file_size)
-		sb_plan_rlimit(sb, RLIMIT_FSIZE, opts->max_file_size, "setrlimit RLIMIT_FSIZE");
+		sandbox_plan_rlimit(sb, RLIMIT_FSIZE, opts->max_file_size,
+		                    "setrlimit RLIMIT_FSIZE");
 	if (opts->nofile)
-		sb_plan_rlimit(sb, RLIMIT_NOFILE, opts->nofile, "setrlimit RLIMIT_NOFILE");
+		sandbox_plan_rlimit(sb, RLIMIT_NOFILE, opts->nofile, "setrlimit RLIMIT_NOFILE");
 	if (opts->pids) /* counted per user namespace (Linux 5.14+); + init */
-		sb_plan_rlimit(sb, RLIMIT_NPROC, (uint64_t)opts->pids + 1, "setrlimit RLIMIT_NPROC");
+		sandbox_plan_rlimit(sb, RLIMIT_NPROC, (uint64_t)opts->pids + 1,
+		                    "setrlimit RLIMIT_NPROC");
 
 	if (sb->root) {
-		rc = sb_cg_setup(sb, err, errlen);
+		rc = sandbox_cg_setup(sb, err, errlen);
 		if (rc < 0)
 			goto fail;
 	} else if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
-		fprintf(stderr, "ptybox: not root: running without cgroup limits (memory, pids, cpu)\n");
+		fprintf(stderr,
+		        "ptybox: not root: running without cgroup limits (memory, pids, cpu)\n");
 	}
 	*out = sb;
 	return 0;
@@ -1087,9 +1127,12 @@ int sandbox_after_fork(struct sandbox *sb, pid_t child, char *err, size_t errlen
 {
 	(void)err;
 	(void)errlen;
-	/* Nothing to wait for: the outer child joins the cgroups before it forks and writes
-	 * init's maps itself. Kept so that the parent's side has one place to grow. */
+	/* Nothing to wait for: the outer child joins the cgroups before it forks and
+	 * writes init's maps itself. Only hold it by a pidfd, so that sandbox_kill_all
+	 * stays right after the caller has reaped it (the pid may be someone else's by then). */
 	sb->child = child;
+	if (sb->child_pidfd < 0)
+		sb->child_pidfd = (int)syscall(SYS_pidfd_open, child, 0);
 	return 0;
 }
 
@@ -1101,16 +1144,16 @@ int sandbox_after_fork(struct sandbox *sb, pid_t child, char *err, size_t errlen
  * default: a ^C before the driver owns the foreground must not take down the session
  * leader, and the hang-up when the master closes must not kill it before it has
  * passed init's status on (it dies by PDEATHSIG or sandbox_kill_all anyway). */
-static const int sb_held_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
+static const int sandbox_held_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
 
-static size_t sb_cat(char *buf, size_t cap, size_t at, const char *s)
+static size_t sandbox_cat(char *buf, size_t cap, size_t at, const char *s)
 {
 	while (s && *s && at + 1 < cap)
 		buf[at++] = *s++;
 	return at;
 }
 
-static char *sb_utoa(unsigned long v, char *end)
+static char *sandbox_utoa(unsigned long v, char *end)
 {
 	*--end = '\0';
 	do
@@ -1121,24 +1164,25 @@ static char *sb_utoa(unsigned long v, char *end)
 
 /* "what arg: reason\n" on err_fd, then _exit. strerrordesc_np reads a static
  * table: no locale, no allocation. */
-static void sb_fail(int err_fd, const char *what, const char *arg, int errnum)
-	__attribute__((noreturn));
-static void sb_fail(int err_fd, const char *what, const char *arg, int errnum)
+static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+        __attribute__((noreturn));
+static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
 {
 	char buf[PATH_MAX + 256], num[24];
 	const char *desc = strerrordesc_np(errnum);
-	size_t n = sb_cat(buf, sizeof(buf) - 1, 0, what);
+	size_t n = sandbox_cat(buf, sizeof(buf) - 1, 0, what);
 
 	if (arg) {
-		n = sb_cat(buf, sizeof(buf) - 1, n, " ");
-		n = sb_cat(buf, sizeof(buf) - 1, n, arg);
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, " ");
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, arg);
 	}
-	n = sb_cat(buf, sizeof(buf) - 1, n, ": ");
+	n = sandbox_cat(buf, sizeof(buf) - 1, n, ": ");
 	if (desc) {
-		n = sb_cat(buf, sizeof(buf) - 1, n, desc);
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, desc);
 	} else {
-		n = sb_cat(buf, sizeof(buf) - 1, n, "error ");
-		n = sb_cat(buf, sizeof(buf) - 1, n, sb_utoa((unsigned long)errnum, num + sizeof(num)));
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, "error ");
+		n = sandbox_cat(buf, sizeof(buf) - 1, n,
+		                sandbox_utoa((unsigned long)errnum, num + sizeof(num)));
 	}
 	buf[n++] = '\n';
 	if (err_fd >= 0)
@@ -1146,7 +1190,18 @@ static void sb_fail(int err_fd, const char *what, const char *arg, int errnum)
 	_exit(SB_EXIT_SETUP);
 }
 
-static int sb_write_all(const char *path, const char *data, size_t len, int flags, mode_t mode)
+/* The outer child fails after init exists: init must not outlive it unreaped. */
+static void sandbox_fail_reap(int err_fd, const char *what, const char *arg, int errnum, pid_t init)
+        __attribute__((noreturn));
+static void sandbox_fail_reap(int err_fd, const char *what, const char *arg, int errnum, pid_t init)
+{
+	kill(init, SIGKILL);
+	while (waitpid(init, NULL, 0) < 0 && errno == EINTR)
+		;
+	sandbox_fail(err_fd, what, arg, errnum);
+}
+
+static int sandbox_write_all(const char *path, const char *data, size_t len, int flags, mode_t mode)
 {
 	int fd = open(path, flags | O_WRONLY | O_CLOEXEC, mode);
 	int rc = 0;
@@ -1173,7 +1228,7 @@ static int sb_write_all(const char *path, const char *data, size_t len, int flag
 	return close(fd);
 }
 
-static pid_t sb_clone(unsigned long flags)
+static pid_t sandbox_clone(unsigned long flags)
 {
 	/* The raw system call: fork-like (no new stack), no atfork handlers, and the only
 	 * way to ask for the namespaces at once. */
@@ -1182,7 +1237,7 @@ static pid_t sb_clone(unsigned long flags)
 
 /* Mount flags that a bind inherits and a remount must repeat (the kernel locks
  * atime flags and friends in a user namespace). */
-static unsigned long sb_locked_flags(const char *path)
+static unsigned long sandbox_locked_flags(const char *path)
 {
 	struct statfs st;
 	unsigned long f = 0;
@@ -1206,49 +1261,50 @@ static unsigned long sb_locked_flags(const char *path)
 	return f;
 }
 
-static void sb_run_op(const struct sb_op *op, int err_fd)
+static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
 {
 	int fd;
 
 	switch (op->kind) {
 	case OP_MKDIR:
 		if (mkdir(op->path, op->mode) < 0 && errno != EEXIST)
-			sb_fail(err_fd, op->what, NULL, errno);
+			sandbox_fail(err_fd, op->what, NULL, errno);
 		if (chmod(op->path, op->mode) < 0) /* past the umask: /tmp wants 1777 */
-			sb_fail(err_fd, op->what, NULL, errno);
+			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
 	case OP_TOUCH:
 		fd = open(op->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, op->mode);
 		if (fd < 0)
-			sb_fail(err_fd, op->what, NULL, errno);
+			sandbox_fail(err_fd, op->what, NULL, errno);
 		close(fd);
 		break;
 	case OP_WRITE:
-		if (sb_write_all(op->path, op->data, op->len, O_CREAT | O_EXCL, op->mode) < 0)
-			sb_fail(err_fd, op->what, NULL, errno);
+		if (sandbox_write_all(op->path, op->data, op->len, O_CREAT | O_EXCL, op->mode) < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
 	case OP_SYMLINK:
 		if (symlink(op->src, op->path) < 0)
-			sb_fail(err_fd, op->what, NULL, errno);
+			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
 	case OP_BIND:
 		/* Non-recursive, so mounts under a bound folder stay out; a tree with
 		 * locked submounts can only be bound whole. */
 		if (mount(op->src, op->path, NULL, MS_BIND, NULL) < 0 &&
 		    (errno != EINVAL || mount(op->src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0))
-			sb_fail(err_fd, op->what, NULL, errno);
-		if (mount(NULL, op->path, NULL, MS_REMOUNT | MS_BIND | op->flags | sb_locked_flags(op->path),
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		if (mount(NULL, op->path, NULL,
+		          MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path),
 		          NULL) < 0)
-			sb_fail(err_fd, op->what2, NULL, errno);
+			sandbox_fail(err_fd, op->what2, NULL, errno);
 		break;
 	case OP_MOUNT:
 		if (mount(op->src, op->path, op->src, op->flags, op->data) < 0)
-			sb_fail(err_fd, op->what, NULL, errno);
+			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
 	}
 }
 
-static void sb_drop_caps(int err_fd)
+static void sandbox_drop_caps(int err_fd)
 {
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
@@ -1259,55 +1315,56 @@ static void sb_drop_caps(int err_fd)
 			continue;
 		if (errno == EINVAL)
 			break; /* past the kernel's last capability */
-		sb_fail(err_fd, "drop capability from the bounding set", NULL, errno);
+		sandbox_fail(err_fd, "drop capability from the bounding set", NULL, errno);
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		sb_fail(err_fd, "clear ambient capabilities", NULL, errno);
+		sandbox_fail(err_fd, "clear ambient capabilities", NULL, errno);
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) < 0)
-		sb_fail(err_fd, "capset", NULL, errno);
+		sandbox_fail(err_fd, "capset", NULL, errno);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		sb_fail(err_fd, "prctl PR_SET_NO_NEW_PRIVS", NULL, errno);
+		sandbox_fail(err_fd, "prctl PR_SET_NO_NEW_PRIVS", NULL, errno);
 }
 
-static void sb_loopback_up(int err_fd)
+static void sandbox_loopback_up(int err_fd)
 {
 	struct ifreq ifr;
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	if (s < 0)
-		sb_fail(err_fd, "bring up lo: socket", NULL, errno);
+		sandbox_fail(err_fd, "bring up lo: socket", NULL, errno);
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, "lo", 3);
 	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		sb_fail(err_fd, "bring up lo", NULL, errno);
+		sandbox_fail(err_fd, "bring up lo", NULL, errno);
 	ifr.ifr_flags |= IFF_UP;
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		sb_fail(err_fd, "bring up lo", NULL, errno);
+		sandbox_fail(err_fd, "bring up lo", NULL, errno);
 	close(s);
 }
 
-static void sb_pivot(int err_fd)
+static void sandbox_pivot(int err_fd)
 {
 	if (chdir(SB_STAGE) < 0)
-		sb_fail(err_fd, "chdir", "to the new root", errno);
+		sandbox_fail(err_fd, "chdir", "to the new root", errno);
 	/* pivot_root(".", ".") stacks the old root on the new one; detaching it
 	 * leaves nothing of the host's mount table behind. */
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
-		sb_fail(err_fd, "pivot_root", NULL, errno);
+		sandbox_fail(err_fd, "pivot_root", NULL, errno);
 	if (umount2(".", MNT_DETACH) < 0)
-		sb_fail(err_fd, "detach the old root", NULL, errno);
+		sandbox_fail(err_fd, "detach the old root", NULL, errno);
 	if (chdir("/") < 0)
-		sb_fail(err_fd, "chdir", "/", errno);
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | sb_locked_flags("/"), NULL) < 0)
-		sb_fail(err_fd, "remount / read-only", NULL, errno);
+		sandbox_fail(err_fd, "chdir", "/", errno);
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | sandbox_locked_flags("/"),
+	          NULL) < 0)
+		sandbox_fail(err_fd, "remount / read-only", NULL, errno);
 	if (chdir("/tmp") < 0)
-		sb_fail(err_fd, "chdir", "/tmp", errno);
+		sandbox_fail(err_fd, "chdir", "/tmp", errno);
 }
 
-static void sb_exec(const struct sandbox *sb, char *const argv[], int err_fd)
-	__attribute__((noreturn));
-static void sb_exec(const struct sandbox *sb, char *const argv[], int err_fd)
+static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
+        __attribute__((noreturn));
+static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
 {
 	char buf[PATH_MAX];
 	const char *p = sb->path;
@@ -1315,39 +1372,39 @@ static void sb_exec(const struct sandbox *sb, char *const argv[], int err_fd)
 
 	if (strchr(argv[0], '/')) {
 		execve(argv[0], argv, sb->env);
-		sb_fail(err_fd, "exec", argv[0], errno);
+		sandbox_fail(err_fd, "exec", argv[0], errno);
 	}
 	/* execvpe may allocate; this is its loop, on the stack. */
 	for (;;) {
 		size_t k = strcspn(p, ":"), n = 0;
 
 		if (k == 0)
-			n = sb_cat(buf, sizeof(buf), n, ".");
+			n = sandbox_cat(buf, sizeof(buf), n, ".");
 		else if (k < sizeof(buf) - 2) {
 			memcpy(buf, p, k);
 			n = k;
 		}
 		if (n) {
-			n = sb_cat(buf, sizeof(buf), n, "/");
-			n = sb_cat(buf, sizeof(buf), n, argv[0]);
+			n = sandbox_cat(buf, sizeof(buf), n, "/");
+			n = sandbox_cat(buf, sizeof(buf), n, argv[0]);
 			buf[n] = '\0';
 			execve(buf, argv, sb->env);
 			if (errno == EACCES)
 				saved = EACCES;
 			else if (errno != ENOENT && errno != ENOTDIR)
-				sb_fail(err_fd, "exec", buf, errno);
+				sandbox_fail(err_fd, "exec", buf, errno);
 		}
 		if (!p[k])
 			break;
 		p += k + 1;
 	}
-	sb_fail(err_fd, "exec", argv[0], saved);
+	sandbox_fail(err_fd, "exec", argv[0], saved);
 }
 
 /* pid 2: the driver. Its own foreground process group, limits, filter, exec. */
-static void sb_driver(const struct sandbox *sb, char *const argv[], int err_fd)
-	__attribute__((noreturn));
-static void sb_driver(const struct sandbox *sb, char *const argv[], int err_fd)
+static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err_fd)
+        __attribute__((noreturn));
+static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err_fd)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -1355,45 +1412,45 @@ static void sb_driver(const struct sandbox *sb, char *const argv[], int err_fd)
 	size_t i;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		sb_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
 	if (setpgid(0, 0) < 0)
-		sb_fail(err_fd, "setpgid", NULL, errno);
+		sandbox_fail(err_fd, "setpgid", NULL, errno);
 	/* SIGTTOU is still ignored (from the outer child), so a background group may do this. */
 	self = getpid();
 	if (ioctl(0, TIOCSPGRP, &self) < 0 && errno != ENOTTY)
-		sb_fail(err_fd, "tcsetpgrp", NULL, errno);
+		sandbox_fail(err_fd, "tcsetpgrp", NULL, errno);
 	umask(022);
 	for (i = 0; i < sb->nrl; i++) {
 		struct rlimit rl;
 		if (getrlimit(sb->rl[i].resource, &rl) < 0)
-			sb_fail(err_fd, sb->rl[i].what, NULL, errno);
+			sandbox_fail(err_fd, sb->rl[i].what, NULL, errno);
 		if (rl.rlim_max != RLIM_INFINITY && sb->rl[i].value > rl.rlim_max)
 			rl.rlim_cur = rl.rlim_max; /* cannot raise a hard limit; keep the host's */
 		else
 			rl.rlim_cur = rl.rlim_max = sb->rl[i].value;
 		if (setrlimit(sb->rl[i].resource, &rl) < 0)
-			sb_fail(err_fd, sb->rl[i].what, NULL, errno);
+			sandbox_fail(err_fd, sb->rl[i].what, NULL, errno);
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
-	for (i = 0; i < sizeof(sb_held_signals) / sizeof(sb_held_signals[0]); i++)
-		sigaction(sb_held_signals[i], &sa, NULL);
+	for (i = 0; i < sizeof(sandbox_held_signals) / sizeof(sandbox_held_signals[0]); i++)
+		sigaction(sandbox_held_signals[i], &sa, NULL);
 	/* An ignored SIGXFSZ survives exec: writes past RLIMIT_FSIZE fail with EFBIG. */
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGXFSZ, &sa, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		sb_fail(err_fd, "prctl PR_SET_NO_NEW_PRIVS", NULL, errno);
+		sandbox_fail(err_fd, "prctl PR_SET_NO_NEW_PRIVS", NULL, errno);
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0) < 0)
-		sb_fail(err_fd, "seccomp", NULL, errno);
-	sb_exec(sb, argv, err_fd);
+		sandbox_fail(err_fd, "seccomp", NULL, errno);
+	sandbox_exec(sb, argv, err_fd);
 }
 
 /* pid 1 of the new namespaces. */
-static void sb_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
-	__attribute__((noreturn));
-static void sb_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
+static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
+        __attribute__((noreturn));
+static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
 {
 	struct pollfd pfd = {sync_fd, POLLIN, 0};
 	pid_t driver;
@@ -1408,34 +1465,34 @@ static void sb_init(const struct sandbox *sb, char *const argv[], int err_fd, in
 	if (n != 1)
 		_exit(SB_EXIT_SETUP); /* the outer child failed and said why */
 	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
-		sb_fail(err_fd, "setresgid", "1000", errno);
+		sandbox_fail(err_fd, "setresgid", "1000", errno);
 	if (setresuid(SB_ID, SB_ID, SB_ID) < 0)
-		sb_fail(err_fd, "setresuid", "1000", errno);
+		sandbox_fail(err_fd, "setresuid", "1000", errno);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		sb_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
 		_exit(SB_EXIT_SETUP); /* the outer child died before PDEATHSIG was armed */
 	close(sync_fd);
 	/* Non-dumpable: the sandbox's code runs as the same uid, and must not reach
 	 * into its unfiltered init through /proc/1/mem. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		sb_fail(err_fd, "prctl PR_SET_DUMPABLE", NULL, errno);
+		sandbox_fail(err_fd, "prctl PR_SET_DUMPABLE", NULL, errno);
 	if (sethostname(SB_HOSTNAME, sizeof(SB_HOSTNAME) - 1) < 0)
-		sb_fail(err_fd, "sethostname", SB_HOSTNAME, errno);
+		sandbox_fail(err_fd, "sethostname", SB_HOSTNAME, errno);
 	if (sb->clone_flags & CLONE_NEWNET)
-		sb_loopback_up(err_fd);
+		sandbox_loopback_up(err_fd);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		sb_fail(err_fd, "make / private", NULL, errno);
+		sandbox_fail(err_fd, "make / private", NULL, errno);
 	for (i = 0; i < sb->nops; i++)
-		sb_run_op(&sb->ops[i], err_fd);
-	sb_pivot(err_fd);
-	sb_drop_caps(err_fd);
+		sandbox_run_op(&sb->ops[i], err_fd);
+	sandbox_pivot(err_fd);
+	sandbox_drop_caps(err_fd);
 
-	driver = sb_clone(0);
+	driver = sandbox_clone(0);
 	if (driver < 0)
-		sb_fail(err_fd, "fork", "the driver", errno);
+		sandbox_fail(err_fd, "fork", "the driver", errno);
 	if (driver == 0)
-		sb_driver(sb, argv, err_fd);
+		sandbox_driver(sb, argv, err_fd);
 	close(err_fd);
 	close(0);
 	close(1);
@@ -1462,56 +1519,50 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 	size_t i;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		sb_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
 	if (getppid() != sb->parent)
 		_exit(SB_EXIT_SETUP); /* ptybox is already gone */
 	for (i = 0; i < sb->ncg; i++)
-		if (sb->cg[i].procs && sb_write_all(sb->cg[i].procs, "0", 1, 0, 0) < 0)
-			sb_fail(err_fd, "join cgroup", sb->cg[i].dir, errno);
+		if (sb->cg[i].procs && sandbox_write_all(sb->cg[i].procs, "0", 1, 0, 0) < 0)
+			sandbox_fail(err_fd, "join cgroup", sb->cg[i].dir, errno);
 	/* Supplementary groups would keep their host meaning inside; setgroups is denied there. */
 	if (sb->root && setgroups(0, NULL) < 0)
-		sb_fail(err_fd, "setgroups", NULL, errno);
+		sandbox_fail(err_fd, "setgroups", NULL, errno);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
-	for (i = 0; i < sizeof(sb_held_signals) / sizeof(sb_held_signals[0]); i++)
-		sigaction(sb_held_signals[i], &sa, NULL);
+	for (i = 0; i < sizeof(sandbox_held_signals) / sizeof(sandbox_held_signals[0]); i++)
+		sigaction(sandbox_held_signals[i], &sa, NULL);
 	if (pipe2(sync, O_CLOEXEC) < 0)
-		sb_fail(err_fd, "pipe", NULL, errno);
+		sandbox_fail(err_fd, "pipe", NULL, errno);
 
-	init = sb_clone(sb->clone_flags);
+	init = sandbox_clone(sb->clone_flags);
 	if (init < 0)
-		sb_fail(err_fd, "clone", "(new namespaces)", errno);
+		sandbox_fail(err_fd, "clone", "(new namespaces)", errno);
 	if (init == 0) {
 		close(sync[1]);
-		sb_init(sb, argv, err_fd, sync[0]);
+		sandbox_init(sb, argv, err_fd, sync[0]);
 	}
 	close(sync[0]);
 	__atomic_store_n(&sb->shared->init_pid, init, __ATOMIC_SEQ_CST);
 
 	/* init's user namespace: only SB_ID is mapped; the outer child has the
 	 * rights to say so because it stayed in the parent namespace. */
-	pidstr = sb_utoa((unsigned long)init, num + sizeof(num));
+	pidstr = sandbox_utoa((unsigned long)init, num + sizeof(num));
 	{
 		static const char *const files[] = {"setgroups", "uid_map", "gid_map"};
 		const char *bodies[] = {"deny", sb->uid_map, sb->gid_map};
 		for (i = 0; i < 3; i++) {
-			size_t n = sb_cat(path, sizeof(path), 0, "/proc/");
-			n = sb_cat(path, sizeof(path), n, pidstr);
-			n = sb_cat(path, sizeof(path), n, "/");
-			n = sb_cat(path, sizeof(path), n, files[i]);
+			size_t n = sandbox_cat(path, sizeof(path), 0, "/proc/");
+			n = sandbox_cat(path, sizeof(path), n, pidstr);
+			n = sandbox_cat(path, sizeof(path), n, "/");
+			n = sandbox_cat(path, sizeof(path), n, files[i]);
 			path[n] = '\0';
-			if (sb_write_all(path, bodies[i], strlen(bodies[i]), 0, 0) < 0) {
-				int e = errno;
-				kill(init, SIGKILL);
-				sb_fail(err_fd, "write", path, e);
-			}
+			if (sandbox_write_all(path, bodies[i], strlen(bodies[i]), 0, 0) < 0)
+				sandbox_fail_reap(err_fd, "write", path, errno, init);
 		}
 	}
-	if (write(sync[1], "g", 1) != 1) {
-		int e = errno;
-		kill(init, SIGKILL);
-		sb_fail(err_fd, "start init", NULL, e);
-	}
+	if (write(sync[1], "g", 1) != 1)
+		sandbox_fail_reap(err_fd, "start init", NULL, errno, init);
 	/* sync[1] stays open: init polls it to learn whether we are still alive. */
 	close(err_fd);
 	close(0);
@@ -1532,59 +1583,91 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
  * Teardown
  */
 
+/* Waits until a pidfd's process has exited (or the deadline); true if it has. */
+static bool sandbox_pidfd_wait(int pidfd, int64_t deadline)
+{
+	struct pollfd pfd = {pidfd, POLLIN, 0};
+
+	for (;;) {
+		int64_t left = deadline - sandbox_now_ms();
+		int r = poll(&pfd, 1, left > 0 ? (int)left : 0);
+		if (r > 0)
+			return true;
+		if (r == 0 || errno != EINTR)
+			return false;
+	}
+}
+
+static int sandbox_pidfd_kill(int pidfd)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+}
+
+/* Kills init (so the kernel empties the pid namespace), lets the outer child reap it
+ * and exit on its own (killing both at once would leave init to the host's pid 1),
+ * and kills the outer child only if it lingers. Bounded by SB_KILL_WAIT_MS. */
 void sandbox_kill_all(struct sandbox *sb, pid_t child)
 {
-	int64_t deadline = sb_now_ms() + SB_KILL_WAIT_MS;
+	int64_t deadline = sandbox_now_ms() + SB_KILL_WAIT_MS;
+	int outer = -1, own = -1, initfd = -1;
 	pid_t init;
-	int pidfd = -1;
 	size_t i;
 
 	if (!sb)
 		return;
-	/* Hold init by a pidfd before anything dies, so a recycled pid cannot fool us;
-	 * the outer child zeroes init_pid once it has reaped it. */
+	if (sb->child_pidfd >= 0)
+		outer = sb->child_pidfd;
+	else if (child > 0)
+		outer = own = (int)syscall(SYS_pidfd_open, child, 0);
+	/* The outer child zeroes init_pid once it has reaped init: a pidfd opened while
+	 * the value still stands is init's, whatever happens to the number later. */
 	init = sb->shared ? __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) : 0;
 	if (init > 0) {
-		pidfd = (int)syscall(SYS_pidfd_open, init, 0);
-		if (pidfd >= 0 && __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) != init) {
-			close(pidfd);
-			pidfd = -1;
+		initfd = (int)syscall(SYS_pidfd_open, init, 0);
+		if (initfd >= 0 &&
+		    __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) != init) {
+			close(initfd);
+			initfd = -1;
 		}
 	}
-	sb_cg_kill(sb);
-	if (child > 0)
-		kill(child, SIGKILL);
-	if (pidfd >= 0) {
-		/* init's exit is when the kernel has killed and reaped the whole namespace */
-		struct pollfd pfd = {pidfd, POLLIN, 0};
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		for (;;) {
-			int64_t left = deadline - sb_now_ms();
-			int r = poll(&pfd, 1, left > 0 ? (int)left : 0);
-			if (r >= 0 || errno != EINTR || left <= 0)
-				break;
-		}
-		close(pidfd);
+	sandbox_cg_kill(sb, sb->child > 0 ? sb->child : child);
+	if (initfd >= 0) {
+		/* init's exit comes after the kernel has killed and reaped its whole namespace */
+		sandbox_pidfd_kill(initfd);
+		sandbox_pidfd_wait(initfd, deadline);
+		close(initfd);
+	} else if (outer >= 0) {
+		sandbox_pidfd_kill(outer); /* no init (yet, or any more): nothing for it to reap */
 	}
+	if (outer >= 0) {
+		if (!sandbox_pidfd_wait(outer, deadline)) {
+			sandbox_pidfd_kill(outer);
+			sandbox_pidfd_wait(outer, sandbox_now_ms() + 100);
+		}
+	} else if (child > 0) {
+		kill(child, SIGKILL); /* no pidfds (Linux < 5.3) */
+	}
+	if (own >= 0)
+		close(own);
 	for (i = 0; i < sb->ncg; i++) {
 		if (!sb->cg[i].procs)
 			continue;
-		while (!sb_cg_empty(sb->cg[i].procs) && sb_now_ms() < deadline) {
-			sb_cg_kill_procs(sb->cg[i].procs);
-			sb_sleep_ms(1);
+		while (!sandbox_cg_empty(sb->cg[i].procs) && sandbox_now_ms() < deadline) {
+			sandbox_cg_kill_procs(sb->cg[i].procs, 0);
+			sandbox_sleep_ms(1);
 		}
 	}
 }
 
 const char *sandbox_death_reason(struct sandbox *sb)
 {
-	struct sb_cgroup *g = sb ? sb_cg_of(sb, CG_MEMORY) : NULL;
+	struct sandbox_cgroup *g = sb ? sandbox_cg_of(sb, CG_MEMORY) : NULL;
 	char path[PATH_MAX], buf[1024], *p;
 
 	if (!g)
 		return NULL;
 	snprintf(path, sizeof(path), g->v2 ? "%s/memory.events" : "%s/memory.oom_control", g->dir);
-	if (sb_file_read(path, buf, sizeof(buf)) <= 0)
+	if (sandbox_file_read(path, buf, sizeof(buf)) <= 0)
 		return NULL;
 	for (p = buf; (p = strstr(p, "oom_kill ")); p++)
 		if ((p == buf || p[-1] == '\n') && strtoull(p + 9, NULL, 10) > 0)
@@ -1599,19 +1682,21 @@ void sandbox_free(struct sandbox *sb)
 	if (!sb)
 		return;
 	for (i = 0; i < sb->ncg; i++) {
-		int64_t deadline = sb_now_ms() + SB_RMDIR_WAIT_MS;
+		int64_t deadline = sandbox_now_ms() + SB_RMDIR_WAIT_MS;
 		long delay = 1;
 
 		if (!sb->cg[i].dir)
 			continue;
 		/* Tasks leave a cgroup a little after they are reaped; retry briefly. */
-		while (rmdir(sb->cg[i].dir) < 0 && errno == EBUSY && sb_now_ms() < deadline) {
-			sb_sleep_ms(delay);
+		while (rmdir(sb->cg[i].dir) < 0 && errno == EBUSY && sandbox_now_ms() < deadline) {
+			sandbox_sleep_ms(delay);
 			delay = delay < 32 ? delay * 2 : delay;
 		}
 	}
 	if (sb->shared)
 		munmap(sb->shared, sizeof(*sb->shared));
+	if (sb->child_pidfd >= 0)
+		close(sb->child_pidfd);
 	for (i = 0; i < sb->nstrs; i++)
 		free(sb->strs[i]);
 	free(sb->strs);

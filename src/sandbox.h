@@ -17,32 +17,44 @@
 struct sandbox_options {
 	bool net;                /* --net: share the host's network namespace */
 	uint64_t memory;         /* bytes; RLIMIT_AS and memory cgroup; 0 = none */
-	uint64_t tmp_size;       /* bytes of the /tmp tmpfs; kept below memory */
+	uint64_t tmp_size;       /* bytes of the /tmp tmpfs; kept below memory; 0 = none */
 	uint64_t max_file_size;  /* RLIMIT_FSIZE; 0 = none */
 	unsigned pids;           /* pids cgroup / RLIMIT_NPROC; 0 = none */
-	unsigned nofile;         /* RLIMIT_NOFILE */
+	unsigned nofile;         /* RLIMIT_NOFILE; 0 = the host's */
 	double cpus;             /* CPU quota in CPUs; 0 = none */
-	char *const *env;        /* the child's complete environment (already allow-listed) */
+	char *const *env;        /* the child's complete environment (already allow-listed);
+	                          * copied by sandbox_new. Its PATH is where argv[0] is looked
+	                          * up inside; HOME should be /tmp (the working folder). */
 };
 
 struct sandbox;
 
-/* Parent, before fork. Builds the plan; on failure fills err with one line. */
+/* Parent, before fork. Builds the plan; on failure fills err with one line.
+ * As root it also creates and limits the session's cgroups; otherwise it says once
+ * on stderr that it runs without them. */
 int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *err, size_t errlen);
-/* Parent, right after fork, with the child's pid: uid/gid maps, cgroup membership.
- * May block briefly on the child (bounded by a deadline). */
+/* Parent, right after fork, with the child's pid. Never blocks: the child joins the
+ * cgroups and writes its namespace's uid/gid maps itself. Holds the child by a
+ * pidfd, so sandbox_kill_all stays safe after the caller has reaped it. */
 int sandbox_after_fork(struct sandbox *sb, pid_t child, char *err, size_t errlen);
 /* Child, after the PTY became its controlling terminal and fds 0-2: enters the
  * sandbox and execs argv[0] (searched in the sandbox's PATH) with opts->env.
- * Never returns; on failure writes one line to err_fd and _exit(125). */
+ * Never returns; on failure writes one line to err_fd and _exit(125). err_fd
+ * reaches EOF exactly when the driver has exec'd. The child (the pid the parent
+ * knows) stays outside the sandbox as the session leader and exits with the
+ * driver's status: its exit code, or 128+N when signal N killed it (137: SIGKILL,
+ * e.g. an OOM kill). */
 void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 	__attribute__((noreturn));
-/* Every process of the sandbox gone (double-forked and setsid ones included). */
+/* Every process of the sandbox gone (double-forked and setsid ones included) when
+ * it returns (bounded: 3 s), and the child has exited; the caller still reaps it.
+ * Safe to call more than once, and after the child was reaped. */
 void sandbox_kill_all(struct sandbox *sb, pid_t child);
 /* Why the sandbox's last process died, if the sandbox knows better than the
  * exit status (e.g. "out of memory"); NULL otherwise. */
 const char *sandbox_death_reason(struct sandbox *sb);
-/* Removes cgroups and whatever else the plan created; frees. */
+/* Removes cgroups and whatever else the plan created; frees. Call sandbox_kill_all
+ * first if the child ever ran. NULL is fine. */
 void sandbox_free(struct sandbox *sb);
 
 #endif

@@ -2,7 +2,7 @@
  * session.c - one interpreter session: the state machine between the user's
  * snippets and the driver on the other side of the terminal.
  *
- *   BOOT ──prompt──> WAIT_READY ──ready──> IDLE <──result── RUNNING
+ *   BOOT ─prompt─> HANDSHAKE ─prompt─> WAIT_READY ─ready─> IDLE <─result─ RUNNING
  *     │                  │                  │  ──exec────────>  │
  *     └───── exit / deadline: FATAL         └── exit, kill ──> DYING ──> (restart) BOOT
  *
@@ -14,6 +14,7 @@
  * in the driver's own loop.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -39,7 +40,7 @@ extern const size_t ptybox_driver_py_len;
 #define SESSION_DISPLAY_CAP ((size_t)64 << 20)
 #define SESSION_NOISE_TAIL 400
 
-enum session_state { S_BOOT, S_WAIT_READY, S_IDLE, S_RUNNING, S_DYING, S_FATAL, S_CLOSING };
+enum session_state { S_BOOT, S_HANDSHAKE, S_WAIT_READY, S_IDLE, S_RUNNING, S_DYING, S_FATAL, S_CLOSING };
 
 /* Why the driver is going away (S_DYING). */
 enum session_death { DEATH_CRASH, DEATH_TIMEOUT, DEATH_INTERRUPT, DEATH_RESTART };
@@ -163,22 +164,34 @@ static void session_remember_noise(ptybox_session *s, const char *buf, size_t le
 
 /* The last line of what the terminal said outside frames, for error messages
  * such as "python3: not found" from a remote shell. */
+/* The last line the terminal said outside frames, for error messages such as
+ * "python3: not found" from a remote shell. Lines that are only base64 are
+ * the echo of the boot, not what anyone said. */
 static const char *session_noise_line(ptybox_session *s, char *buf, size_t buflen)
 {
 	size_t end = s->noise_len;
-	while (end > 0 && (s->noise[end - 1] == '\n' || s->noise[end - 1] == '\r' ||
-	                   s->noise[end - 1] == ' '))
-		end--;
-	size_t start = end;
-	while (start > 0 && s->noise[start - 1] != '\n' && s->noise[start - 1] != '\r')
-		start--;
-	size_t n = end - start < buflen - 1 ? end - start : buflen - 1;
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s->noise[start + i];
-		buf[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	buf[0] = '\0';
+	while (end > 0) {
+		while (end > 0 && strchr("\r\n ", s->noise[end - 1]))
+			end--;
+		size_t start = end;
+		while (start > 0 && s->noise[start - 1] != '\n' && s->noise[start - 1] != '\r')
+			start--;
+		size_t n = end - start;
+		bool echo = true; /* base64, and the bell a full canonical line rings */
+		for (size_t i = start; i < end && echo; i++)
+			echo = isalnum((unsigned char)s->noise[i]) || strchr("+/=\a", s->noise[i]);
+		if (!echo && n > 0) {
+			n = n < buflen - 1 ? n : buflen - 1;
+			for (size_t i = 0; i < n; i++) {
+				unsigned char c = (unsigned char)s->noise[start + i];
+				buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+			}
+			buf[n] = '\0';
+			break;
+		}
+		end = start;
 	}
-	buf[o] = '\0';
 	return buf;
 }
 
@@ -451,30 +464,60 @@ static void session_scan_cb(void *ctx, enum frame_event ev, const char *data, si
 	}
 }
 
+/* Looks for a boot prompt in unframed output; returns how many bytes of buf
+ * it consumed, or len when the prompt is not complete yet. The prompts'
+ * first letter occurs once in them, so a mismatch restarts cleanly. */
+static size_t session_match_prompt(ptybox_session *s, const char *prompt, const char *buf,
+                                   size_t len, bool *found)
+{
+	size_t plen = strlen(prompt), i = 0;
+	while (i < len && s->prompt_matched < plen) {
+		if (buf[i] == prompt[s->prompt_matched])
+			s->prompt_matched++;
+		else
+			s->prompt_matched = buf[i] == prompt[0];
+		i++;
+	}
+	session_remember_noise(s, buf, i);
+	*found = s->prompt_matched == plen;
+	if (*found)
+		s->prompt_matched = 0;
+	return i;
+}
+
 static void session_pty_data(struct pty *p, const char *buf, size_t len)
 {
 	ptybox_session *s = p->data;
+	bool found;
+	size_t used;
 	if (s->state == S_BOOT) {
-		/* Before the handshake nothing is framed; look for the prompt only.
-		 * Its first letter occurs once in it, so a mismatch restarts cleanly. */
-		static const char prompt[] = PROTOCOL_NONCE_PROMPT;
-		size_t i = 0;
-		while (i < len && s->prompt_matched < sizeof(prompt) - 1) {
-			if (buf[i] == prompt[s->prompt_matched])
-				s->prompt_matched++;
-			else
-				s->prompt_matched = buf[i] == prompt[0];
-			i++;
+		used = session_match_prompt(s, PROTOCOL_BOOT_PROMPT, buf, len, &found);
+		buf += used;
+		len -= used;
+		if (!found)
+			return;
+		char *boot;
+		size_t boot_len;
+		int rc = protocol_boot_lines(ptybox_driver_py, ptybox_driver_py_len, &boot, &boot_len);
+		if (rc == 0)
+			rc = pty_write_take(&s->pty, boot, boot_len);
+		if (rc < 0) {
+			session_fatal(s, "send the driver: %s", strerror(-rc));
+			return;
 		}
-		session_remember_noise(s, buf, i);
-		if (s->prompt_matched < sizeof(prompt) - 1)
+		s->state = S_HANDSHAKE;
+	}
+	if (s->state == S_HANDSHAKE) {
+		/* Before the handshake nothing is framed. */
+		used = session_match_prompt(s, PROTOCOL_NONCE_PROMPT, buf, len, &found);
+		buf += used;
+		len -= used;
+		if (!found)
 			return;
 		char line[sizeof(s->nonce) + 1];
 		snprintf(line, sizeof(line), "%s\n", s->nonce);
 		pty_write(&s->pty, line, strlen(line));
 		s->state = S_WAIT_READY;
-		buf += i;
-		len -= i;
 	}
 	if (s->scanner_live)
 		frame_scanner_feed(&s->scanner, buf, len, session_scan_cb, s);
@@ -572,7 +615,7 @@ static void session_pty_exit(struct pty *p, int wstatus)
 	s->child_exited = true;
 	s->wstatus = wstatus;
 	log_msg("session: child %d exited, status 0x%x", (int)p->pid, wstatus);
-	if (s->state == S_BOOT || s->state == S_WAIT_READY) {
+	if (s->state == S_BOOT || s->state == S_HANDSHAKE || s->state == S_WAIT_READY) {
 		pty_drain(p);
 		char line[256], why[200];
 		session_noise_line(s, line, sizeof(line));
@@ -690,15 +733,6 @@ static void session_start(ptybox_session *s)
 		return;
 	}
 	s->pty_live = true;
-	char *boot;
-	size_t boot_len;
-	rc = protocol_boot_lines(ptybox_driver_py, ptybox_driver_py_len, &boot, &boot_len);
-	if (rc == 0)
-		rc = pty_write_take(&s->pty, boot, boot_len);
-	if (rc < 0) {
-		session_fatal(s, "send the driver: %s", strerror(-rc));
-		return;
-	}
 	session_arm(s, session_ms(s->opts.boot_timeout), session_boot_timeout_cb);
 }
 
@@ -745,6 +779,10 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 		.nofile = o->nofile,
 		.cpus = o->cpus,
 	};
+	/* tmpfs pages count against the memory limit: /tmp stays below it. */
+	struct sandbox_options *so = &s->topts.sandbox;
+	if (so->memory && (so->tmp_size == 0 || so->tmp_size > so->memory / 2))
+		so->tmp_size = so->memory / 2;
 	(void)session_strdup;
 	if (o->log_path)
 		log_open(o->log_path);

@@ -82,6 +82,8 @@ static int transport_build_env(struct transport *t, const struct transport_optio
 	rc = rc ? rc : transport_add_env(t, "LANG", "C.UTF-8");
 	rc = rc ? rc : transport_add_env(t, "TERM", term && *term ? term : "xterm-256color");
 	rc = rc ? rc : transport_add_env(t, "MPLBACKEND", "Agg");
+	/* Fewer malloc arenas: the driver's threads must not eat RLIMIT_AS. */
+	rc = rc ? rc : transport_add_env(t, "MALLOC_ARENA_MAX", "2");
 	for (char *const *e = o->env_extra; !rc && e && *e; e++)
 		rc = transport_add_env(t, *e, NULL);
 	return rc;
@@ -218,9 +220,9 @@ void transport_kill(struct transport *t, pid_t child)
 		sandbox_kill_all(t->sandbox, child);
 		return;
 	}
-	/* The child leads its own session and process group. */
+	/* The child leads its own session and process group; signalling the group
+	 * and not the pid stays safe after the child was reaped. */
 	kill(-child, SIGKILL);
-	kill(child, SIGKILL);
 }
 
 const char *transport_death_reason(struct transport *t)
