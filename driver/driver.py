@@ -1,9 +1,10 @@
 """ptybox driver: the program on the far side of the terminal.
 
-The ptybox client starts, in a fresh PTY, a bootstrap that reads this source
-as base64 lines and exec()s it in the bootstrap's __main__ globals:
+The ptybox client starts, in a fresh PTY, a bootstrap that says it runs, then
+reads this source as base64 lines and exec()s it in its __main__ globals:
 
-    python3 -I -c "import base64;exec(base64.b64decode(''.join(iter(input,''))))"
+    python3 -I -c 'import base64;print("PTYBOX/1","BOOT");
+                   exec(base64.b64decode("".join(iter(input,""))))'
 
 From then on this program owns everything on its side of the terminal:
 
@@ -25,33 +26,14 @@ resource the protocol needs is a private duplicate that is checked and
 re-installed before each snippet, SIGINT raises only while user code runs,
 and nothing the user prints reaches the terminal except inside a frame whose
 JSON payload cannot contain a marker.  Requests are read by their own thread,
-so the terminal's input queue never fills and a ^C is always seen at once.
+so the terminal's input queue is kept empty (a ^C is seen at once) and a
+ping is answered even while a snippet runs.
 Standard library only; runs on Python 3.8 and later.
 """
 
-import ast
-import base64
-import builtins
-import codecs
-import collections
-import errno
-import fcntl
-import io
-import json
-import linecache
-import os
-import platform
-import queue
-import re
-import select
-import signal
-import struct
-import sys
-import termios
-import threading
-import time
-import traceback
-import types
+import ast, base64, builtins, codecs, collections, errno, fcntl, io, json, linecache
+import os, platform, queue, re, select, signal, struct, sys, termios, threading, time
+import traceback, types
 
 PROTOCOL = 1
 DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet, as the client's default
@@ -185,21 +167,9 @@ class Terminal:
                 return line.replace(b"\r", b"")
             if self.pos < len(self.buf):
                 chunks.append(self.buf[self.pos:])
-            self.buf, self.pos = self._read(), 0
+            self.buf, self.pos = self._retry(os.read, TTY_READ), 0
             if not self.buf:
                 return None
-
-    def _read(self):
-        while True:
-            fd = self.fd
-            try:
-                return os.read(fd, TTY_READ)
-            except BlockingIOError:          # someone set O_NONBLOCK on the terminal
-                select.select([fd], [], [], 1.0)
-            except OSError as e:
-                if e.errno != errno.EBADF:
-                    return b""               # EIO: the other side hung up
-                self.recover(fd)
 
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write."""
@@ -210,24 +180,33 @@ class Terminal:
                 while view:
                     view = view[self._retry(os.write, view):]
 
-    def _retry(self, call, data):
-        """call(fd, data) through EINTR, EAGAIN and a closed terminal fd."""
+    def _retry(self, call, arg):
+        """call(fd, arg) through EINTR, EAGAIN (someone set O_NONBLOCK) and a
+        closed terminal fd.  A terminal that hung up ends the driver."""
         while True:
             fd = self.fd
             try:
-                return call(fd, data)
+                return call(fd, arg)
             except BlockingIOError:
-                select.select([], [fd], [], 1.0)
+                wait = ([fd], []) if call is os.read else ([], [fd])
+                select.select(wait[0], wait[1], [], 1.0)
             except OSError as e:
                 if e.errno != errno.EBADF:
-                    os._exit(0 if e.errno == errno.EIO else 3)   # EIO: hung up
+                    os._exit(0 if e.errno == errno.EIO else 3)
                 self.recover(fd)
 
     def send(self, obj):
         """One frame.  The payload is printable ASCII without < or >."""
         payload = json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
         payload = payload.replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
+        if b"\\u0000" in payload:
+            # The client's JSON strings end at NUL: send U+FFFD, as for other
+            # bytes that cannot be shown (an escaped backslash is left alone).
+            payload = _NUL_ESCAPE.sub(rb"\1\\ufffd", payload)
         self.write(self.start, payload.replace(b"\x7f", b"\\u007f"), END)
+
+
+_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 # ---------------------------------------------------------------- capture
@@ -402,6 +381,8 @@ class Capture:
                 if kind in ("begin", "end"):
                     self._finish()
                     self._period(args[0], kind == "end", args[1])
+                if kind == "begin":          # sent here, no stream frame of it can precede it
+                    self.term.send({"type": "start", "id": args[0]})
             req[3] = True
             req[2].set()
 
@@ -491,31 +472,21 @@ class _OutStream(io.TextIOWrapper):
         return len(s)
 
 
+def _no_input(*args):
+    raise EOFError(NO_STDIN)
+
+
 class _NoStdin(io.TextIOBase):
     """sys.stdin: every read fails at once (fd 0 itself is /dev/null)."""
     encoding = "utf-8"
+    read = readline = readlines = _no_input
+    buffer = property(lambda self: self)
 
     def readable(self):
         return True
 
     def fileno(self):
         return 0
-
-    def read(self, size=-1):
-        raise EOFError(NO_STDIN)
-
-    readline = read
-
-    def readlines(self, hint=-1):
-        raise EOFError(NO_STDIN)
-
-    @property
-    def buffer(self):
-        return self
-
-
-def _no_input(prompt=""):
-    raise EOFError(NO_STDIN)
 
 
 # ---------------------------------------------------------------- the driver
@@ -528,6 +499,7 @@ class Driver:
         self.pid = os.getpid()
         self.main_ident = threading.get_ident()
         self.running = None                  # id of the snippet running now
+        self.max_output = DEFAULT_MAX_OUTPUT
         self.last_id = None                  # id that idle output belongs to
         self.result_pending = False
         self.armed = False                   # SIGINT raises KeyboardInterrupt
@@ -542,10 +514,12 @@ class Driver:
         self.devnull = self._open_devnull()
         self.capture = Capture(term)
         self.stdin, self.streams = _NoStdin(), {}
+        self.display = self._display_builtin()
         os.environ["MPLBACKEND"] = "Agg"
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
         self._patch_thread_start()
+        os.register_at_fork(after_in_child=self._after_fork)
         self._reset_late(DEFAULT_MAX_OUTPUT)
         self.prepare()
 
@@ -571,9 +545,14 @@ class Driver:
         sys.stdin = sys.__stdin__ = self.stdin
         sys.modules["__main__"] = self.module
         builtins.input = _no_input
-        builtins.display = self._display_builtin()
+        builtins.display = self.display
         signal.signal(signal.SIGINT, self._on_sigint)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def _after_fork(self):
+        """In a child forked by user code: locks held by vanished threads are new."""
+        self.term.lock, self.term.recover_lock = threading.Lock(), threading.Lock()
+        self.capture.lock, self.late_lock = threading.Lock(), threading.Lock()
 
     @staticmethod
     def _open_devnull():
@@ -662,7 +641,7 @@ class Driver:
         def display(*objs):
             """Show each object as rich output (image/png via _repr_png_, text/plain)."""
             for obj in objs:
-                driver.display_data(driver._mime(obj, 0))
+                driver.display_data(driver._mime(obj, driver.max_output))
         return display
 
     def display_data(self, data):
@@ -788,6 +767,7 @@ class Driver:
             linecache.cache.pop(old, None)
 
     def _error(self, exc):
+        """name, value and traceback of exc (each part cut to max_output bytes)."""
         cls = type(exc)
         module = getattr(cls, "__module__", None)
         name = cls.__qualname__
@@ -802,20 +782,28 @@ class Driver:
             a.tb_next = b
         tb = exc.__traceback__ = kept[0] if kept else None
         sys.last_type, sys.last_value, sys.last_traceback = cls, exc, tb
-        value = str(exc.code) if isinstance(exc, SystemExit) else str(exc)
+        sys.last_exc = exc                   # Python 3.12+: what pdb.pm() looks at
+        try:
+            value = str(exc.code) if isinstance(exc, SystemExit) else str(exc)
+        except Exception:
+            value = "<unprintable %s object>" % cls.__name__
         lines = traceback.format_exception(cls, exc, tb)
-        return {"name": name, "value": value, "traceback": lines}
+        return {"name": name, "value": _cap_text(value, self.max_output),
+                "traceback": [_cap_text(line, self.max_output) for line in lines]}
 
     def execute(self, sid, code, max_output):
         self.result_pending = True
         self.prepare()
         self._reset_late(max_output)
-        if not self.capture.request("begin", sid, max_output):
-            self.prepare()                   # the pump died: rebuilt, try once more
-            self.capture.request("begin", sid, max_output)
         self.sigint_seen = self.sigint_deferred = False
         self.running = self.last_id = sid
-        self.term.send({"type": "start", "id": sid})
+        self.max_output = max_output
+        if not self.capture.request("begin", sid, max_output):    # sends "start"
+            self.running = None
+            self.prepare()                   # the pump died: rebuilt, try once more
+            self.running = sid
+            if not self.capture.request("begin", sid, max_output):
+                self.term.send({"type": "start", "id": sid})
 
         t0 = time.perf_counter()
         value, exc = self._call_user(self._run_code, sid, code)
@@ -840,10 +828,11 @@ class Driver:
         self.capture.request("end", sid, max_output)
         self.running = None
         self._reset_late(max_output)
-        self.term.set_raw()                  # user code may have changed the mode
-        self.result_pending = False
+        self.term.check()                    # user code may have closed or replaced it
+        self.term.set_raw()                  # ... or changed its mode
         self.term.send({"type": "result", "id": sid, "status": status, "result": result,
                         "error": error, "duration_ms": round(duration, 3)})
+        self.result_pending = False
 
     # -- requests
     def reader(self):
@@ -891,29 +880,41 @@ class Driver:
     def serve(self):
         """Main loop: run queued requests in order, whatever user code does."""
         while True:
+            try:
+                self._serve()
+            except BaseException:            # hit again while recovering: go on
+                pass
+
+    def _serve(self):
+        while True:
             req = None
             try:
                 req = self.requests.get()
                 if req["op"] == "shutdown":
                     os._exit(0)
                 self.execute(req.get("id"), req["code"], req["max_output"])
-            except BaseException as exc:     # e.g. a user signal handler firing in our code
+            except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self._stray(req, exc)
 
     def _stray(self, req, exc):
-        """An exception escaped into driver code: never leave a snippet without result."""
-        try:
-            self.armed = False
-            self.running = None
-            if req is not None and self.result_pending:
-                self.result_pending = False
+        """An exception escaped into driver code: the snippet still gets a result
+        (retried, in case the same handler fires again)."""
+        self.armed, self.running = False, None
+        for _ in range(100):
+            try:
+                if req is None or not self.result_pending:
+                    return
+                self.term.check()
+                if self.capture.healthy():
+                    self.capture.request("end", req.get("id"), req.get("max_output"))
                 self.term.send({"type": "result", "id": req.get("id"), "status": "error",
                                 "result": None, "duration_ms": 0.0,
                                 "error": {"name": type(exc).__name__, "value": str(exc),
                                           "traceback": traceback.format_exception(
                                               type(exc), exc, exc.__traceback__)}})
-        except BaseException:
-            pass
+                self.result_pending = False
+            except BaseException:
+                pass
 
 
 # ---------------------------------------------------------------- boot

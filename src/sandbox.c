@@ -41,54 +41,24 @@
  * (the kernel's setuid fixup only clears them when leaving the namespace's
  * uid 0); they are dropped explicitly before the driver is forked.
  *
- * seccomp (default allow; listed calls fail with an errno; non-native ABIs,
- * i386 and x32 included, kill the process):
- *
- *   ptrace, process_vm_readv/writev,
- *   pidfd_getfd, process_madvise          EPERM   reach into another process
- *   mount, umount2, pivot_root, fsopen,
- *   fsconfig, fsmount, fspick, move_mount,
- *   open_tree, mount_setattr              EPERM   the mount table is fixed
- *   unshare, setns                        EPERM   no new or foreign namespaces
- *   clone with any CLONE_NEW* flag        EPERM   (user ns uts ipc pid net cgroup time)
- *   clone3                                ENOSYS  flags are out of reach of BPF;
- *                                                 glibc falls back to clone
- *   bpf, userfaultfd                      EPERM
- *   perf_event_open                       EACCES  as with perf_event_paranoid
- *   io_uring_setup/enter/register         ENOSYS  as on a kernel without io_uring
- *   keyctl, add_key, request_key          ENOSYS  as on a kernel without keys
- *   name_to_handle_at                     EOPNOTSUPP  as on a filesystem without handles
- *   open_by_handle_at                     EPERM
- *   kexec_load, kexec_file_load,
- *   init/finit/delete_module, reboot,
- *   swapon, swapoff, syslog, acct,
- *   quotactl, quotactl_fd, iopl, ioperm,
- *   modify_ldt                            EPERM
- *   personality other than 0 and the
- *   0xffffffff query                      EPERM   (hand-written prefix: libseccomp
- *                                                 cannot test one argument twice)
- *   ioctl TIOCSTI, TIOCLINUX, TIOCSETD    EPERM   no typing into the terminal, no
- *                                                 line disciplines (low 32 bits
- *                                                 compared, as the kernel does)
- *   socket(AF_VSOCK)                      EAFNOSUPPORT  vsock is not namespaced
+ * Two concepts live in files of their own: the seccomp filter and its errno
+ * table in sandbox_seccomp.c, the cgroups (v1 or v2, limits, freeze/kill,
+ * removal) in sandbox_cgroup.c; sandbox_internal.h is what they share.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "sandbox.h"
+#include "sandbox_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
-#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,20 +78,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-#ifndef TIOCLINUX
-#define TIOCLINUX 0x541C
-#endif
-
 #define SB_ID            1000   /* uid and gid inside */
 #define SB_NOBODY        65534  /* what SB_ID is on the host when ptybox runs as root */
 #define SB_STAGE         "/tmp" /* where the new root is assembled (private mount ns) */
 #define SB_HOSTNAME      "ptybox"
 #define SB_EXIT_SETUP    125  /* a set-up step failed; the reason is on err_fd */
 #define SB_KILL_WAIT_MS  3000 /* sandbox_kill_all: bound on waiting for the last process */
-#define SB_RMDIR_WAIT_MS 1000 /* sandbox_free: bound on retrying a busy cgroup */
 
 enum sandbox_op_kind {
 	OP_MKDIR,   /* path, mode */
@@ -142,18 +104,6 @@ struct sandbox_op {
 	mode_t mode;
 	const char *what;  /* error label: "bind /usr" */
 	const char *what2; /* OP_BIND: label of the remount */
-};
-
-enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_FREEZER, CG_COUNT };
-static const char *const sandbox_cg_names[CG_COUNT] = {"memory", "pids", "cpu", "freezer"};
-
-/* One cgroup hierarchy the session uses: a v1 controller mount, or the v2 tree. */
-struct sandbox_cgroup {
-	char *mnt; /* the hierarchy's mount point */
-	bool v2;
-	unsigned mask; /* 1 << CG_* served by this hierarchy */
-	char *dir;     /* the session's directory, once created */
-	char *procs;   /* dir/cgroup.procs: the child joins by writing "0" */
 };
 
 /* Shared with the outer child (MAP_SHARED before fork; exec drops it). */
@@ -182,8 +132,7 @@ struct sandbox {
 	struct sandbox_rlimit rl[5];
 	size_t nrl;
 	struct sock_fprog prog;
-	struct sandbox_cgroup cg[CG_COUNT];
-	size_t ncg;
+	struct sandbox_cgroups cgroups;
 	struct sandbox_shared *shared;
 	pid_t child;     /* the outer child, from sandbox_after_fork */
 	int child_pidfd; /* the same, immune to pid reuse once the caller has reaped it */
@@ -193,9 +142,7 @@ struct sandbox {
  * Parent-side helpers
  */
 
-static void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
+void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -249,22 +196,7 @@ static struct sandbox_op *sandbox_op_add(struct sandbox *sb, enum sandbox_op_kin
 	return op;
 }
 
-static int sandbox_file_write(const char *path, const char *s)
-{
-	size_t len = strlen(s);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, len) != (ssize_t)len)
-		rc = errno ? -errno : -EIO;
-	close(fd);
-	return rc;
-}
-
-/* Reads a small file into buf (NUL-terminated); returns the length or -errno. */
-static ssize_t sandbox_file_read(const char *path, char *buf, size_t cap)
+ssize_t sandbox_file_read(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0;
@@ -284,555 +216,12 @@ static ssize_t sandbox_file_read(const char *path, char *buf, size_t cap)
 	return (ssize_t)len;
 }
 
-static int64_t sandbox_now_ms(void)
+int64_t sandbox_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sandbox_sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* ---------------------------------------------------------------------------
- * The seccomp program, compiled once per process: it does not depend on the
- * options. The child only hands it to the kernel.
- */
-
-struct sandbox_deny {
-	const char *name;
-	int err;
-};
-
-/* clang-format off */
-static const struct sandbox_deny sandbox_deny_table[] = {
-	{"ptrace", EPERM}, {"process_vm_readv", EPERM}, {"process_vm_writev", EPERM},
-	{"pidfd_getfd", EPERM}, {"process_madvise", EPERM},
-	{"mount", EPERM}, {"umount2", EPERM}, {"pivot_root", EPERM}, {"fsopen", EPERM},
-	{"fsconfig", EPERM}, {"fsmount", EPERM}, {"fspick", EPERM}, {"move_mount", EPERM},
-	{"open_tree", EPERM}, {"mount_setattr", EPERM},
-	{"unshare", EPERM}, {"setns", EPERM},
-	{"clone3", ENOSYS},
-	{"bpf", EPERM}, {"userfaultfd", EPERM}, {"perf_event_open", EACCES},
-	{"io_uring_setup", ENOSYS}, {"io_uring_enter", ENOSYS}, {"io_uring_register", ENOSYS},
-	{"keyctl", ENOSYS}, {"add_key", ENOSYS}, {"request_key", ENOSYS},
-	{"name_to_handle_at", EOPNOTSUPP}, {"open_by_handle_at", EPERM},
-	{"kexec_load", EPERM}, {"kexec_file_load", EPERM}, {"init_module", EPERM},
-	{"finit_module", EPERM}, {"delete_module", EPERM}, {"reboot", EPERM},
-	{"swapon", EPERM}, {"swapoff", EPERM}, {"syslog", EPERM}, {"acct", EPERM},
-	{"quotactl", EPERM}, {"quotactl_fd", EPERM},
-	{"iopl", EPERM}, {"ioperm", EPERM}, {"modify_ldt", EPERM},
-};
-/* clang-format on */
-
-static const unsigned long sandbox_ns_flags[] = {
-        CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,    CLONE_NEWNET,
-        CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME,
-};
-
-static const unsigned long sandbox_ioctl_deny[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
-
-static struct {
-	pthread_once_t once;
-	int rc;
-	char err[160];
-	struct sock_filter *filter;
-	unsigned short len;
-} sandbox_bpf = {PTHREAD_ONCE_INIT, 0, "", NULL, 0};
-
-static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
-{
-	size_t i;
-	int rc;
-
-	for (i = 0; i < sizeof(sandbox_deny_table) / sizeof(sandbox_deny_table[0]); i++) {
-		int nr = seccomp_syscall_resolve_name(sandbox_deny_table[i].name);
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not a system call of this architecture (iopl on arm64...) */
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(sandbox_deny_table[i].err), nr, 0);
-		if (rc < 0)
-			goto fail_rule;
-	}
-	/* clone's flags are its first argument on x86_64 and arm64; only the low 32 bits count. */
-	for (i = 0; i < sizeof(sandbox_ns_flags) / sizeof(sandbox_ns_flags[0]); i++) {
-		rc = seccomp_rule_add(
-		        ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-		        SCMP_A0(SCMP_CMP_MASKED_EQ, sandbox_ns_flags[i], sandbox_ns_flags[i]));
-		if (rc < 0)
-			goto fail_clone;
-	}
-	/* The kernel reads ioctl's request and socket's family as 32-bit values, so compare
-	 * only the low half: SCMP_A1_32 in libseccomp 2.5 still demands a zero high half. */
-	for (i = 0; i < sizeof(sandbox_ioctl_deny) / sizeof(sandbox_ioctl_deny[0]); i++) {
-		rc = seccomp_rule_add(
-		        ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-		        SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, sandbox_ioctl_deny[i]));
-		if (rc < 0)
-			goto fail_ioctl;
-	}
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-	                      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_VSOCK));
-	if (rc < 0) {
-		sandbox_errf(err, errlen, "seccomp rule socket(AF_VSOCK): %s", strerror(-rc));
-		return rc;
-	}
-	return 0;
-fail_rule:
-	sandbox_errf(err, errlen, "seccomp rule %s: %s", sandbox_deny_table[i].name, strerror(-rc));
-	return rc;
-fail_clone:
-	sandbox_errf(err, errlen, "seccomp rule clone(0x%lx): %s", sandbox_ns_flags[i],
-	             strerror(-rc));
-	return rc;
-fail_ioctl:
-	sandbox_errf(err, errlen, "seccomp rule ioctl(0x%lx): %s", sandbox_ioctl_deny[i],
-	             strerror(-rc));
-	return rc;
-}
-
-/* personality is allowed only as 0 (PER_LINUX) and the 0xffffffff query. libseccomp
- * cannot put two tests on one argument, so these few instructions run first, on the
- * native architecture only; everything else falls through to libseccomp's program,
- * which kills foreign architectures (i386, x32). */
-static unsigned short sandbox_bpf_prefix(struct sock_filter *f)
-{
-	const uint32_t arch = (uint32_t)seccomp_arch_native();
-	const uint32_t nr = (uint32_t)seccomp_syscall_resolve_name("personality");
-	const uint32_t arg0 = (uint32_t)offsetof(struct seccomp_data, args[0]) +
-	                      (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
-	struct sock_filter p[] = {
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 7),
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5),
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-
-	memcpy(f, p, sizeof(p));
-	return (unsigned short)(sizeof(p) / sizeof(p[0]));
-}
-
-static void sandbox_bpf_build(void)
-{
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	struct sock_filter *f = NULL;
-	off_t size = 0;
-	int fd = -1;
-	int rc;
-
-	if (!ctx) {
-		rc = -ENOMEM;
-		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp_init: %s",
-		         strerror(-rc));
-		goto fail;
-	}
-	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	if (rc == 0)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-	if (rc < 0) {
-		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp_attr_set: %s",
-		         strerror(-rc));
-		goto fail;
-	}
-	rc = sandbox_seccomp_rules(ctx, sandbox_bpf.err, sizeof(sandbox_bpf.err));
-	if (rc < 0)
-		goto fail;
-	fd = memfd_create("ptybox-seccomp", MFD_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "memfd_create: %s",
-		         strerror(-rc));
-		goto fail;
-	}
-	rc = seccomp_export_bpf(ctx, fd);
-	if (rc < 0 || (size = lseek(fd, 0, SEEK_END)) <= 0 || size % (off_t)sizeof(*f) ||
-	    size / (off_t)sizeof(*f) > BPF_MAXINSNS - 16) {
-		rc = rc < 0 ? rc : -EINVAL;
-		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp_export_bpf: %s",
-		         strerror(-rc));
-		goto fail;
-	}
-	f = malloc(16 * sizeof(*f) + (size_t)size);
-	if (!f) {
-		rc = -ENOMEM;
-		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp program: %s",
-		         strerror(-rc));
-		goto fail;
-	}
-	sandbox_bpf.len = sandbox_bpf_prefix(f);
-	if (pread(fd, f + sandbox_bpf.len, (size_t)size, 0) != (ssize_t)size) {
-		rc = -EIO;
-		snprintf(sandbox_bpf.err, sizeof(sandbox_bpf.err), "seccomp program: short read");
-		goto fail;
-	}
-	sandbox_bpf.len += (unsigned short)(size / (off_t)sizeof(*f));
-	sandbox_bpf.filter = f;
-	close(fd);
-	seccomp_release(ctx);
-	return;
-fail:
-	free(f);
-	if (fd >= 0)
-		close(fd);
-	if (ctx)
-		seccomp_release(ctx);
-	sandbox_bpf.len = 0;
-	sandbox_bpf.rc = rc;
-}
-
-/* ---------------------------------------------------------------------------
- * Cgroups (host root only). One directory per hierarchy:
- * <mount>/ptybox/<ptybox pid>-<n>, v1 or v2 detected per controller.
- */
-
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void sandbox_unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
-static bool sandbox_word_in(const char *list, const char *word, const char *seps)
-{
-	size_t n = strlen(word);
-	const char *p = list;
-
-	while (*p) {
-		size_t k = strcspn(p, seps);
-		if (k == n && !strncmp(p, word, n))
-			return true;
-		p += k;
-		p += strspn(p, seps);
-	}
-	return false;
-}
-
-static struct sandbox_cgroup *sandbox_cg_for_mnt(struct sandbox *sb, const char *mnt, bool v2)
-{
-	size_t i;
-
-	for (i = 0; i < sb->ncg; i++)
-		if (sb->cg[i].v2 == v2 && !strcmp(sb->cg[i].mnt, mnt))
-			return &sb->cg[i];
-	if (sb->ncg == CG_COUNT)
-		return NULL;
-	sb->cg[sb->ncg].mnt = sandbox_str(sb, "%s", mnt);
-	sb->cg[sb->ncg].v2 = v2;
-	return sb->cg[sb->ncg].mnt ? &sb->cg[sb->ncg++] : NULL;
-}
-
-/* Finds, for each controller, the v1 hierarchy serving it or else the v2 tree. */
-static int sandbox_cg_detect(struct sandbox *sb, char *err, size_t errlen)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, *v2mnt = NULL;
-	size_t cap = 0;
-	unsigned have = 0;
-	int c;
-
-	if (!f) {
-		sandbox_errf(err, errlen, "open /proc/self/mountinfo: %s", strerror(errno));
-		return -errno;
-	}
-	while (getline(&line, &cap, f) > 0) {
-		char *sep = strstr(line, " - "), *fields[5], *save = NULL, *fstype, *super;
-		int n = 0;
-
-		if (!sep)
-			continue;
-		*sep = '\0';
-		for (char *t = strtok_r(line, " ", &save); t && n < 5;
-		     t = strtok_r(NULL, " ", &save))
-			fields[n++] = t;
-		fstype = strtok_r(sep + 3, " ", &save);
-		(void)strtok_r(NULL, " ", &save); /* source */
-		super = strtok_r(NULL, " \n", &save);
-		if (n < 5 || !fstype)
-			continue;
-		sandbox_unescape(fields[4]);
-		if (!strcmp(fstype, "cgroup2") && !v2mnt) {
-			v2mnt = strdup(fields[4]);
-		} else if (!strcmp(fstype, "cgroup") && super) {
-			for (c = 0; c < CG_COUNT; c++) {
-				struct sandbox_cgroup *g;
-				if ((have & (1u << c)) ||
-				    !sandbox_word_in(super, sandbox_cg_names[c], ","))
-					continue;
-				g = sandbox_cg_for_mnt(sb, fields[4], false);
-				if (!g)
-					goto nomem;
-				g->mask |= 1u << c;
-				have |= 1u << c;
-			}
-		}
-	}
-	if (v2mnt && have != (1u << CG_COUNT) - 1) {
-		char path[PATH_MAX], ctl[512];
-		struct sandbox_cgroup *g = NULL;
-
-		snprintf(path, sizeof(path), "%s/cgroup.controllers", v2mnt);
-		if (sandbox_file_read(path, ctl, sizeof(ctl)) < 0)
-			ctl[0] = '\0';
-		for (c = 0; c < CG_COUNT; c++) {
-			/* v2 freezing is core (cgroup.freeze), not a controller */
-			if ((have & (1u << c)) ||
-			    (c != CG_FREEZER && !sandbox_word_in(ctl, sandbox_cg_names[c], " \n")))
-				continue;
-			if (!g && !(g = sandbox_cg_for_mnt(sb, v2mnt, true)))
-				goto nomem;
-			g->mask |= 1u << c;
-			have |= 1u << c;
-		}
-	}
-	free(line);
-	free(v2mnt);
-	fclose(f);
-	return (int)have;
-nomem:
-	free(line);
-	free(v2mnt);
-	fclose(f);
-	sandbox_errf(err, errlen, "cgroups: %s", strerror(ENOMEM));
-	return -ENOMEM;
-}
-
-static struct sandbox_cgroup *sandbox_cg_of(struct sandbox *sb, int ctrl)
-{
-	size_t i;
-
-	for (i = 0; i < sb->ncg; i++)
-		if (sb->cg[i].dir && (sb->cg[i].mask & (1u << ctrl)))
-			return &sb->cg[i];
-	return NULL;
-}
-
-/* Writes value to dir/file; a missing file is skipped when optional. */
-static int sandbox_cg_set(const struct sandbox_cgroup *g, const char *file, const char *value,
-                          bool optional, char *err, size_t errlen)
-{
-	char path[PATH_MAX];
-	int rc;
-
-	snprintf(path, sizeof(path), "%s/%s", g->dir, file);
-	rc = sandbox_file_write(path, value);
-	if (rc == -ENOENT && optional)
-		return 0;
-	if (rc < 0)
-		sandbox_errf(err, errlen, "write %s to %s: %s", value, path, strerror(-rc));
-	return rc;
-}
-
-static int sandbox_cg_create(struct sandbox *sb, char *err, size_t errlen)
-{
-	static unsigned seq;
-	char path[PATH_MAX];
-	size_t i;
-
-	for (i = 0; i < sb->ncg; i++) {
-		struct sandbox_cgroup *g = &sb->cg[i];
-
-		snprintf(path, sizeof(path), "%s/ptybox", g->mnt);
-		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-			sandbox_errf(err, errlen, "mkdir %s: %s", path, strerror(errno));
-			return -errno;
-		}
-		for (int c = 0; g->v2 && c < CG_COUNT; c++) {
-			char en[32];
-			if (c == CG_FREEZER || !(g->mask & (1u << c)))
-				continue;
-			snprintf(en, sizeof(en), "+%s", sandbox_cg_names[c]);
-			snprintf(path, sizeof(path), "%s/cgroup.subtree_control", g->mnt);
-			int rc = sandbox_file_write(path, en);
-			if (rc == 0) {
-				snprintf(path, sizeof(path), "%s/ptybox/cgroup.subtree_control",
-				         g->mnt);
-				rc = sandbox_file_write(path, en);
-			}
-			if (rc < 0) {
-				sandbox_errf(err, errlen, "write %s to %s: %s", en, path,
-				             strerror(-rc));
-				return rc;
-			}
-		}
-	}
-	/* The same name in every hierarchy; a stale one (a recycled ptybox pid) moves us on. */
-	for (int tries = 0;; tries++) {
-		unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
-		int e = 0;
-
-		for (i = 0; i < sb->ncg && !e; i++) {
-			struct sandbox_cgroup *g = &sb->cg[i];
-			g->dir = sandbox_str(sb, "%s/ptybox/%ld-%u", g->mnt, (long)sb->parent, n);
-			g->procs = g->dir ? sandbox_str(sb, "%s/cgroup.procs", g->dir) : NULL;
-			if (!g->procs)
-				e = ENOMEM;
-			else if (mkdir(g->dir, 0755) < 0)
-				e = errno;
-		}
-		if (!e)
-			return 0;
-		sandbox_errf(err, errlen, "mkdir %s: %s",
-		             sb->cg[i - 1].dir ? sb->cg[i - 1].dir : "cgroup", strerror(e));
-		sb->cg[i - 1].dir = sb->cg[i - 1].procs = NULL;
-		while (i-- > 1) {
-			rmdir(sb->cg[i - 1].dir);
-			sb->cg[i - 1].dir = sb->cg[i - 1].procs = NULL;
-		}
-		if (e != EEXIST || tries == 100)
-			return -e;
-	}
-}
-
-static int sandbox_cg_limit(struct sandbox *sb, char *err, size_t errlen)
-{
-	const struct sandbox_options *o = &sb->opts;
-	struct sandbox_cgroup *g;
-	char v[64];
-	int rc = 0;
-
-	if (o->memory && (g = sandbox_cg_of(sb, CG_MEMORY))) {
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)o->memory);
-		if (g->v2) {
-			rc = sandbox_cg_set(g, "memory.max", v, false, err, errlen);
-			if (rc == 0)
-				rc = sandbox_cg_set(g, "memory.swap.max", "0", true, err, errlen);
-		} else {
-			rc = sandbox_cg_set(g, "memory.limit_in_bytes", v, false, err, errlen);
-			if (rc == 0)
-				rc = sandbox_cg_set(g, "memory.memsw.limit_in_bytes", v, true, err,
-				                    errlen);
-		}
-		if (rc < 0)
-			return rc;
-	}
-	if (o->pids && (g = sandbox_cg_of(sb, CG_PIDS))) {
-		/* + the outer child and init, so the user gets all of --pids */
-		snprintf(v, sizeof(v), "%u", o->pids + 2);
-		rc = sandbox_cg_set(g, "pids.max", v, false, err, errlen);
-		if (rc < 0)
-			return rc;
-	}
-	if (o->cpus > 0 && (g = sandbox_cg_of(sb, CG_CPU))) {
-		unsigned long quota = (unsigned long)(o->cpus * 100000.0 + 0.5);
-		if (quota < 1000)
-			quota = 1000;
-		if (g->v2) {
-			snprintf(v, sizeof(v), "%lu 100000", quota);
-			rc = sandbox_cg_set(g, "cpu.max", v, false, err, errlen);
-		} else {
-			rc = sandbox_cg_set(g, "cpu.cfs_period_us", "100000", false, err, errlen);
-			snprintf(v, sizeof(v), "%lu", quota);
-			if (rc == 0)
-				rc = sandbox_cg_set(g, "cpu.cfs_quota_us", v, false, err, errlen);
-		}
-	}
-	return rc;
-}
-
-static int sandbox_cg_setup(struct sandbox *sb, char *err, size_t errlen)
-{
-	static int warned;
-	int have, rc;
-
-	have = sandbox_cg_detect(sb, err, errlen);
-	if (have < 0)
-		return have;
-	if (have != (1 << CG_COUNT) - 1 && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
-		fprintf(stderr,
-		        "ptybox: cgroup controllers missing:%s%s%s%s; running without those "
-		        "limits\n",
-		        have & (1 << CG_MEMORY) ? "" : " memory",
-		        have & (1 << CG_PIDS) ? "" : " pids", have & (1 << CG_CPU) ? "" : " cpu",
-		        have & (1 << CG_FREEZER) ? "" : " freezer");
-	}
-	rc = sandbox_cg_create(sb, err, errlen);
-	if (rc == 0)
-		rc = sandbox_cg_limit(sb, err, errlen);
-	return rc;
-}
-
-/* Reads pids from a cgroup.procs file and sends each but `spare` SIGKILL; returns how many. */
-static int sandbox_cg_kill_procs(const char *procs, pid_t spare)
-{
-	char buf[8192], *p, *nl;
-	int fd = open(procs, O_RDONLY | O_CLOEXEC), n = 0;
-	size_t len = 0;
-
-	if (fd < 0)
-		return 0;
-	for (;;) {
-		ssize_t r = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		buf[len] = '\0';
-		for (p = buf; (nl = strchr(p, '\n')); p = nl + 1) {
-			long pid = strtol(p, NULL, 10);
-			if (pid > 0 && pid != spare && kill((pid_t)pid, SIGKILL) == 0)
-				n++;
-		}
-		len = strlen(p);
-		memmove(buf, p, len);
-	}
-	close(fd);
-	return n;
-}
-
-static bool sandbox_cg_empty(const char *procs)
-{
-	char buf[16];
-
-	return sandbox_file_read(procs, buf, sizeof(buf)) <= 0;
-}
-
-/* Freeze so nothing forks behind our back, kill every member but the outer child
- * (it must outlive init to reap it), thaw so the kills land. Not v2's cgroup.kill:
- * it cannot spare anyone. */
-static void sandbox_cg_kill(struct sandbox *sb, pid_t spare)
-{
-	struct sandbox_cgroup *g = sandbox_cg_of(sb, CG_FREEZER);
-	char path[PATH_MAX], state[64];
-	int64_t deadline = sandbox_now_ms() + 1000;
-
-	if (!g)
-		return;
-	snprintf(path, sizeof(path), g->v2 ? "%s/cgroup.freeze" : "%s/freezer.state", g->dir);
-	if (sandbox_file_write(path, g->v2 ? "1" : "FROZEN") == 0) {
-		const char *fpath = path;
-		char events[PATH_MAX];
-		if (g->v2) {
-			snprintf(events, sizeof(events), "%s/cgroup.events", g->dir);
-			fpath = events;
-		}
-		while (sandbox_now_ms() < deadline &&
-		       sandbox_file_read(fpath, state, sizeof(state)) > 0 &&
-		       !(g->v2 ? strstr(state, "frozen 1") : strstr(state, "FROZEN")))
-			sandbox_sleep_ms(1);
-	}
-	sandbox_cg_kill_procs(g->procs, spare);
-	sandbox_file_write(path, g->v2 ? "0" : "THAWED");
 }
 
 /* ---------------------------------------------------------------------------
@@ -1080,14 +469,9 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		goto fail;
 	}
 
-	pthread_once(&sandbox_bpf.once, sandbox_bpf_build);
-	if (sandbox_bpf.rc < 0) {
-		rc = sandbox_bpf.rc;
-		sandbox_errf(err, errlen, "%s", sandbox_bpf.err);
+	rc = sandbox_seccomp_program(&sb->prog, err, errlen);
+	if (rc < 0)
 		goto fail;
-	}
-	sb->prog.len = sandbox_bpf.len;
-	sb->prog.filter = sandbox_bpf.filter;
 
 	rc = sandbox_plan_env(sb);
 	if (rc == 0)
@@ -1109,7 +493,7 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		                    "setrlimit RLIMIT_NPROC");
 
 	if (sb->root) {
-		rc = sandbox_cg_setup(sb, err, errlen);
+		rc = sandbox_cgroup_setup(&sb->cgroups, &sb->opts, sb->parent, err, errlen);
 		if (rc < 0)
 			goto fail;
 	} else if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
@@ -1513,6 +897,7 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 {
 	char path[64], num[24], *pidstr;
+	const char *failed = NULL;
 	struct sigaction sa;
 	int sync[2], st;
 	pid_t init;
@@ -1522,9 +907,8 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
 	if (getppid() != sb->parent)
 		_exit(SB_EXIT_SETUP); /* ptybox is already gone */
-	for (i = 0; i < sb->ncg; i++)
-		if (sb->cg[i].procs && sandbox_write_all(sb->cg[i].procs, "0", 1, 0, 0) < 0)
-			sandbox_fail(err_fd, "join cgroup", sb->cg[i].dir, errno);
+	if (sandbox_cgroup_join(&sb->cgroups, &failed) < 0)
+		sandbox_fail(err_fd, "join cgroup", failed, errno);
 	/* Supplementary groups would keep their host meaning inside; setgroups is denied there. */
 	if (sb->root && setgroups(0, NULL) < 0)
 		sandbox_fail(err_fd, "setgroups", NULL, errno);
@@ -1611,7 +995,6 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 	int64_t deadline = sandbox_now_ms() + SB_KILL_WAIT_MS;
 	int outer = -1, own = -1, initfd = -1;
 	pid_t init;
-	size_t i;
 
 	if (!sb)
 		return;
@@ -1630,7 +1013,7 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 			initfd = -1;
 		}
 	}
-	sandbox_cg_kill(sb, sb->child > 0 ? sb->child : child);
+	sandbox_cgroup_kill(&sb->cgroups, sb->child > 0 ? sb->child : child);
 	if (initfd >= 0) {
 		/* init's exit comes after the kernel has killed and reaped its whole namespace */
 		sandbox_pidfd_kill(initfd);
@@ -1649,30 +1032,12 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 	}
 	if (own >= 0)
 		close(own);
-	for (i = 0; i < sb->ncg; i++) {
-		if (!sb->cg[i].procs)
-			continue;
-		while (!sandbox_cg_empty(sb->cg[i].procs) && sandbox_now_ms() < deadline) {
-			sandbox_cg_kill_procs(sb->cg[i].procs, 0);
-			sandbox_sleep_ms(1);
-		}
-	}
+	sandbox_cgroup_drain(&sb->cgroups, deadline);
 }
 
 const char *sandbox_death_reason(struct sandbox *sb)
 {
-	struct sandbox_cgroup *g = sb ? sandbox_cg_of(sb, CG_MEMORY) : NULL;
-	char path[PATH_MAX], buf[1024], *p;
-
-	if (!g)
-		return NULL;
-	snprintf(path, sizeof(path), g->v2 ? "%s/memory.events" : "%s/memory.oom_control", g->dir);
-	if (sandbox_file_read(path, buf, sizeof(buf)) <= 0)
-		return NULL;
-	for (p = buf; (p = strstr(p, "oom_kill ")); p++)
-		if ((p == buf || p[-1] == '\n') && strtoull(p + 9, NULL, 10) > 0)
-			return "out of memory";
-	return NULL;
+	return sb ? sandbox_cgroup_death_reason(&sb->cgroups) : NULL;
 }
 
 void sandbox_free(struct sandbox *sb)
@@ -1681,18 +1046,7 @@ void sandbox_free(struct sandbox *sb)
 
 	if (!sb)
 		return;
-	for (i = 0; i < sb->ncg; i++) {
-		int64_t deadline = sandbox_now_ms() + SB_RMDIR_WAIT_MS;
-		long delay = 1;
-
-		if (!sb->cg[i].dir)
-			continue;
-		/* Tasks leave a cgroup a little after they are reaped; retry briefly. */
-		while (rmdir(sb->cg[i].dir) < 0 && errno == EBUSY && sandbox_now_ms() < deadline) {
-			sandbox_sleep_ms(delay);
-			delay = delay < 32 ? delay * 2 : delay;
-		}
-	}
+	sandbox_cgroup_remove(&sb->cgroups);
 	if (sb->shared)
 		munmap(sb->shared, sizeof(*sb->shared));
 	if (sb->child_pidfd >= 0)

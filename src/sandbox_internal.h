@@ -1,0 +1,75 @@
+/*
+ * sandbox_internal.h - what sandbox.c shares with sandbox_seccomp.c and
+ * sandbox_cgroup.c; nothing outside the sandbox includes it.
+ *
+ * The seccomp program and the session's cgroups are each built by their own
+ * file before fork; sandbox.c embeds the results in struct sandbox and only
+ * hands them to the kernel (or to cgroup.procs) in the child.
+ */
+#ifndef PTYBOX_SANDBOX_INTERNAL_H
+#define PTYBOX_SANDBOX_INTERNAL_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+/* Shared helpers (sandbox.c). */
+
+/* One line into err (if any), printf-style. */
+void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+/* Reads a small file into buf (NUL-terminated); returns the length or -errno. */
+ssize_t sandbox_file_read(const char *path, char *buf, size_t cap);
+int64_t sandbox_now_ms(void);
+
+/* The seccomp filter (sandbox_seccomp.c). */
+
+/* Parent, before fork. Points prog at the program, compiled on the first call and
+ * shared by every later one (it does not depend on the options; never freed).
+ * Returns 0, or a negative errno with one line in err. */
+int sandbox_seccomp_program(struct sock_fprog *prog, char *err, size_t errlen);
+
+/* Cgroups (sandbox_cgroup.c). */
+
+enum { SANDBOX_CG_MEMORY, SANDBOX_CG_PIDS, SANDBOX_CG_CPU, SANDBOX_CG_FREEZER, SANDBOX_CG_COUNT };
+
+/* One cgroup hierarchy the session uses: a v1 controller mount, or the v2 tree. */
+struct sandbox_cgroup {
+	char *mnt; /* the hierarchy's mount point */
+	bool v2;
+	unsigned mask; /* 1 << SANDBOX_CG_* served by this hierarchy */
+	char *dir;     /* the session's directory, once created */
+	char *procs;   /* dir/cgroup.procs: the child joins by writing "0" */
+};
+
+/* The session's cgroups, one per hierarchy; zeroed means none. Owns its strings. */
+struct sandbox_cgroups {
+	struct sandbox_cgroup cg[SANDBOX_CG_COUNT];
+	size_t n;
+};
+
+/* Parent, before fork, as host root: detects the hierarchies (saying once on
+ * stderr which controllers are missing), creates <mount>/ptybox/<parent>-<n> in
+ * each and writes the limits of o. On failure err has one line; what was created
+ * is undone by sandbox_cgroup_remove. */
+int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o,
+                         pid_t parent, char *err, size_t errlen);
+/* Child, async-signal-safe: moves the calling process into every cgroup. Returns 0,
+ * or -1 with errno set and *failed the cgroup it could not join. */
+int sandbox_cgroup_join(const struct sandbox_cgroups *cgs, const char **failed);
+/* Freezes the session, SIGKILLs every member but spare, thaws (bounded: 1 s). */
+void sandbox_cgroup_kill(const struct sandbox_cgroups *cgs, pid_t spare);
+/* Kills whatever is left in the session's cgroups until they are empty or deadline
+ * (sandbox_now_ms) has passed. */
+void sandbox_cgroup_drain(const struct sandbox_cgroups *cgs, int64_t deadline);
+/* "out of memory" if the memory cgroup killed a process of the session; else NULL. */
+const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs);
+/* Removes the session's directories (retrying briefly while they are busy) and
+ * frees the strings. The processes must be gone. */
+void sandbox_cgroup_remove(struct sandbox_cgroups *cgs);
+
+#endif

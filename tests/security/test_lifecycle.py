@@ -1,0 +1,146 @@
+"""Sessions end completely: nothing started inside outlives its session, nothing
+inside reaches the host's processes, and hundreds of sessions leave no process,
+cgroup, mount or file descriptor behind."""
+import time
+
+from sandbox_test import (SandboxTestCase, cgroup_dirs_of, fd_count, host_pids_with, marker,
+                          mount_table, sleeper, wait_until)
+
+# A daemon: own session, double fork, no terminal, argv carrying a marker the host
+# can look for; the snippet returns once the daemon is up.
+DAEMON = r'''
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for fd in (0, 1, 2):
+            os.close(fd)
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(1000)", %r])
+    os._exit(0)
+os.wait()
+def up():
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and %r.encode() in open("/proc/%%s/cmdline" %% p, "rb").read():
+                return True
+        except OSError:
+            pass
+deadline = time.monotonic() + 30
+while not up() and time.monotonic() < deadline:
+    time.sleep(0.01)
+up()'''
+
+
+class LifecycleChecks:
+    def daemon(self, mark):
+        return DAEMON % (mark, mark)
+
+    def test_daemon_is_gone_after_the_session_ends(self):
+        # ptybox run: when the last snippet is done, so is the daemon
+        mark = marker()
+        results, p = self.r.run_json(self.daemon(mark))
+        self.assertEqual(results[0]["result"], {"text/plain": "True"}, p.stderr)
+        self.assertEqual(wait_until(lambda: not host_pids_with(mark), 5), True,
+                         "daemon %s outlived `ptybox run`" % mark)
+
+        # ptybox serve: it is there while the session lives, gone on restart and on exit
+        s = self.r.serve()
+        try:
+            first, second = marker(), marker()
+            self.assertEqual(s.exec(self.daemon(first), id=1)["result"], {"text/plain": "True"})
+            self.assertTrue(host_pids_with(first))
+            self.assertTrue(s.restart("r")["ok"])
+            self.assertEqual(s.exec("1", id=2)["result"], {"text/plain": "1"})
+            self.assertEqual(wait_until(lambda: not host_pids_with(first), 5), True,
+                             "daemon outlived its session's restart")
+            self.assertEqual(s.exec(self.daemon(second), id=3)["result"],
+                             {"text/plain": "True"})
+        finally:
+            rc, err = s.close()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(wait_until(lambda: not host_pids_with(second), 5), True,
+                         "daemon outlived `ptybox serve`")
+
+    def test_kill_all_from_inside_leaves_the_host_untouched(self):
+        # A host process with the sandbox's own host uid: only the pid namespace
+        # stands between it and kill(-1).
+        mark = marker()
+        victim = self.r.host_process(sleeper(mark))
+        self.addCleanup(victim.wait, 30)
+        self.addCleanup(victim.kill)
+        self.assertTrue(wait_until(lambda: host_pids_with(mark), 10))
+        results, p = self.r.run_json(
+            "keep = 'kept'",
+            # from the driver: kill(-1) spares the caller and the namespace's init,
+            # so it takes the snippet's own child and nothing else
+            "import os, signal, subprocess\n"
+            "child = subprocess.Popen(['sleep', '1000'])\n"
+            "os.kill(-1, signal.SIGKILL)\n"
+            "child.wait(timeout=30)",
+            "keep",
+            # from a child: the driver dies too, and the session restarts
+            "import os, signal, time\n"
+            "if os.fork() == 0:\n"
+            "    os.kill(-1, signal.SIGKILL)\n"
+            "    os._exit(0)\n"
+            "time.sleep(30)",
+            "print('alive'); globals().get('keep')", timeout=120)
+        self.assertEqual(len(results), 5, p.stderr)
+        self.assertEqual(results[1]["result"], {"text/plain": "-9"}, results[1])
+        self.assertOk(results[2])
+        self.assertEqual(results[2]["result"], {"text/plain": "'kept'"})
+        self.assertEqual(results[3]["status"], "crashed", results[3])
+        self.assertTrue(results[3]["state_lost"])
+        self.assertTrue(results[3]["message"])
+        self.assertOk(results[4])
+        self.assertEqual(results[4]["stdout"], "alive\n")
+        self.assertIsNone(results[4]["result"])  # fresh state
+        self.assertIsNone(victim.poll(), "a host process died")
+
+    def test_many_sessions_leave_nothing_behind(self):
+        mounts = mount_table()
+        mark = marker()
+        s = self.r.serve("--env", "SECTEST_MARK=" + mark)
+        # a sandbox's identity: its pid namespace and its init's start time (namespace
+        # inode numbers are reused once freed)
+        who = ("import os; (os.readlink('/proc/self/ns/pid'), "
+               "open('/proc/1/stat').read().rsplit(')', 1)[1].split()[19])")
+        sandboxes = set()
+        try:
+            sandboxes.add(s.exec(who, id=0)["result"]["text/plain"])
+            fds, procs = fd_count(s.p.pid), len(host_pids_with(mark))
+            cgroups = len(cgroup_dirs_of(s.p.pid))
+            self.assertEqual(bool(cgroups), self.r.root)
+            started = time.monotonic()
+            for i in range(1, 201):
+                self.assertTrue(s.restart("r%d" % i)["ok"])
+                reply = s.exec(who, id=i)
+                self.assertOk(reply)
+                self.assertTrue(reply["state_lost"], reply)
+                sandboxes.add(reply["result"]["text/plain"])
+            elapsed = time.monotonic() - started
+            # one live session now, as when they were counted: nothing piled up
+            self.assertEqual(fd_count(s.p.pid), fds)
+            self.assertEqual(len(host_pids_with(mark)), procs)
+            self.assertEqual(len(cgroup_dirs_of(s.p.pid)), cgroups)
+        finally:
+            rc, err = s.close()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(sandboxes), 201)  # every restart was a new sandbox
+        self.assertEqual(wait_until(lambda: not host_pids_with(mark), 5), True)
+        self.assertEqual(cgroup_dirs_of(s.p.pid), [])
+        self.assertEqual(mount_table() - mounts, set())
+        self.assertLess(elapsed, 60)
+
+
+class AsRoot(LifecycleChecks, SandboxTestCase):
+    RUNNER = "root"
+
+
+class AsUser(LifecycleChecks, SandboxTestCase):
+    RUNNER = "user"
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
