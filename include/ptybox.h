@@ -24,28 +24,28 @@ typedef struct ptybox_session ptybox_session;
 
 enum ptybox_status {
 	PTYBOX_OK,
-	PTYBOX_ERROR,       /* the code raised (SyntaxError, SystemExit included) */
-	PTYBOX_TIMEOUT,     /* ran past its timeout; interrupted or killed */
+	PTYBOX_ERROR,	    /* the code raised (SyntaxError, SystemExit included) */
+	PTYBOX_TIMEOUT,	    /* ran past its timeout; interrupted or killed */
 	PTYBOX_INTERRUPTED, /* ptybox_session_interrupt() or _restart() */
-	PTYBOX_CRASHED,     /* the interpreter died; the session restarted */
+	PTYBOX_CRASHED,	    /* the interpreter died; the session restarted */
 };
 
 struct ptybox_options {
-	const char *via;       /* "local" (default), "none", "ssh://[user@]host[:port]", "exec:CMD" */
-	const char *python;    /* interpreter the driver runs on; NULL: the transport's default */
-	double timeout;        /* seconds per snippet; 0: none. Default 30 */
-	double kill_grace;     /* seconds between ^C and kill when the code ignores it. Default 2 */
-	double boot_timeout;   /* seconds for the interpreter to come up. Default 20 */
-	uint64_t max_output;   /* bytes kept per stream, head and tail. Default 4 MiB */
-	uint64_t memory;       /* sandbox memory limit in bytes; 0: none. Default 1 GiB */
-	uint64_t tmp_size;     /* /tmp tmpfs size. Default 256 MiB */
+	const char *via;     /* "local" (default), "none", "ssh://[user@]host[:port]", "exec:CMD" */
+	const char *python;  /* interpreter the driver runs on; NULL: the transport's default */
+	double timeout;	     /* seconds per snippet; 0: none. Default 30 */
+	double kill_grace;   /* seconds between ^C and kill when the code ignores it. Default 2 */
+	double boot_timeout; /* seconds for the interpreter to come up. Default 20 */
+	uint64_t max_output; /* bytes kept per stream, head and tail. Default 4 MiB */
+	uint64_t memory;     /* sandbox memory limit in bytes; 0: none. Default 1 GiB */
+	uint64_t tmp_size;   /* /tmp tmpfs size. Default 256 MiB */
 	uint64_t max_file_size; /* Default 256 MiB */
-	unsigned pids;         /* Default 256 */
-	unsigned nofile;       /* Default 1024 */
-	double cpus;           /* Default 1 */
-	bool net;              /* share the host network (local sandbox) */
-	char *const *env;      /* extra "K=V" for the interpreter, NULL-terminated; may be NULL */
-	const char *log_path;  /* debug log file, NULL: none */
+	unsigned pids;		/* Default 256 */
+	unsigned nofile;	/* Default 1024 */
+	double cpus;		/* Default 1 */
+	bool net;		/* share the host network (local sandbox) */
+	char *const *env;	/* extra "K=V" for the interpreter, NULL-terminated; may be NULL */
+	const char *log_path;	/* debug log file, NULL: none */
 };
 
 /* A result. Pointers are valid during the on_result callback only. */
@@ -56,16 +56,16 @@ struct ptybox_result {
 	size_t stdout_len;
 	const char *stderr_text;
 	size_t stderr_len;
-	const char *value_text;  /* repr of the last expression, or NULL */
-	const char *error_name;  /* NULL when there was no error */
+	const char *value_text; /* repr of the last expression, or NULL */
+	const char *error_name; /* NULL when there was no error */
 	const char *error_value;
-	const char *traceback;   /* the traceback lines joined, or NULL */
+	const char *traceback; /* the traceback lines joined, or NULL */
 	double duration_ms;
 	bool truncated;
 	uint64_t dropped_bytes;
 	bool state_lost;
-	const char *message;     /* what ptybox did (timeout, crash, restart), or NULL */
-	const char *json;        /* the whole result as one line of JSON */
+	const char *message; /* what ptybox did (timeout, crash, restart), or NULL */
+	const char *json;    /* the whole result as one line of JSON */
 };
 
 struct ptybox_callbacks {
@@ -74,7 +74,7 @@ struct ptybox_callbacks {
 	/* Output of a snippet run with stream=true, as it comes; late output of
 	 * snippets that already ended (background threads) comes with late=true. */
 	void (*on_stream)(ptybox_session *s, uint64_t id, const char *name, const char *text,
-	                  size_t len, bool late, void *data);
+			  size_t len, bool late, void *data);
 	void (*on_result)(ptybox_session *s, const struct ptybox_result *r, void *data);
 	/* The session cannot go on (could not start, or keeps dying at start).
 	 * Queued snippets are dropped; close the session. */
@@ -88,11 +88,11 @@ void ptybox_options_init(struct ptybox_options *o);
 
 /* Starts a session. On error returns a negative errno and writes one line to err. */
 int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
-                       const struct ptybox_callbacks *cb, void *data, ptybox_session **out,
-                       char *err, size_t errlen);
+		       const struct ptybox_callbacks *cb, void *data, ptybox_session **out,
+		       char *err, size_t errlen);
 /* Queues a snippet. timeout < 0: the session's default. Copies code. */
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
-                        double timeout, bool stream);
+			double timeout, bool stream);
 /* Interrupts the running snippet (keeping state if the code lets itself be
  * interrupted, else killing and restarting). -ENOENT when nothing runs. */
 int ptybox_session_interrupt(ptybox_session *s);

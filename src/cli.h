@@ -7,9 +7,9 @@
 
 #include "ptybox.h"
 
-#define CLI_EXIT_OK 0
-#define CLI_EXIT_FAILED 1
-#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_OK	      0
+#define CLI_EXIT_FAILED	      1
+#define CLI_EXIT_USAGE	      2
 #define CLI_EXIT_CANNOT_START 125
 
 #define CLI_MAX_ENV 128
@@ -22,14 +22,21 @@ struct cli_session_opts {
 };
 
 /* The long options every session-starting subcommand takes, for getopt_long. */
-#define CLI_SESSION_LONGOPTS                                                                      \
-	{"via", required_argument, NULL, 0x100}, {"timeout", required_argument, NULL, 0x101},        \
-	{"max-output", required_argument, NULL, 0x102}, {"memory", required_argument, NULL, 0x103},  \
-	{"pids", required_argument, NULL, 0x104}, {"cpus", required_argument, NULL, 0x105},          \
-	{"tmp-size", required_argument, NULL, 0x106}, {"nofile", required_argument, NULL, 0x107},    \
-	{"max-file-size", required_argument, NULL, 0x108}, {"net", no_argument, NULL, 0x109},        \
-	{"env", required_argument, NULL, 0x10a}, {"python", required_argument, NULL, 0x10b},         \
-	{"log", required_argument, NULL, 0x10c}, {"kill-grace", required_argument, NULL, 0x10d}
+#define CLI_SESSION_LONGOPTS                                                                       \
+	{"via", required_argument, NULL, 0x100}, {"timeout", required_argument, NULL, 0x101},      \
+		{"max-output", required_argument, NULL, 0x102},                                    \
+		{"memory", required_argument, NULL, 0x103},                                        \
+		{"pids", required_argument, NULL, 0x104},                                          \
+		{"cpus", required_argument, NULL, 0x105},                                          \
+		{"tmp-size", required_argument, NULL, 0x106},                                      \
+		{"nofile", required_argument, NULL, 0x107},                                        \
+		{"max-file-size", required_argument, NULL, 0x108},                                 \
+		{"net", no_argument, NULL, 0x109}, {"env", required_argument, NULL, 0x10a},        \
+		{"python", required_argument, NULL, 0x10b},                                        \
+		{"log", required_argument, NULL, 0x10c},                                           \
+	{                                                                                          \
+		"kill-grace", required_argument, NULL, 0x10d                                       \
+	}
 
 void cli_session_opts_init(struct cli_session_opts *c);
 /* Handles one getopt result if it is a session option: 1 handled, 0 not

@@ -50,44 +50,40 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 {
 	struct ptybox_options *o = &c->o;
 	switch (opt) {
-	case 0x100:
-		o->via = arg;
-		return 1;
+	case 0x100: o->via = arg; return 1;
 	case 0x101:
 		return options_parse_seconds(arg, &o->timeout) == 0
-		               ? 1
-		               : cli_bad(cmd, "timeout", arg, "expected seconds, e.g. 1.5");
+			       ? 1
+			       : cli_bad(cmd, "timeout", arg, "expected seconds, e.g. 1.5");
 	case 0x102:
 		return options_parse_size(arg, &o->max_output) == 0 && o->max_output >= 2
-		               ? 1
-		               : cli_bad(cmd, "max-output", arg, "expected a size, e.g. 4M");
+			       ? 1
+			       : cli_bad(cmd, "max-output", arg, "expected a size, e.g. 4M");
 	case 0x103:
 		return options_parse_size(arg, &o->memory) == 0
-		               ? 1
-		               : cli_bad(cmd, "memory", arg, "expected a size, e.g. 512M");
+			       ? 1
+			       : cli_bad(cmd, "memory", arg, "expected a size, e.g. 512M");
 	case 0x104:
 		return options_parse_uint(arg, 0, 1 << 22, &o->pids) == 0
-		               ? 1
-		               : cli_bad(cmd, "pids", arg, "expected a number");
+			       ? 1
+			       : cli_bad(cmd, "pids", arg, "expected a number");
 	case 0x105:
 		return options_parse_cpus(arg, &o->cpus) == 0
-		               ? 1
-		               : cli_bad(cmd, "cpus", arg, "expected a number of CPUs, e.g. 0.5");
+			       ? 1
+			       : cli_bad(cmd, "cpus", arg, "expected a number of CPUs, e.g. 0.5");
 	case 0x106:
 		return options_parse_size(arg, &o->tmp_size) == 0
-		               ? 1
-		               : cli_bad(cmd, "tmp-size", arg, "expected a size, e.g. 256M");
+			       ? 1
+			       : cli_bad(cmd, "tmp-size", arg, "expected a size, e.g. 256M");
 	case 0x107:
 		return options_parse_uint(arg, 16, 1 << 20, &o->nofile) == 0
-		               ? 1
-		               : cli_bad(cmd, "nofile", arg, "expected a number from 16");
+			       ? 1
+			       : cli_bad(cmd, "nofile", arg, "expected a number from 16");
 	case 0x108:
 		return options_parse_size(arg, &o->max_file_size) == 0
-		               ? 1
-		               : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
-	case 0x109:
-		o->net = true;
-		return 1;
+			       ? 1
+			       : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
+	case 0x109: o->net = true; return 1;
 	case 0x10a:
 		if (!strchr(arg, '=') || arg[0] == '=')
 			return cli_bad(cmd, "env", arg, "expected NAME=VALUE");
@@ -95,18 +91,13 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			return cli_bad(cmd, "env", arg, "too many variables");
 		c->env[c->nenv++] = (char *)arg;
 		return 1;
-	case 0x10b:
-		o->python = arg;
-		return 1;
-	case 0x10c:
-		o->log_path = arg;
-		return 1;
+	case 0x10b: o->python = arg; return 1;
+	case 0x10c: o->log_path = arg; return 1;
 	case 0x10d:
 		return options_parse_seconds(arg, &o->kill_grace) == 0
-		               ? 1
-		               : cli_bad(cmd, "kill-grace", arg, "expected seconds");
-	default:
-		return 0;
+			       ? 1
+			       : cli_bad(cmd, "kill-grace", arg, "expected seconds");
+	default: return 0;
 	}
 }
 
@@ -151,7 +142,7 @@ void cli_warn_unsandboxed(const struct ptybox_options *o)
 {
 	if (o->via && strcmp(o->via, "none") == 0)
 		cli_error("warning: --via none: the code runs WITHOUT a sandbox, with your "
-		          "privileges and files");
+			  "privileges and files");
 }
 
 void cli_bad_option(const char *cmd, int opt, const char *word)

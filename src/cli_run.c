@@ -19,7 +19,7 @@
 #include "cli.h"
 
 #define RUN_MAX_SNIPPETS 4096
-#define RUN_MAX_FILE ((size_t)256 << 20)
+#define RUN_MAX_FILE	 ((size_t)256 << 20)
 
 struct run {
 	uv_loop_t *loop;
@@ -69,7 +69,7 @@ static void run_close(struct run *r)
 }
 
 static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, const char *text,
-                          size_t len, bool late, void *data)
+			  size_t len, bool late, void *data)
 {
 	struct run *r = data;
 	if (r->json)
@@ -109,7 +109,8 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 		}
 		if (res->truncated)
 			cli_error("snippet %llu: output truncated, %llu bytes dropped",
-			          (unsigned long long)res->id, (unsigned long long)res->dropped_bytes);
+				  (unsigned long long)res->id,
+				  (unsigned long long)res->dropped_bytes);
 		if (res->message)
 			cli_error("snippet %llu: %s", (unsigned long long)res->id, res->message);
 	}
@@ -198,23 +199,20 @@ int cli_run(int argc, char **argv)
 			}
 			codes[ncodes++] = optarg;
 			break;
-		case 'j':
-			json = true;
-			break;
+		case 'j': json = true; break;
 		case 'h':
 			printf("%s%s%s", run_usage, cli_session_help, run_usage_tail);
 			return CLI_EXIT_OK;
 		case '?':
-		case ':':
-			cli_bad_option("run", opt, argv[optind - 1]);
-			return CLI_EXIT_USAGE;
+		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
 			if (cli_session_opt(&so, opt, optarg, "run") < 0)
 				return CLI_EXIT_USAGE;
 		}
 	}
 	if (argc - optind > 1) {
-		cli_error("run: one FILE at most (got '%s' and '%s')", argv[optind], argv[optind + 1]);
+		cli_error("run: one FILE at most (got '%s' and '%s')", argv[optind],
+			  argv[optind + 1]);
 		return CLI_EXIT_USAGE;
 	}
 	char *file_code = NULL;
@@ -226,7 +224,8 @@ int cli_run(int argc, char **argv)
 			cli_error("run: %s: %s", path, strerror(errno));
 			return CLI_EXIT_USAGE;
 		}
-		file_code = run_read_fd(fd, strcmp(path, "-") == 0 ? "standard input" : path, &file_len);
+		file_code = run_read_fd(fd, strcmp(path, "-") == 0 ? "standard input" : path,
+					&file_len);
 		if (fd > 0)
 			close(fd);
 		if (!file_code)
@@ -244,12 +243,12 @@ int cli_run(int argc, char **argv)
 	r.expected = ncodes + (file_code ? 1 : 0);
 	char err[512];
 	int rc = ptybox_session_new(r.loop, &so.o,
-	                            &(struct ptybox_callbacks){
-	                                    .on_stream = run_on_stream,
-	                                    .on_result = run_on_result,
-	                                    .on_fatal = run_on_fatal,
-	                            },
-	                            &r, &r.session, err, sizeof(err));
+				    &(struct ptybox_callbacks){
+					    .on_stream = run_on_stream,
+					    .on_result = run_on_result,
+					    .on_fatal = run_on_fatal,
+				    },
+				    &r, &r.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("run: %s", err);
 		free(file_code);
@@ -266,7 +265,7 @@ int cli_run(int argc, char **argv)
 		rc = ptybox_session_exec(r.session, i + 1, code, len, -1, !json);
 		if (rc < 0) {
 			cli_error("run: snippet %zu: %s", i + 1,
-			          rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
+				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
 			r.exit_code = CLI_EXIT_USAGE;
 			run_close(&r);
 			break;

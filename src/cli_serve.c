@@ -24,7 +24,7 @@
 #include "stdio_lines.h"
 
 #define SERVE_MAX_LINE ((size_t)96 << 20)
-#define SERVE_HISTORY 64
+#define SERVE_HISTORY  64
 
 struct serve_pending {
 	struct serve_pending *next;
@@ -49,7 +49,8 @@ static const char serve_usage[] =
 	"Usage: ptybox serve --stdio [OPTIONS]\n"
 	"Drive one session with JSON lines on standard input and output.\n"
 	"\n"
-	"  {\"id\":1,\"op\":\"exec\",\"code\":\"x = 1\"}   run code (optional \"timeout\", \"stream\")\n"
+	"  {\"id\":1,\"op\":\"exec\",\"code\":\"x = 1\"}   run code (optional \"timeout\", "
+	"\"stream\")\n"
 	"  {\"id\":2,\"op\":\"interrupt\"}              stop the running snippet, keep state\n"
 	"  {\"id\":3,\"op\":\"restart\"}                fresh interpreter\n"
 	"  {\"id\":4,\"op\":\"ping\"}\n"
@@ -104,7 +105,7 @@ static const cJSON *serve_history(struct serve *sv, uint64_t seq)
 }
 
 static void serve_on_stream(ptybox_session *s, uint64_t seq, const char *name, const char *text,
-                            size_t len, bool late, void *data)
+			    size_t len, bool late, void *data)
 {
 	struct serve *sv = data;
 	const cJSON *id = serve_history(sv, seq);
@@ -180,7 +181,7 @@ static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id)
 	if (!cJSON_IsString(code))
 		return serve_reply(id, "error", "exec needs \"code\": a string");
 	if (timeout && (!cJSON_IsNumber(timeout) || !(timeout->valuedouble >= 0) ||
-	                !isfinite(timeout->valuedouble)))
+			!isfinite(timeout->valuedouble)))
 		return serve_reply(id, "error", "\"timeout\" must be a number of seconds >= 0");
 	if (stream && !cJSON_IsBool(stream))
 		return serve_reply(id, "error", "\"stream\" must be true or false");
@@ -190,11 +191,12 @@ static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id)
 	p->seq = ++sv->next_seq;
 	p->id = id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull();
 	int rc = ptybox_session_exec(sv->session, p->seq, code->valuestring,
-	                             strlen(code->valuestring),
-	                             timeout ? timeout->valuedouble : -1, cJSON_IsTrue(stream));
+				     strlen(code->valuestring), timeout ? timeout->valuedouble : -1,
+				     cJSON_IsTrue(stream));
 	if (rc < 0) {
 		serve_reply(id, "error",
-		            rc == -ENOBUFS ? "too many snippets queued" : "the session is not running");
+			    rc == -ENOBUFS ? "too many snippets queued"
+					   : "the session is not running");
 		cJSON_Delete(p->id);
 		free(p);
 		return;
@@ -212,7 +214,7 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 	if (too_long) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "request line longer than %zu MiB: skipped",
-		         SERVE_MAX_LINE >> 20);
+			 SERVE_MAX_LINE >> 20);
 		return serve_reply(NULL, "error", msg);
 	}
 	if (len == 0 || !sv->session)
@@ -220,30 +222,31 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 	cJSON *req = cJSON_ParseWithLength(line, len);
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
-		return serve_reply(NULL, "error", "malformed request: expected one JSON object per line");
+		return serve_reply(NULL, "error",
+				   "malformed request: expected one JSON object per line");
 	}
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	const char *op = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "op"))
-	                         ? cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring
-	                         : NULL;
+				 ? cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring
+				 : NULL;
 	if (!op)
 		serve_reply(id, "error", "request needs \"op\": exec, interrupt, restart or ping");
 	else if (strcmp(op, "exec") == 0)
 		serve_exec(sv, req, id);
 	else if (strcmp(op, "interrupt") == 0)
 		ptybox_session_interrupt(sv->session) == 0
-		        ? serve_reply(id, NULL, NULL)
-		        : serve_reply(id, "error", "nothing is running");
+			? serve_reply(id, NULL, NULL)
+			: serve_reply(id, "error", "nothing is running");
 	else if (strcmp(op, "restart") == 0)
 		ptybox_session_restart(sv->session) == 0
-		        ? serve_reply(id, NULL, NULL)
-		        : serve_reply(id, "error", "the session cannot restart now");
+			? serve_reply(id, NULL, NULL)
+			: serve_reply(id, "error", "the session cannot restart now");
 	else if (strcmp(op, "ping") == 0)
 		serve_reply(id, NULL, NULL);
 	else {
 		char msg[128];
-		snprintf(msg, sizeof(msg), "unknown op \"%.64s\": expected exec, interrupt, restart or ping",
-		         op);
+		snprintf(msg, sizeof(msg),
+			 "unknown op \"%.64s\": expected exec, interrupt, restart or ping", op);
 		serve_reply(id, "error", msg);
 	}
 	cJSON_Delete(req);
@@ -274,16 +277,10 @@ int cli_serve(int argc, char **argv)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 's':
-			stdio = true;
-			break;
-		case 'h':
-			printf("%s%s", serve_usage, cli_session_help);
-			return CLI_EXIT_OK;
+		case 's': stdio = true; break;
+		case 'h': printf("%s%s", serve_usage, cli_session_help); return CLI_EXIT_OK;
 		case '?':
-		case ':':
-			cli_bad_option("serve", opt, argv[optind - 1]);
-			return CLI_EXIT_USAGE;
+		case ':': cli_bad_option("serve", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
 			if (cli_session_opt(&so, opt, optarg, "serve") < 0)
 				return CLI_EXIT_USAGE;
@@ -301,13 +298,13 @@ int cli_serve(int argc, char **argv)
 	struct serve sv = {.loop = uv_default_loop()};
 	char err[512];
 	int rc = ptybox_session_new(sv.loop, &so.o,
-	                            &(struct ptybox_callbacks){
-	                                    .on_stream = serve_on_stream,
-	                                    .on_result = serve_on_result,
-	                                    .on_fatal = serve_on_fatal,
-	                                    .on_closed = serve_on_closed,
-	                            },
-	                            &sv, &sv.session, err, sizeof(err));
+				    &(struct ptybox_callbacks){
+					    .on_stream = serve_on_stream,
+					    .on_result = serve_on_result,
+					    .on_fatal = serve_on_fatal,
+					    .on_closed = serve_on_closed,
+				    },
+				    &sv, &sv.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("serve: %s", err);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;

@@ -28,8 +28,8 @@
 #include <string.h>
 
 #define FRAME_START_PREFIX "<<<ptybox:"
-#define FRAME_END          ":ptybox>>>"
-#define FRAME_END_LEN      (sizeof(FRAME_END) - 1)
+#define FRAME_END	   ":ptybox>>>"
+#define FRAME_END_LEN	   (sizeof(FRAME_END) - 1)
 /* The end marker's bytes before its first '>': they may still turn out to be body. */
 #define FRAME_END_BODY 7
 /* The payload buffer's first size: most replies are a short JSON object. */
@@ -77,7 +77,7 @@ int frame_scanner_init(struct frame_scanner *s, const char *nonce, size_t max_pa
 	s->max_payload = max_payload;
 	if (max_payload > 0) {
 		s->payload_cap =
-		        max_payload < FRAME_PAYLOAD_INIT ? max_payload : FRAME_PAYLOAD_INIT;
+			max_payload < FRAME_PAYLOAD_INIT ? max_payload : FRAME_PAYLOAD_INIT;
 		s->payload = malloc(s->payload_cap);
 		if (s->payload == NULL) {
 			s->payload_cap = 0;
@@ -105,7 +105,7 @@ static void frame_reset(struct frame_scanner *s)
 /* The unemitted bytes are start[0..carry) followed by p[0..n); the last keep of them are still a
  * marker prefix. Emits the others, in order. */
 static void frame_release(const struct frame_scanner *s, size_t carry, const char *p, size_t n,
-                          size_t keep, frame_event_cb cb, void *ctx)
+			  size_t keep, frame_event_cb cb, void *ctx)
 {
 	size_t out = carry + n - keep;
 	size_t from_carry = out < carry ? out : carry;
@@ -117,7 +117,7 @@ static void frame_release(const struct frame_scanner *s, size_t carry, const cha
 /* Outside a frame: matches the start marker over buf[i..len). Returns where the frame's body
  * begins, or len. */
 static size_t frame_scan_noise(struct frame_scanner *s, const char *buf, size_t len, size_t i,
-                               frame_event_cb cb, void *ctx)
+			       frame_event_cb cb, void *ctx)
 {
 	size_t carry = s->matched, m = s->matched, j = i;
 	const char *lt;
@@ -213,7 +213,7 @@ static void frame_abandon(struct frame_scanner *s, frame_event_cb cb, void *ctx)
  * breaks it. Returns where scanning resumes: after the frame, at the breaking byte (which may
  * begin a real frame), or len. */
 static size_t frame_scan_body(struct frame_scanner *s, const char *buf, size_t len, size_t i,
-                              frame_event_cb cb, void *ctx)
+			      frame_event_cb cb, void *ctx)
 {
 	size_t j, run = i;
 	unsigned char c;
@@ -242,7 +242,7 @@ static size_t frame_scan_body(struct frame_scanner *s, const char *buf, size_t l
 }
 
 void frame_scanner_feed(struct frame_scanner *s, const char *buf, size_t len, frame_event_cb cb,
-                        void *ctx)
+			void *ctx)
 {
 	size_t i = 0;
 

@@ -39,7 +39,7 @@ typedef void (*frame_event_cb)(void *ctx, enum frame_event ev, const char *data,
 
 /* Private: the fields are here so that a scanner can be embedded in its owner. */
 struct frame_scanner {
-	char start[FRAME_NONCE_MAX + 16];               /* "<<<ptybox:" NONCE ":" */
+	char start[FRAME_NONCE_MAX + 16];		/* "<<<ptybox:" NONCE ":" */
 	unsigned char start_fail[FRAME_NONCE_MAX + 16]; /* KMP failure table for start */
 	size_t start_len;
 	/* Bytes of start matched so far: held back from the noise until the match fails. */
@@ -60,7 +60,7 @@ int frame_scanner_init(struct frame_scanner *s, const char *nonce, size_t max_pa
  * during the call, and cb must not call back into this scanner. Running out of memory while
  * growing the payload buffer aborts. */
 void frame_scanner_feed(struct frame_scanner *s, const char *buf, size_t len, frame_event_cb cb,
-                        void *ctx);
+			void *ctx);
 /* Ends the stream: bytes held back as a possible marker prefix, or an
  * unterminated frame, come out as noise. The scanner is then reset. */
 void frame_scanner_finish(struct frame_scanner *s, frame_event_cb cb, void *ctx);

@@ -22,10 +22,22 @@ int options_parse_size(const char *s, uint64_t *out)
 		return -ERANGE;
 	unsigned shift = 0;
 	switch (toupper((unsigned char)*end)) {
-	case 'K': shift = 10; end++; break;
-	case 'M': shift = 20; end++; break;
-	case 'G': shift = 30; end++; break;
-	case 'T': shift = 40; end++; break;
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 'T':
+		shift = 40;
+		end++;
+		break;
 	default: break;
 	}
 	if (shift && (*end == 'i' || *end == 'I'))

@@ -122,17 +122,18 @@ char *outbuf_take(struct outbuf *ob, size_t *len, uint64_t *dropped_out)
 		if (!tail)
 			return NULL;
 		size_t first = ob->half - ob->ring_start < ob->ring_len ? ob->half - ob->ring_start
-		                                                       : ob->ring_len;
+									: ob->ring_len;
 		memcpy(tail, ob->ring + ob->ring_start, first);
 		memcpy(tail + first, ob->ring, ob->ring_len - first);
 		if (ob->dropped)
-			while (skip < ob->ring_len && skip < 3 && ((unsigned char)tail[skip] & 0xC0) == 0x80)
+			while (skip < ob->ring_len && skip < 3 &&
+			       ((unsigned char)tail[skip] & 0xC0) == 0x80)
 				skip++;
 	}
 	uint64_t dropped = ob->dropped + (ob->head_len - head_len) + skip;
 	if (dropped)
 		snprintf(marker, sizeof(marker), "\n[ptybox: %llu bytes of output dropped]\n",
-		         (unsigned long long)dropped);
+			 (unsigned long long)dropped);
 	size_t mlen = strlen(marker), tlen = ob->ring_len - skip;
 	char *out = malloc(head_len + mlen + tlen + 1);
 	if (!out) {

@@ -11,14 +11,14 @@
 #include <stdint.h>
 
 struct outbuf {
-	char *head;      /* first cap/2 bytes */
+	char *head; /* first cap/2 bytes */
 	size_t head_len;
-	char *ring;      /* last cap/2 bytes once the head is full */
+	char *ring; /* last cap/2 bytes once the head is full */
 	size_t ring_start, ring_len;
-	size_t half;     /* cap / 2 */
+	size_t half;	  /* cap / 2 */
 	bool head_closed; /* after a gap, bytes belong to the tail */
 	uint64_t dropped;
-	uint64_t total;  /* bytes appended, dropped ones included */
+	uint64_t total; /* bytes appended, dropped ones included */
 };
 
 void outbuf_init(struct outbuf *ob, size_t cap);

@@ -79,7 +79,7 @@ static int protocol_encode_text(const char *json, size_t jlen, char **out, size_
 	if (!line)
 		return -ENOMEM;
 	sodium_bin2base64(line, cap, (const unsigned char *)json, jlen,
-	                  sodium_base64_VARIANT_URLSAFE);
+			  sodium_base64_VARIANT_URLSAFE);
 	size_t n = cap - 1; /* the encoded length is exact; cap counts the NUL */
 	line[n++] = '\n';
 	line[n] = '\0';
@@ -98,8 +98,8 @@ int protocol_request_line(const cJSON *req, char **out, size_t *outlen)
 	return rc;
 }
 
-int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
-                       char **out, size_t *outlen)
+int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
+		       size_t *outlen)
 {
 	if (memchr(code, '\0', len))
 		return -EINVAL;
@@ -124,7 +124,7 @@ static const struct {
 	const char *name;
 	enum protocol_frame_type type;
 } protocol_frame_types[] = {
-	{"ready", FRAME_READY},     {"start", FRAME_START}, {"stream", FRAME_STREAM},
+	{"ready", FRAME_READY},	    {"start", FRAME_START},   {"stream", FRAME_STREAM},
 	{"display", FRAME_DISPLAY}, {"result", FRAME_RESULT}, {"pong", FRAME_PONG},
 	{"error", FRAME_ERROR},
 };
@@ -138,7 +138,8 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 		return -EINVAL;
 	}
 	const char *type = protocol_str(root, "type");
-	for (size_t i = 0; type && i < sizeof(protocol_frame_types) / sizeof(protocol_frame_types[0]); i++)
+	for (size_t i = 0;
+	     type && i < sizeof(protocol_frame_types) / sizeof(protocol_frame_types[0]); i++)
 		if (strcmp(type, protocol_frame_types[i].name) == 0)
 			f->type = protocol_frame_types[i].type;
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
@@ -163,8 +164,8 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle,
-                           const cJSON *error, const cJSON *display)
+char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle, const cJSON *error,
+			   const cJSON *display)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
@@ -173,9 +174,10 @@ char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle,
 	cJSON_AddStringToObject(o, "status", ptybox_status_name(r->status));
 	cJSON_AddStringToObject(o, "stdout", r->stdout_text ? r->stdout_text : "");
 	cJSON_AddStringToObject(o, "stderr", r->stderr_text ? r->stderr_text : "");
-	cJSON_AddItemToObject(o, "result", bundle ? cJSON_Duplicate(bundle, 1) : cJSON_CreateNull());
+	cJSON_AddItemToObject(o, "result",
+			      bundle ? cJSON_Duplicate(bundle, 1) : cJSON_CreateNull());
 	cJSON_AddItemToObject(o, "display",
-	                      display ? cJSON_Duplicate(display, 1) : cJSON_CreateArray());
+			      display ? cJSON_Duplicate(display, 1) : cJSON_CreateArray());
 	cJSON_AddItemToObject(o, "error", error ? cJSON_Duplicate(error, 1) : cJSON_CreateNull());
 	cJSON_AddNumberToObject(o, "duration_ms", round(r->duration_ms * 1000.0) / 1000.0);
 	cJSON_AddBoolToObject(o, "truncated", r->truncated);

@@ -20,7 +20,7 @@
  * The prompt is printed from two pieces so that a command line echoed by a
  * remote shell can never match it. */
 #define PROTOCOL_BOOTSTRAP                                                                         \
-	"import base64;print(\"PTYBOX/1\",\"BOOT\");"                                                \
+	"import base64;print(\"PTYBOX/1\",\"BOOT\");"                                              \
 	"exec(base64.b64decode(\"\".join(iter(input,\"\"))))"
 #define PROTOCOL_BOOT_PROMPT "PTYBOX/1 BOOT"
 /* Base64 line length while the terminal is canonical (Linux keeps 4095 a line). */
@@ -29,7 +29,7 @@
  * client answers with the nonce line. Its '/', ' ' and '?' never occur in the
  * echo of standard base64 together. */
 #define PROTOCOL_NONCE_PROMPT "PTYBOX/1 NONCE?"
-#define PROTOCOL_NONCE_BYTES 16
+#define PROTOCOL_NONCE_BYTES  16
 
 #endif
 
@@ -64,8 +64,8 @@ int protocol_boot_lines(const unsigned char *src, size_t len, char **out, size_t
 /* One request line: base64url of the JSON object, then '\n'. Caller frees. */
 int protocol_request_line(const cJSON *req, char **out, size_t *outlen);
 /* The exec request for a snippet. -EINVAL if code has a NUL byte. */
-int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
-                       char **out, size_t *outlen);
+int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
+		       size_t *outlen);
 /* Parses one frame's payload. 0 or -EINVAL (not a JSON object with a known
  * shape); on success the caller frees with protocol_frame_free. */
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f);
@@ -73,7 +73,7 @@ void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
 /* The result object as one line of JSON (no newline). Caller frees. */
-char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle,
-                           const cJSON *error, const cJSON *display);
+char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle, const cJSON *error,
+			   const cJSON *display);
 
 #endif

@@ -33,9 +33,9 @@
 
 #include "log.h"
 
-#define PTY_READ_CHUNK (64 * 1024)
-#define PTY_READS_PER_WAKEUP 32            /* fairness between sessions */
-#define PTY_QUEUE_CAP ((size_t)512 << 20) /* bytes of pending writes */
+#define PTY_READ_CHUNK	      (64 * 1024)
+#define PTY_READS_PER_WAKEUP  32		  /* fairness between sessions */
+#define PTY_QUEUE_CAP	      ((size_t)512 << 20) /* bytes of pending writes */
 #define PTY_SETUP_DEADLINE_MS 20000
 
 struct pty_wbuf {
@@ -280,7 +280,7 @@ static int pty_read_setup_error(int fd, char *err, size_t errlen)
 			continue;
 		if (r == 0) {
 			snprintf(err, errlen, "the sandbox did not start within %d s",
-			         PTY_SETUP_DEADLINE_MS / 1000);
+				 PTY_SETUP_DEADLINE_MS / 1000);
 			return -ETIMEDOUT;
 		}
 		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
@@ -313,8 +313,8 @@ static void pty_handle_closed_cb(uv_handle_t *h)
 }
 
 int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned short cols,
-              unsigned short rows, const struct pty_callbacks *cb, void *data, char *err,
-              size_t errlen)
+	      unsigned short rows, const struct pty_callbacks *cb, void *data, char *err,
+	      size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	p->loop = loop;

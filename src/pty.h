@@ -47,8 +47,8 @@ struct pty {
  * side. Returns 0, or a negative errno with one line in err (then nothing is
  * left to close). */
 int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned short cols,
-              unsigned short rows, const struct pty_callbacks *cb, void *data, char *err,
-              size_t errlen);
+	      unsigned short rows, const struct pty_callbacks *cb, void *data, char *err,
+	      size_t errlen);
 /* Queues bytes for the master without blocking the loop; copies them.
  * -ENOBUFS past the queue's cap, -EPIPE after hang-up. */
 int pty_write(struct pty *p, const char *buf, size_t len);

@@ -35,12 +35,21 @@
 extern const unsigned char ptybox_driver_py[];
 extern const size_t ptybox_driver_py_len;
 
-#define SESSION_QUEUE_CAP 4096
-#define SESSION_DRAIN_MS 1000
+#define SESSION_QUEUE_CAP   4096
+#define SESSION_DRAIN_MS    1000
 #define SESSION_DISPLAY_CAP ((size_t)64 << 20)
-#define SESSION_NOISE_TAIL 400
+#define SESSION_NOISE_TAIL  400
 
-enum session_state { S_BOOT, S_HANDSHAKE, S_WAIT_READY, S_IDLE, S_RUNNING, S_DYING, S_FATAL, S_CLOSING };
+enum session_state {
+	S_BOOT,
+	S_HANDSHAKE,
+	S_WAIT_READY,
+	S_IDLE,
+	S_RUNNING,
+	S_DYING,
+	S_FATAL,
+	S_CLOSING
+};
 
 /* Why the driver is going away (S_DYING). */
 enum session_death { DEATH_CRASH, DEATH_TIMEOUT, DEATH_INTERRUPT, DEATH_RESTART };
@@ -154,7 +163,7 @@ static void session_remember_noise(ptybox_session *s, const char *buf, size_t le
 		s->noise_len = SESSION_NOISE_TAIL;
 	} else {
 		size_t keep = s->noise_len + len > SESSION_NOISE_TAIL ? SESSION_NOISE_TAIL - len
-		                                                      : s->noise_len;
+								      : s->noise_len;
 		memmove(s->noise, s->noise + s->noise_len - keep, keep);
 		memcpy(s->noise + keep, buf, len);
 		s->noise_len = keep + len;
@@ -202,8 +211,7 @@ static void session_kill(ptybox_session *s, enum session_death why);
 
 /* Delivers the head snippet's result and moves on. */
 static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *bundle,
-                           cJSON *error, double duration_ms, bool state_lost,
-                           const char *message)
+			   cJSON *error, double duration_ms, bool state_lost, const char *message)
 {
 	struct exec *e = session_pop(s);
 	if (!e)
@@ -221,7 +229,8 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 	if (cJSON_IsArray(tb)) {
 		size_t n = 0;
 		const cJSON *line;
-		cJSON_ArrayForEach(line, tb) if (cJSON_IsString(line)) n += strlen(line->valuestring);
+		cJSON_ArrayForEach(line, tb) if (cJSON_IsString(line)) n +=
+			strlen(line->valuestring);
 		traceback = malloc(n + 1);
 		if (traceback) {
 			traceback[0] = '\0';
@@ -260,7 +269,7 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 		s->state = S_IDLE;
 	frame_scanner_shrink(&s->scanner, 1 << 20);
 	log_msg("session: result id=%llu status=%s", (unsigned long long)e->id,
-	        ptybox_status_name(status));
+		ptybox_status_name(status));
 	if (s->cb.on_result)
 		s->cb.on_result(s, &r, s->data);
 	cJSON_free(json);
@@ -271,14 +280,6 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 	session_pump(s);
 }
 
-static void session_ctrl_c(ptybox_session *s, struct exec *e)
-{
-	if (e->ctrl_c_sent)
-		return;
-	e->ctrl_c_sent = true;
-	pty_write(&s->pty, "\x03", 1);
-}
-
 static void session_grace_cb(uv_timer_t *t)
 {
 	ptybox_session *s = t->data;
@@ -286,6 +287,17 @@ static void session_grace_cb(uv_timer_t *t)
 		return;
 	log_msg("session: id=%llu ignored ^C; killing", (unsigned long long)s->head->id);
 	session_kill(s, s->head->stop == STOP_TIMEOUT ? DEATH_TIMEOUT : DEATH_INTERRUPT);
+}
+
+/* ^C over the terminal, once per snippet; if the code does not stop within
+ * the grace time, it is killed. */
+static void session_ctrl_c(ptybox_session *s, struct exec *e)
+{
+	if (e->ctrl_c_sent)
+		return;
+	e->ctrl_c_sent = true;
+	pty_write(&s->pty, "\x03", 1);
+	session_arm(s, session_ms(s->opts.kill_grace) + 1, session_grace_cb);
 }
 
 static void session_timeout_cb(uv_timer_t *t)
@@ -301,7 +313,6 @@ static void session_timeout_cb(uv_timer_t *t)
 		return;
 	}
 	session_ctrl_c(s, e);
-	uv_timer_start(&s->timer, session_grace_cb, session_ms(s->opts.kill_grace) + 1, 0);
 }
 
 static void session_pump(ptybox_session *s)
@@ -383,11 +394,11 @@ static void session_on_result(ptybox_session *s, struct protocol_frame *f)
 	char message[128] = "";
 	if (status == PTYBOX_TIMEOUT)
 		snprintf(message, sizeof(message), "timed out after %g s; interrupted, state kept",
-		         e->timeout);
+			 e->timeout);
 	session_finish(s, status, cJSON_IsObject(bundle) ? bundle : NULL,
-	               cJSON_IsObject(error) ? error : NULL,
-	               cJSON_IsNumber(dur) && dur->valuedouble >= 0 ? dur->valuedouble : -1, false,
-	               message[0] ? message : NULL);
+		       cJSON_IsObject(error) ? error : NULL,
+		       cJSON_IsNumber(dur) && dur->valuedouble >= 0 ? dur->valuedouble : -1, false,
+		       message[0] ? message : NULL);
 }
 
 static void session_on_frame(ptybox_session *s, const char *payload, size_t len)
@@ -413,20 +424,15 @@ static void session_on_frame(ptybox_session *s, const char *payload, size_t len)
 		if (s->state == S_RUNNING && e && f.has_id && f.id == e->id && !e->started) {
 			e->started = true;
 			if (e->stop == STOP_INTERRUPT)
-				session_ctrl_c(s, e), uv_timer_start(&s->timer, session_grace_cb,
-				                                     session_ms(s->opts.kill_grace) + 1, 0);
+				session_ctrl_c(s, e);
 		}
 		break;
-	case FRAME_STREAM:
-		session_on_stream(s, &f);
-		break;
+	case FRAME_STREAM: session_on_stream(s, &f); break;
 	case FRAME_DISPLAY:
 		if (s->state == S_RUNNING && e && f.has_id && f.id == e->id)
 			session_on_display(s, e, f.root);
 		break;
-	case FRAME_RESULT:
-		session_on_result(s, &f);
-		break;
+	case FRAME_RESULT: session_on_result(s, &f); break;
 	case FRAME_ERROR: {
 		const char *msg = protocol_str(f.root, "message");
 		log_msg("session: driver error: %s", msg ? msg : "?");
@@ -434,15 +440,15 @@ static void session_on_frame(ptybox_session *s, const char *payload, size_t len)
 		if (s->state == S_RUNNING && e && !e->started && (!f.has_id || f.id == e->id)) {
 			cJSON *err = cJSON_CreateObject();
 			cJSON_AddStringToObject(err, "name", "ProtocolError");
-			cJSON_AddStringToObject(err, "value", msg ? msg : "the driver rejected the request");
+			cJSON_AddStringToObject(err, "value",
+						msg ? msg : "the driver rejected the request");
 			cJSON_AddItemToObject(err, "traceback", cJSON_CreateArray());
 			session_finish(s, PTYBOX_ERROR, NULL, err, -1, false, NULL);
 			cJSON_Delete(err);
 		}
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 	protocol_frame_free(&f);
 }
@@ -451,12 +457,8 @@ static void session_scan_cb(void *ctx, enum frame_event ev, const char *data, si
 {
 	ptybox_session *s = ctx;
 	switch (ev) {
-	case FRAME_EVENT_NOISE:
-		session_remember_noise(s, data, len);
-		break;
-	case FRAME_EVENT_PAYLOAD:
-		session_on_frame(s, data, len);
-		break;
+	case FRAME_EVENT_NOISE: session_remember_noise(s, data, len); break;
+	case FRAME_EVENT_PAYLOAD: session_on_frame(s, data, len); break;
 	case FRAME_EVENT_OVERSIZE:
 		log_msg("session: dropped an oversize frame of %zu bytes", len);
 		s->frame_dropped = true;
@@ -468,7 +470,7 @@ static void session_scan_cb(void *ctx, enum frame_event ev, const char *data, si
  * it consumed, or len when the prompt is not complete yet. The prompts'
  * first letter occurs once in them, so a mismatch restarts cleanly. */
 static size_t session_match_prompt(ptybox_session *s, const char *prompt, const char *buf,
-                                   size_t len, bool *found)
+				   size_t len, bool *found)
 {
 	size_t plen = strlen(prompt), i = 0;
 	while (i < len && s->prompt_matched < plen) {
@@ -498,7 +500,8 @@ static void session_pty_data(struct pty *p, const char *buf, size_t len)
 			return;
 		char *boot;
 		size_t boot_len;
-		int rc = protocol_boot_lines(ptybox_driver_py, ptybox_driver_py_len, &boot, &boot_len);
+		int rc = protocol_boot_lines(ptybox_driver_py, ptybox_driver_py_len, &boot,
+					     &boot_len);
 		if (rc == 0)
 			rc = pty_write_take(&s->pty, boot, boot_len);
 		if (rc < 0) {
@@ -529,10 +532,11 @@ static void session_describe_exit(ptybox_session *s, int st, char *why, size_t l
 	if (reason)
 		snprintf(why, len, "%s", reason);
 	else if (WIFSIGNALED(st))
-		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st), strsignal(WTERMSIG(st)));
+		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
 	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
 		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
-		         strsignal(WEXITSTATUS(st) - 128));
+			 strsignal(WEXITSTATUS(st) - 128));
 	else
 		snprintf(why, len, "exit status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
@@ -558,18 +562,20 @@ static void session_settle(ptybox_session *s)
 		switch (s->death) {
 		case DEATH_CRASH:
 			snprintf(msg, sizeof(msg),
-			         "the interpreter died (%s); restarted with fresh state", why);
+				 "the interpreter died (%s); restarted with fresh state", why);
 			break;
 		case DEATH_TIMEOUT:
 			status = PTYBOX_TIMEOUT;
 			snprintf(msg, sizeof(msg),
-			         "timed out after %g s and did not stop on ^C; killed and restarted with "
-			         "fresh state", e->timeout);
+				 "timed out after %g s and did not stop on ^C; killed and "
+				 "restarted with "
+				 "fresh state",
+				 e->timeout);
 			break;
 		case DEATH_INTERRUPT:
 			status = PTYBOX_INTERRUPTED;
 			snprintf(msg, sizeof(msg),
-			         "did not stop on ^C; killed and restarted with fresh state");
+				 "did not stop on ^C; killed and restarted with fresh state");
 			break;
 		case DEATH_RESTART:
 			status = PTYBOX_INTERRUPTED;
@@ -621,7 +627,7 @@ static void session_pty_exit(struct pty *p, int wstatus)
 		session_noise_line(s, line, sizeof(line));
 		session_describe_exit(s, wstatus, why, sizeof(why));
 		session_fatal(s, "the interpreter exited during start-up (%s)%s%s", why,
-		              line[0] ? ": " : "", line);
+			      line[0] ? ": " : "", line);
 		return;
 	}
 	if (s->state == S_CLOSING || s->state == S_FATAL)
@@ -671,7 +677,7 @@ static void session_boot_timeout_cb(uv_timer_t *t)
 	char line[256];
 	session_noise_line(s, line, sizeof(line));
 	session_fatal(s, "the interpreter did not start within %g s%s%s", s->opts.boot_timeout,
-	              line[0] ? ": " : "", line);
+		      line[0] ? ": " : "", line);
 }
 
 /* Ends the session's life as a working session: no restart, snippets dropped. */
@@ -719,8 +725,8 @@ static void session_start(ptybox_session *s)
 	s->scanner_live = true;
 	rc = transport_new(&s->topts, &s->transport, err, sizeof(err));
 	if (rc == 0) {
-		rc = pty_spawn(&s->pty, s->loop, s->transport, 120, 40, &session_pty_callbacks, s, err,
-		               sizeof(err));
+		rc = pty_spawn(&s->pty, s->loop, s->transport, 120, 40, &session_pty_callbacks, s,
+			       err, sizeof(err));
 		if (rc < 0) {
 			transport_free(s->transport);
 			s->transport = NULL;
@@ -747,8 +753,8 @@ static char *session_strdup(const char *s)
 }
 
 int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
-                       const struct ptybox_callbacks *cb, void *data, ptybox_session **out,
-                       char *err, size_t errlen)
+		       const struct ptybox_callbacks *cb, void *data, ptybox_session **out,
+		       char *err, size_t errlen)
 {
 	struct ptybox_options defaults;
 	if (!o) {
@@ -798,7 +804,7 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 }
 
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
-                        double timeout, bool stream)
+			double timeout, bool stream)
 {
 	if (s->state == S_FATAL || s->state == S_CLOSING)
 		return -EPIPE;
@@ -832,28 +838,22 @@ int ptybox_session_interrupt(ptybox_session *s)
 		return -ENOENT;
 	if (e->stop == STOP_NONE)
 		e->stop = STOP_INTERRUPT;
-	if (e->started) {
+	if (e->started)
 		session_ctrl_c(s, e);
-		uv_timer_start(&s->timer, session_grace_cb, session_ms(s->opts.kill_grace) + 1, 0);
-	}
 	return 0;
 }
 
 int ptybox_session_restart(ptybox_session *s)
 {
 	switch (s->state) {
-	case S_CLOSING:
-		return -EPIPE;
-	case S_DYING:
-		return 0;
+	case S_CLOSING: return -EPIPE;
+	case S_DYING: return 0;
 	case S_FATAL:
 		if (s->pty_live)
 			return -EAGAIN; /* still closing; the restart follows nothing */
 		session_start(s);
 		return 0;
-	default:
-		session_kill(s, DEATH_RESTART);
-		return 0;
+	default: session_kill(s, DEATH_RESTART); return 0;
 	}
 }
 

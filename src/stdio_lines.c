@@ -81,8 +81,9 @@ static void stdio_lines_read(struct stdio_lines *l)
 	if (l->reading || l->eof)
 		return;
 	if (l->cap - l->len < STDIO_READ_CHUNK + 1) {
-		size_t ncap = l->cap * 2 > l->len + STDIO_READ_CHUNK + 1 ? l->cap * 2
-		                                                         : l->len + STDIO_READ_CHUNK + 1;
+		size_t ncap = l->cap * 2 > l->len + STDIO_READ_CHUNK + 1
+				      ? l->cap * 2
+				      : l->len + STDIO_READ_CHUNK + 1;
 		char *nb = realloc(l->buf, ncap);
 		if (!nb) {
 			l->eof = true;
@@ -103,7 +104,7 @@ static void stdio_lines_read(struct stdio_lines *l)
 }
 
 int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max_line,
-                      stdio_line_cb on_line, stdio_eof_cb on_eof, void *data)
+		      stdio_line_cb on_line, stdio_eof_cb on_eof, void *data)
 {
 	memset(l, 0, sizeof(*l));
 	l->loop = loop;

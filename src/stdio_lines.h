@@ -10,8 +10,7 @@
 struct stdio_lines;
 /* A complete line without its newline (NUL-terminated), or, with too_long,
  * the note that a line passed the cap and was skipped. */
-typedef void (*stdio_line_cb)(struct stdio_lines *l, const char *line, size_t len,
-                              bool too_long);
+typedef void (*stdio_line_cb)(struct stdio_lines *l, const char *line, size_t len, bool too_long);
 typedef void (*stdio_eof_cb)(struct stdio_lines *l, int err);
 
 struct stdio_lines {
@@ -28,7 +27,7 @@ struct stdio_lines {
 };
 
 int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max_line,
-                      stdio_line_cb on_line, stdio_eof_cb on_eof, void *data);
+		      stdio_line_cb on_line, stdio_eof_cb on_eof, void *data);
 void stdio_lines_free(struct stdio_lines *l);
 
 #endif

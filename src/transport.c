@@ -18,7 +18,7 @@
 
 #include "protocol.h"
 
-#define TRANSPORT_PATH "/usr/local/bin:/usr/bin:/bin"
+#define TRANSPORT_PATH	  "/usr/local/bin:/usr/bin:/bin"
 #define TRANSPORT_MAX_ENV 256
 
 struct transport {
@@ -44,7 +44,8 @@ int transport_parse_via(const char *via, struct transport_options *o, char *err,
 		o->target = via + 5;
 	} else {
 		snprintf(err, errlen,
-		         "--via %s: expected local, none, ssh://[user@]host[:port] or exec:COMMAND", via);
+			 "--via %s: expected local, none, ssh://[user@]host[:port] or exec:COMMAND",
+			 via);
 		return -EINVAL;
 	}
 	return 0;
@@ -121,7 +122,7 @@ static int transport_set_argv(struct transport *t, const char *const *argv)
 }
 
 int transport_new(const struct transport_options *o, struct transport **out, char *err,
-                  size_t errlen)
+		  size_t errlen)
 {
 	struct transport *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -138,12 +139,12 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 	switch (o->kind) {
 	case TRANSPORT_LOCAL:
 	case TRANSPORT_NONE:
-		rc = transport_set_argv(t, (const char *const[]){python, "-I", "-c",
-		                                                 PROTOCOL_BOOTSTRAP, NULL});
+		rc = transport_set_argv(
+			t, (const char *const[]){python, "-I", "-c", PROTOCOL_BOOTSTRAP, NULL});
 		break;
 	case TRANSPORT_SSH: {
 		if (asprintf(&remote, "exec %s -I -c '%s'", o->python ? o->python : "python3",
-		             PROTOCOL_BOOTSTRAP) < 0)
+			     PROTOCOL_BOOTSTRAP) < 0)
 			goto nomem;
 		char host[256], port[16] = "";
 		snprintf(host, sizeof(host), "%s", o->target);
@@ -152,14 +153,15 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 			*colon = '\0';
 			snprintf(port, sizeof(port), "%s", colon + 1);
 		}
-		const char *argv[] = {"ssh", "-tt", "-o", "BatchMode=yes", "-p", port[0] ? port : "22",
-		                      "--", host, remote, NULL};
+		const char *argv[] = {
+			"ssh", "-tt",  "-o", "BatchMode=yes", "-p", port[0] ? port : "22", "--",
+			host,  remote, NULL};
 		rc = transport_set_argv(t, argv);
 		break;
 	}
 	case TRANSPORT_EXEC:
 		if (asprintf(&remote, "exec %s %s -I -c '%s'", o->target,
-		             o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0)
+			     o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0)
 			goto nomem;
 		rc = transport_set_argv(t, (const char *const[]){"/bin/sh", "-c", remote, NULL});
 		break;

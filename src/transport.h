@@ -16,8 +16,8 @@ enum transport_kind { TRANSPORT_LOCAL, TRANSPORT_NONE, TRANSPORT_SSH, TRANSPORT_
 
 struct transport_options {
 	enum transport_kind kind;
-	const char *target;   /* ssh: "[user@]host[:port]"; exec: a command line */
-	const char *python;   /* the interpreter the bootstrap runs; NULL: default */
+	const char *target;	/* ssh: "[user@]host[:port]"; exec: a command line */
+	const char *python;	/* the interpreter the bootstrap runs; NULL: default */
 	char *const *env_extra; /* --env K=V, NULL-terminated, may be NULL */
 	struct sandbox_options sandbox;
 };
@@ -29,7 +29,7 @@ struct transport;
 
 /* Parent, before fork: argv, environment and (local) the sandbox plan. */
 int transport_new(const struct transport_options *opts, struct transport **out, char *err,
-                  size_t errlen);
+		  size_t errlen);
 /* Child: fds 0-2 are the PTY, which is the controlling terminal; signal
  * dispositions and mask are default. Never returns; on failure writes one line
  * to err_fd (close-on-exec) and _exit(125). */

@@ -19,7 +19,7 @@
 
 #include "frame.h"
 
-#define END     ":ptybox>>>"
+#define END	":ptybox>>>"
 #define END_LEN 10
 
 #define CHECK(cond)                                                                                \
@@ -117,7 +117,7 @@ static int rec_equal(const struct rec *a, const struct rec *b)
  * read to its end or its first bad byte, or this one byte is noise. A broken frame's body past
  * the cap is lost (frame.h). */
 static void ref_scan(struct rec *r, const char *start, size_t sl, size_t cap, const char *in,
-                     size_t n)
+		     size_t n)
 {
 	size_t i = 0, p, j;
 
@@ -147,7 +147,7 @@ static void ref_scan(struct rec *r, const char *start, size_t sl, size_t cap, co
 
 /* Feeds in chunks of 0..max_chunk bytes drawn from seed; empty feeds are legal. */
 static void scan(struct rec *r, const char *nonce, size_t cap, const char *in, size_t n,
-                 uint32_t seed, uint32_t max_chunk)
+		 uint32_t seed, uint32_t max_chunk)
 {
 	struct frame_scanner s;
 	size_t at = 0, k;

@@ -163,7 +163,7 @@ static void rec_from_want(struct rec *r, const struct want *w, size_t n)
 
 /* Feeds in at the given cut points (ascending), then finishes; checks what every feed must. */
 static void scan_cuts(struct rec *r, const char *nonce, size_t cap, const char *in, size_t n,
-                      const size_t *cuts, size_t ncuts)
+		      const size_t *cuts, size_t ncuts)
 {
 	struct frame_scanner s;
 	size_t i, at = 0;
@@ -205,7 +205,7 @@ static void assert_rebuilds(const struct rec *r, const char *nonce, const char *
 
 /* The scenario must give exactly `want` fed whole, cut once anywhere, and byte by byte. */
 static void check_scan(const char *nonce, size_t cap, const char *in, size_t n,
-                       const struct want *w, size_t nw)
+		       const struct want *w, size_t nw)
 {
 	struct rec want = {0}, got = {0};
 	size_t k, *cuts;
@@ -295,7 +295,7 @@ static void test_split_every_boundary(void **state)
 		assert_int_equal(got.v[2].ev, FRAME_EVENT_NOISE);
 		assert_int_equal(got.v[1].len, strlen("{\"id\":7,\"ok\":true}"));
 		assert_memory_equal(got.text + got.v[1].off, "{\"id\":7,\"ok\":true}",
-		                    got.v[1].len);
+				    got.v[1].len);
 		assert_rebuilds(&got, "c0ffee", in, n);
 		rec_free(&got);
 	}
@@ -646,39 +646,39 @@ static uint64_t rng_next(uint64_t *x)
 static void gen_stream(struct rec *out, uint64_t *rng, size_t want)
 {
 	static const char *const tok[] = {
-	        "<",
-	        "<<",
-	        "<<<",
-	        "<<<<",
-	        "<<<p",
-	        "<<<ptybox",
-	        "<<<ptybox:",
-	        "<<<ptybox:ab",
-	        "<<<ptybox:ab1",
-	        "<<<ptybox:ab12",
-	        "<<<ptybox:ab12:",
-	        "<<<ptybox:ab12:",
-	        "<<<ptybox:ab123:",
-	        "<<<ptybox:ab1:",
-	        "<<<ptybox:AB12:",
-	        ":",
-	        ":ptybox",
-	        ":ptybox>",
-	        ":ptybox>>",
-	        ":ptybox>>>",
-	        ">",
-	        ">>>",
-	        "{\"a\":1}",
-	        "x",
-	        " ",
-	        "\n",
-	        "\r\n",
-	        "\x1b[0m",
-	        "\x7f",
-	        "\x80",
-	        "\t",
-	        "ptybox",
-	        "ab12",
+		"<",
+		"<<",
+		"<<<",
+		"<<<<",
+		"<<<p",
+		"<<<ptybox",
+		"<<<ptybox:",
+		"<<<ptybox:ab",
+		"<<<ptybox:ab1",
+		"<<<ptybox:ab12",
+		"<<<ptybox:ab12:",
+		"<<<ptybox:ab12:",
+		"<<<ptybox:ab123:",
+		"<<<ptybox:ab1:",
+		"<<<ptybox:AB12:",
+		":",
+		":ptybox",
+		":ptybox>",
+		":ptybox>>",
+		":ptybox>>>",
+		">",
+		">>>",
+		"{\"a\":1}",
+		"x",
+		" ",
+		"\n",
+		"\r\n",
+		"\x1b[0m",
+		"\x7f",
+		"\x80",
+		"\t",
+		"ptybox",
+		"ab12",
 	};
 	char c;
 	size_t k, len;
@@ -747,7 +747,7 @@ static void test_random_chunks_vs_reference(void **state)
 			}
 			scan_cuts(&got, "ab12", caps[ci], in.text, in.text_len, cuts, ncuts);
 			snprintf(what, sizeof(what), "cap %zu, chunks up to %zu", caps[ci],
-			         max_chunk[mi]);
+				 max_chunk[mi]);
 			assert_rec_equal(&got, &want, what);
 			if (caps[ci] == BIG)
 				assert_rebuilds(&got, "ab12", in.text, in.text_len);
@@ -762,23 +762,23 @@ static void test_random_chunks_vs_reference(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_init_nonce),
-	        cmocka_unit_test(test_single_frame),
-	        cmocka_unit_test(test_split_every_boundary),
-	        cmocka_unit_test(test_byte_by_byte),
-	        cmocka_unit_test(test_back_to_back),
-	        cmocka_unit_test(test_noise_between),
-	        cmocka_unit_test(test_noise_not_fragmented),
-	        cmocka_unit_test(test_wrong_nonce),
-	        cmocka_unit_test(test_nonce_prefix),
-	        cmocka_unit_test(test_lt_runs),
-	        cmocka_unit_test(test_partial_marker_then_finish),
-	        cmocka_unit_test(test_end_fragments),
-	        cmocka_unit_test(test_invalid_byte),
-	        cmocka_unit_test(test_oversize),
-	        cmocka_unit_test(test_memory_bound_and_shrink),
-	        cmocka_unit_test(test_empty_feeds),
-	        cmocka_unit_test(test_random_chunks_vs_reference),
+		cmocka_unit_test(test_init_nonce),
+		cmocka_unit_test(test_single_frame),
+		cmocka_unit_test(test_split_every_boundary),
+		cmocka_unit_test(test_byte_by_byte),
+		cmocka_unit_test(test_back_to_back),
+		cmocka_unit_test(test_noise_between),
+		cmocka_unit_test(test_noise_not_fragmented),
+		cmocka_unit_test(test_wrong_nonce),
+		cmocka_unit_test(test_nonce_prefix),
+		cmocka_unit_test(test_lt_runs),
+		cmocka_unit_test(test_partial_marker_then_finish),
+		cmocka_unit_test(test_end_fragments),
+		cmocka_unit_test(test_invalid_byte),
+		cmocka_unit_test(test_oversize),
+		cmocka_unit_test(test_memory_bound_and_shrink),
+		cmocka_unit_test(test_empty_feeds),
+		cmocka_unit_test(test_random_chunks_vs_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

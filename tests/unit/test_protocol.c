@@ -18,13 +18,14 @@ static cJSON *decode_line(const char *line, size_t len)
 {
 	assert_true(len > 0 && line[len - 1] == '\n');
 	for (size_t i = 0; i + 1 < len; i++)
-		assert_non_null(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=",
-		                       line[i]));
+		assert_non_null(
+			strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=",
+			       line[i]));
 	unsigned char *bin = malloc(len);
 	size_t binlen;
 	assert_int_equal(sodium_base642bin(bin, len, line, len - 1, NULL, &binlen, NULL,
-	                                   sodium_base64_VARIANT_URLSAFE),
-	                 0);
+					   sodium_base64_VARIANT_URLSAFE),
+			 0);
 	cJSON *o = cJSON_ParseWithLength((const char *)bin, binlen);
 	free(bin);
 	assert_non_null(o);
@@ -65,8 +66,8 @@ static void test_boot_lines_are_short_and_end_empty(void **state)
 	unsigned char *back = malloc(n);
 	size_t backlen;
 	assert_int_equal(sodium_base642bin(back, n, joined, jl, NULL, &backlen, NULL,
-	                                   sodium_base64_VARIANT_ORIGINAL),
-	                 0);
+					   sodium_base64_VARIANT_ORIGINAL),
+			 0);
 	assert_int_equal(backlen, n);
 	assert_memory_equal(back, src, n);
 	free(back);
