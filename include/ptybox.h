@@ -21,6 +21,7 @@ extern "C" {
 #endif
 
 typedef struct ptybox_session ptybox_session;
+typedef struct ptybox_pool ptybox_pool;
 
 enum ptybox_status {
 	PTYBOX_OK,
@@ -46,6 +47,7 @@ struct ptybox_options {
 	bool net;		/* share the host network (local sandbox) */
 	char *const *env;	/* extra "K=V" for the interpreter, NULL-terminated; may be NULL */
 	const char *log_path;	/* debug log file, NULL: none */
+	ptybox_pool *pool;	/* take interpreters started ahead from here; may be NULL */
 };
 
 /* A result. Pointers are valid during the on_result callback only. */
@@ -103,6 +105,17 @@ int ptybox_session_restart(ptybox_session *s);
 size_t ptybox_session_pending(const ptybox_session *s);
 /* Tears the session down (every process gone); on_closed follows. */
 void ptybox_session_close(ptybox_session *s);
+
+/* A warm pool: `size` interpreters started ahead with the options o (whose
+ * strings must outlive the pool), so that a session that names the pool in
+ * its options, or restarts, is ready at once. Sessions using it must be
+ * closed before it. */
+int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned size,
+		    ptybox_pool **out, char *err, size_t errlen);
+/* Interpreters ready to be taken now. */
+unsigned ptybox_pool_ready(const ptybox_pool *p);
+/* Stops every interpreter of the pool; memory goes once their handles closed. */
+void ptybox_pool_close(ptybox_pool *p);
 
 const char *ptybox_status_name(enum ptybox_status st);
 const char *ptybox_version(void);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "protocol.h"
+#include "ptybox.h"
 
 #define TRANSPORT_PATH	  "/usr/local/bin:/usr/bin:/bin"
 #define TRANSPORT_MAX_ENV 256
@@ -48,6 +49,31 @@ int transport_parse_via(const char *via, struct transport_options *o, char *err,
 			 via);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+int transport_options_from(const struct ptybox_options *o, struct transport_options *t,
+			   char *err, size_t errlen)
+{
+	memset(t, 0, sizeof(*t));
+	int rc = transport_parse_via(o->via, t, err, errlen);
+	if (rc < 0)
+		return rc;
+	t->python = o->python;
+	t->env_extra = o->env;
+	t->sandbox = (struct sandbox_options){
+		.net = o->net,
+		.memory = o->memory,
+		.tmp_size = o->tmp_size,
+		.max_file_size = o->max_file_size,
+		.pids = o->pids,
+		.nofile = o->nofile,
+		.cpus = o->cpus,
+	};
+	/* tmpfs pages count against the memory limit: /tmp stays below it. */
+	struct sandbox_options *so = &t->sandbox;
+	if (so->memory && (so->tmp_size == 0 || so->tmp_size >= so->memory))
+		so->tmp_size = so->memory / 2;
 	return 0;
 }
 

@@ -1,0 +1,373 @@
+/*
+ * instance.c - one interpreter on the far side of a terminal, from fork to
+ * the last byte it wrote.
+ *
+ * It owns the transport, the PTY, the boot (bootstrap prompt, driver source,
+ * nonce handshake), the frame scanner and the terminal's noise, and it knows
+ * when the interpreter is gone: its child exited and the terminal was read to
+ * EIO (or the drain deadline passed, when something the code started still
+ * holds the terminal). It knows nothing of snippets: the session above
+ * interprets frames. Kept apart so that instances can be booted ahead of use
+ * (pool.c) and swapped in at once.
+ */
+#define _GNU_SOURCE
+#include "instance.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "log.h"
+
+extern const unsigned char ptybox_driver_py[];
+extern const size_t ptybox_driver_py_len;
+
+#define INSTANCE_DRAIN_MS 1000
+
+static void instance_remember_noise(struct instance *in, const char *buf, size_t len)
+{
+	if (len >= INSTANCE_NOISE_TAIL) {
+		memcpy(in->noise, buf + len - INSTANCE_NOISE_TAIL, INSTANCE_NOISE_TAIL);
+		in->noise_len = INSTANCE_NOISE_TAIL;
+	} else {
+		size_t keep = in->noise_len + len > INSTANCE_NOISE_TAIL ? INSTANCE_NOISE_TAIL - len
+									: in->noise_len;
+		memmove(in->noise, in->noise + in->noise_len - keep, keep);
+		memcpy(in->noise + keep, buf, len);
+		in->noise_len = keep + len;
+	}
+	in->noise[in->noise_len] = '\0';
+}
+
+/* The last line the terminal said outside frames, for error messages such as
+ * "python3: not found" from a remote shell. Lines that are only base64 are
+ * the echo of the boot, not what anyone said. */
+static void instance_noise_line(const struct instance *in, char *buf, size_t buflen)
+{
+	size_t end = in->noise_len;
+	buf[0] = '\0';
+	while (end > 0) {
+		while (end > 0 && strchr("\r\n ", in->noise[end - 1]))
+			end--;
+		size_t start = end;
+		while (start > 0 && in->noise[start - 1] != '\n' && in->noise[start - 1] != '\r')
+			start--;
+		size_t n = end - start;
+		bool echo = true; /* base64, and the bell a full canonical line rings */
+		for (size_t i = start; i < end && echo; i++)
+			echo = isalnum((unsigned char)in->noise[i]) || strchr("+/=\a", in->noise[i]);
+		if (!echo && n > 0) {
+			n = n < buflen - 1 ? n : buflen - 1;
+			for (size_t i = 0; i < n; i++) {
+				unsigned char c = (unsigned char)in->noise[start + i];
+				buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+			}
+			buf[n] = '\0';
+			return;
+		}
+		end = start;
+	}
+}
+
+static void instance_describe_exit(struct instance *in, char *why, size_t len)
+{
+	const char *reason = in->transport ? transport_death_reason(in->transport) : NULL;
+	int st = in->wstatus;
+	if (!in->child_exited)
+		snprintf(why, len, "killed");
+	else if (reason)
+		snprintf(why, len, "%s", reason);
+	else if (WIFSIGNALED(st))
+		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
+		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
+			 strsignal(WEXITSTATUS(st) - 128));
+	else
+		snprintf(why, len, "exit status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void instance_scan_cb(void *ctx, enum frame_event ev, const char *data, size_t len)
+{
+	struct instance *in = ctx;
+	switch (ev) {
+	case FRAME_EVENT_NOISE: instance_remember_noise(in, data, len); break;
+	case FRAME_EVENT_PAYLOAD:
+		if (in->state == I_WAIT_READY) {
+			struct protocol_frame f;
+			if (protocol_parse_frame(data, len, &f) == 0) {
+				bool ready = f.type == FRAME_READY;
+				protocol_frame_free(&f);
+				if (ready) {
+					in->state = I_READY;
+					in->ready_ns = uv_hrtime();
+					uv_timer_stop(&in->timer);
+					log_msg("instance %d: ready in %.1f ms", (int)in->pty.pid,
+						(double)(in->ready_ns - in->started_ns) / 1e6);
+					in->cb->on_ready(in);
+				}
+			}
+		} else if (in->state == I_READY || in->state == I_DYING) {
+			in->cb->on_frame(in, data, len);
+		}
+		break;
+	case FRAME_EVENT_OVERSIZE:
+		log_msg("instance: dropped an oversize frame of %zu bytes", len);
+		if (in->cb->on_oversize)
+			in->cb->on_oversize(in, len);
+		break;
+	}
+}
+
+/* Looks for a boot prompt in unframed output; returns how many bytes of buf
+ * it consumed. The prompts' first letter occurs once in them, so a mismatch
+ * restarts cleanly. */
+static size_t instance_match_prompt(struct instance *in, const char *prompt, const char *buf,
+				    size_t len, bool *found)
+{
+	size_t plen = strlen(prompt), i = 0;
+	while (i < len && in->prompt_matched < plen) {
+		if (buf[i] == prompt[in->prompt_matched])
+			in->prompt_matched++;
+		else
+			in->prompt_matched = buf[i] == prompt[0];
+		i++;
+	}
+	instance_remember_noise(in, buf, i);
+	*found = in->prompt_matched == plen;
+	if (*found)
+		in->prompt_matched = 0;
+	return i;
+}
+
+static void instance_settle(struct instance *in);
+
+static void instance_drain_cb(uv_timer_t *t)
+{
+	struct instance *in = t->data;
+	/* Something the code started still holds the terminal; stop waiting. */
+	log_msg("instance %d: no hang-up within %d ms", (int)in->pty.pid, INSTANCE_DRAIN_MS);
+	in->hung_up = true;
+	instance_settle(in);
+}
+
+void instance_kill(struct instance *in)
+{
+	if (in->state >= I_DYING)
+		return;
+	in->state = I_DYING;
+	transport_kill(in->transport, in->pty.pid);
+	uv_timer_stop(&in->timer);
+	uv_timer_start(&in->timer, instance_drain_cb, INSTANCE_DRAIN_MS, 0);
+}
+
+static void instance_pty_data(struct pty *p, const char *buf, size_t len)
+{
+	struct instance *in = p->data;
+	bool found;
+	size_t used;
+	if (in->state == I_BOOT) {
+		used = instance_match_prompt(in, PROTOCOL_BOOT_PROMPT, buf, len, &found);
+		buf += used;
+		len -= used;
+		if (!found)
+			return;
+		char *boot;
+		size_t boot_len;
+		int rc = protocol_boot_lines(ptybox_driver_py, ptybox_driver_py_len, &boot,
+					     &boot_len);
+		if (rc == 0)
+			rc = pty_write_take(&in->pty, boot, boot_len);
+		if (rc < 0) {
+			log_msg("instance: send the driver: %s", strerror(-rc));
+			instance_kill(in);
+			return;
+		}
+		in->state = I_HANDSHAKE;
+	}
+	if (in->state == I_HANDSHAKE) {
+		used = instance_match_prompt(in, PROTOCOL_NONCE_PROMPT, buf, len, &found);
+		buf += used;
+		len -= used;
+		if (!found)
+			return;
+		char line[sizeof(in->nonce) + 1];
+		snprintf(line, sizeof(line), "%s\n", in->nonce);
+		pty_write(&in->pty, line, strlen(line));
+		in->state = I_WAIT_READY;
+	}
+	if (in->state != I_CLOSING)
+		frame_scanner_feed(&in->scanner, buf, len, instance_scan_cb, in);
+}
+
+/* Both the child's exit and the terminal's hang-up are in: the death is settled. */
+static void instance_settle(struct instance *in)
+{
+	if (in->state != I_DYING || !in->child_exited || !in->hung_up)
+		return;
+	uv_timer_stop(&in->timer);
+	frame_scanner_finish(&in->scanner, instance_scan_cb, in);
+	bool during_boot = in->ready_ns == 0;
+	char why[512], line[256] = "";
+	instance_describe_exit(in, why, sizeof(why));
+	if (during_boot)
+		instance_noise_line(in, line, sizeof(line));
+	if (line[0]) {
+		size_t n = strlen(why);
+		snprintf(why + n, sizeof(why) - n, ": %s", line);
+	}
+	in->state = I_DEAD;
+	log_msg("instance %d: dead (%s)", (int)in->pty.pid, why);
+	in->cb->on_dead(in, why, during_boot);
+}
+
+static void instance_pty_hangup(struct pty *p)
+{
+	struct instance *in = p->data;
+	in->hung_up = true;
+	instance_settle(in);
+}
+
+static void instance_pty_exit(struct pty *p, int wstatus)
+{
+	struct instance *in = p->data;
+	in->child_exited = true;
+	in->wstatus = wstatus;
+	log_msg("instance %d: exited, status 0x%x", (int)p->pid, wstatus);
+	if (in->state == I_CLOSING)
+		return;
+	if (in->state < I_DYING) {
+		pty_drain(p); /* the tail it wrote before it went */
+		instance_kill(in); /* and whatever it left behind */
+	}
+	instance_settle(in);
+}
+
+static void instance_handle_closed(struct instance *in)
+{
+	if (--in->open_handles > 0)
+		return;
+	transport_free(in->transport);
+	frame_scanner_free(&in->scanner);
+	void (*cb)(void *) = in->closed_cb;
+	void *data = in->closed_data;
+	free(in);
+	if (cb)
+		cb(data);
+}
+
+static void instance_pty_closed(struct pty *p)
+{
+	instance_handle_closed(p->data);
+}
+
+static void instance_timer_closed_cb(uv_handle_t *h)
+{
+	instance_handle_closed(h->data);
+}
+
+static const struct pty_callbacks instance_pty_callbacks = {
+	.on_data = instance_pty_data,
+	.on_hangup = instance_pty_hangup,
+	.on_exit = instance_pty_exit,
+	.on_closed = instance_pty_closed,
+};
+
+static void instance_boot_timeout_cb(uv_timer_t *t)
+{
+	struct instance *in = t->data;
+	log_msg("instance %d: no ready within %llu ms", (int)in->pty.pid,
+		(unsigned long long)in->boot_ms);
+	/* Kill it; its death says what the terminal last said. */
+	instance_kill(in);
+}
+
+int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_t max_payload,
+		   double boot_timeout, const struct instance_callbacks *cb, void *data,
+		   struct instance **out, char *err, size_t errlen)
+{
+	struct instance *in = calloc(1, sizeof(*in));
+	if (!in) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	in->loop = loop;
+	in->cb = cb;
+	in->data = data;
+	in->started_ns = uv_hrtime();
+	int rc = protocol_make_nonce(in->nonce, sizeof(in->nonce));
+	if (rc == 0)
+		rc = frame_scanner_init(&in->scanner, in->nonce, max_payload);
+	if (rc < 0) {
+		snprintf(err, errlen, "session set-up: %s", strerror(-rc));
+		goto fail;
+	}
+	rc = transport_new(topts, &in->transport, err, errlen);
+	if (rc < 0)
+		goto fail;
+	rc = pty_spawn(&in->pty, loop, in->transport, 120, 40, &instance_pty_callbacks, in, err,
+		       errlen);
+	if (rc < 0)
+		goto fail;
+	uv_timer_init(loop, &in->timer);
+	in->timer.data = in;
+	in->open_handles = 2; /* the PTY (both of its handles) and the timer */
+	in->boot_ms = boot_timeout > 0 ? (uint64_t)ceil(boot_timeout * 1000) : 0;
+	if (in->boot_ms)
+		uv_timer_start(&in->timer, instance_boot_timeout_cb, in->boot_ms, 0);
+	*out = in;
+	return 0;
+fail:
+	transport_free(in->transport);
+	frame_scanner_free(&in->scanner);
+	free(in);
+	return rc;
+}
+
+void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data)
+{
+	in->cb = cb;
+	in->data = data;
+}
+
+int instance_write(struct instance *in, char *buf, size_t len)
+{
+	if (in->state != I_READY) {
+		free(buf);
+		return -EPIPE;
+	}
+	return pty_write_take(&in->pty, buf, len);
+}
+
+void instance_interrupt(struct instance *in)
+{
+	if (in->state == I_READY)
+		pty_write(&in->pty, "\x03", 1);
+}
+
+void instance_close(struct instance *in)
+{
+	if (in->state == I_CLOSING)
+		return;
+	if (!in->child_exited) {
+		transport_kill(in->transport, in->pty.pid);
+		while (waitpid(in->pty.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		in->child_exited = true;
+	}
+	in->state = I_CLOSING;
+	pty_close(&in->pty);
+	uv_close((uv_handle_t *)&in->timer, instance_timer_closed_cb);
+}
+
+void instance_close_notify(struct instance *in, void (*cb)(void *data), void *data)
+{
+	in->closed_cb = cb;
+	in->closed_data = data;
+	instance_close(in);
+}

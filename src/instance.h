@@ -1,0 +1,87 @@
+/*
+ * instance.h - one interpreter: a transport's child on a PTY, booted through
+ * the protocol's handshake to the point where it takes requests.
+ */
+#ifndef PTYBOX_INSTANCE_H
+#define PTYBOX_INSTANCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "frame.h"
+#include "protocol.h"
+#include "pty.h"
+#include "transport.h"
+
+#define INSTANCE_NOISE_TAIL 400
+
+enum instance_state {
+	I_BOOT,       /* waiting for the bootstrap's prompt */
+	I_HANDSHAKE,  /* driver sent; waiting for its nonce prompt */
+	I_WAIT_READY, /* nonce sent; waiting for the ready frame */
+	I_READY,
+	I_DYING,      /* exited or killed; draining the terminal */
+	I_DEAD,       /* settled; on_dead was called */
+	I_CLOSING,
+};
+
+struct instance;
+
+struct instance_callbacks {
+	void (*on_ready)(struct instance *in);
+	/* A frame's payload (ready and later). */
+	void (*on_frame)(struct instance *in, const char *payload, size_t len);
+	void (*on_oversize)(struct instance *in, size_t len);
+	/* The child is gone and the terminal drained. why says how it ended; for
+	 * a death before ready it ends with what the terminal last said. */
+	void (*on_dead)(struct instance *in, const char *why, bool during_boot);
+};
+
+struct instance {
+	enum instance_state state;
+	uv_loop_t *loop;
+	struct transport *transport;
+	struct pty pty;
+	uv_timer_t timer; /* the boot deadline, then the drain deadline */
+	int open_handles;
+	bool child_exited, hung_up, pty_live;
+	int wstatus;
+	char nonce[2 * PROTOCOL_NONCE_BYTES + 1];
+	size_t prompt_matched;
+	struct frame_scanner scanner;
+	char noise[INSTANCE_NOISE_TAIL + 1];
+	size_t noise_len;
+	uint64_t boot_ms;
+	uint64_t started_ns, ready_ns;
+	const struct instance_callbacks *cb;
+	void *data;
+	void (*closed_cb)(void *closed_data); /* see instance_close_notify */
+	void *closed_data;
+};
+
+/* Starts the child and the boot. The caller owns the result: it ends with
+ * instance_close(), which frees it. On error returns a negative errno with
+ * one line in err, and nothing is left. */
+int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_t max_payload,
+		   double boot_timeout, const struct instance_callbacks *cb, void *data,
+		   struct instance **out, char *err, size_t errlen);
+/* Hands the instance to another owner. */
+void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data);
+/* Takes ownership of buf. */
+int instance_write(struct instance *in, char *buf, size_t len);
+/* ^C over the terminal. */
+void instance_interrupt(struct instance *in);
+/* Kills the child; on_dead follows once the terminal is drained. */
+void instance_kill(struct instance *in);
+/* Every process gone (waits for the child if it is alive), handles closed,
+ * memory freed once the loop has run the close callbacks. No callback is
+ * called after this. */
+void instance_close(struct instance *in);
+/* instance_close, then cb(data) once every handle is closed and the
+ * transport is gone (its cgroups removed): for an owner that must not finish
+ * before its instance does. */
+void instance_close_notify(struct instance *in, void (*cb)(void *data), void *data);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * pool.c - a warm pool: interpreters started ahead, so that a session (or a
+ * restart) gets one that is already past its boot.
+ *
+ * Starting an interpreter costs a fork, a sandbox and a Python start-up; a
+ * pool pays that while nobody waits. Each slot holds one instance, booting
+ * or ready. One that dies while it waits is replaced, unless it died during
+ * start-up: then the slot stays empty until the next take, so a broken
+ * set-up cannot turn into a loop of forks.
+ */
+#define _GNU_SOURCE
+#include "pool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "instance.h"
+#include "log.h"
+#include "transport.h"
+
+#define POOL_MAX 64
+
+struct ptybox_pool {
+	uv_loop_t *loop;
+	struct transport_options topts;
+	size_t max_payload;
+	double boot_timeout;
+	unsigned size;
+	bool closing;
+	struct instance *slot[POOL_MAX];
+};
+
+static void pool_fill(ptybox_pool *p);
+
+static int pool_slot_of(ptybox_pool *p, struct instance *in)
+{
+	for (unsigned i = 0; i < p->size; i++)
+		if (p->slot[i] == in)
+			return (int)i;
+	return -1;
+}
+
+static void pool_on_ready(struct instance *in)
+{
+}
+
+static void pool_on_frame(struct instance *in, const char *payload, size_t len)
+{
+}
+
+static void pool_on_dead(struct instance *in, const char *why, bool during_boot)
+{
+	ptybox_pool *p = in->data;
+	int i = pool_slot_of(p, in);
+	log_msg("pool: an interpreter died while waiting (%s)", why);
+	instance_close(in);
+	if (i >= 0)
+		p->slot[i] = NULL;
+	if (!during_boot)
+		pool_fill(p);
+}
+
+static const struct instance_callbacks pool_instance_callbacks = {
+	.on_ready = pool_on_ready,
+	.on_frame = pool_on_frame,
+	.on_dead = pool_on_dead,
+};
+
+static void pool_fill(ptybox_pool *p)
+{
+	for (unsigned i = 0; i < p->size && !p->closing; i++) {
+		if (p->slot[i])
+			continue;
+		char err[512];
+		if (instance_start(p->loop, &p->topts, p->max_payload, p->boot_timeout,
+				   &pool_instance_callbacks, p, &p->slot[i], err, sizeof(err)) < 0) {
+			log_msg("pool: %s", err);
+			return;
+		}
+	}
+}
+
+int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned size,
+		    ptybox_pool **out, char *err, size_t errlen)
+{
+	if (size == 0 || size > POOL_MAX) {
+		snprintf(err, errlen, "pool size %u: expected 1 to %d", size, POOL_MAX);
+		return -EINVAL;
+	}
+	ptybox_pool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	int rc = transport_options_from(o, &p->topts, err, errlen);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	p->loop = loop;
+	p->size = size;
+	p->max_payload = o->max_output * 4 + (16 << 20);
+	p->boot_timeout = o->boot_timeout;
+	/* The first one fails here, with its reason, if nothing can start. */
+	rc = instance_start(loop, &p->topts, p->max_payload, p->boot_timeout,
+			    &pool_instance_callbacks, p, &p->slot[0], err, errlen);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	pool_fill(p);
+	*out = p;
+	return 0;
+}
+
+struct instance *pool_take(ptybox_pool *p)
+{
+	struct instance *in = NULL;
+	for (unsigned i = 0; i < p->size && !in; i++) {
+		if (p->slot[i] && p->slot[i]->state == I_READY) {
+			in = p->slot[i];
+			p->slot[i] = NULL;
+		}
+	}
+	pool_fill(p);
+	return in;
+}
+
+unsigned ptybox_pool_ready(const ptybox_pool *p)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < p->size; i++)
+		n += p->slot[i] && p->slot[i]->state == I_READY;
+	return n;
+}
+
+void ptybox_pool_close(ptybox_pool *p)
+{
+	p->closing = true;
+	for (unsigned i = 0; i < p->size; i++)
+		if (p->slot[i])
+			instance_close(p->slot[i]);
+	/* Instances free themselves once their handles closed; the pool holds
+	 * no handle of its own. */
+	free(p);
+}
