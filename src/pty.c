@@ -240,10 +240,14 @@ static void pty_child(const char *slave_path, int master, int err_fd, struct tra
 	what = "TIOCSCTTY";
 	if (ioctl(slave, TIOCSCTTY, 0) < 0)
 		goto fail;
-	/* IUTF8 so the line editor of the canonical boot phase counts characters right. */
+	/* IUTF8 so the line editor of the canonical boot phase counts characters
+	 * right. */
 	struct termios tio;
 	if (tcgetattr(slave, &tio) == 0) {
 		tio.c_iflag |= IUTF8;
+		/* Nothing needs the echo of the boot lines; transports that keep
+		 * echo on (a remote terminal) work too, only slower to start. */
+		tio.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);
 		tcsetattr(slave, TCSANOW, &tio);
 	}
 	what = "dup2";
