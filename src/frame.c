@@ -209,6 +209,19 @@ static void frame_abandon(struct frame_scanner *s, frame_event_cb cb, void *ctx)
 	frame_noise(cb, ctx, &FRAME_END[FRAME_END_BODY], gt);
 }
 
+/* Skips body bytes that cannot begin or continue the end marker by
+ * themselves (printable ASCII but ':', '<' and '>'): the bulk of a payload,
+ * passed over in a tight loop instead of the state machine. */
+static size_t frame_skip_plain(const char *buf, size_t j, size_t len)
+{
+	for (; j < len; j++) {
+		unsigned char c = (unsigned char)buf[j];
+		if (c < 0x20 || c > 0x7e || c == ':' || c == '<' || c == '>')
+			break;
+	}
+	return j;
+}
+
 /* Inside a frame: stores body bytes in runs until the end marker closes the frame or a byte
  * breaks it. Returns where scanning resumes: after the frame, at the breaking byte (which may
  * begin a real frame), or len. */
@@ -219,6 +232,11 @@ static size_t frame_scan_body(struct frame_scanner *s, const char *buf, size_t l
 	unsigned char c;
 
 	for (j = i; j < len; j++) {
+		if (s->end_matched == 0) {
+			j = frame_skip_plain(buf, j, len);
+			if (j == len)
+				break;
+		}
 		c = (unsigned char)buf[j];
 		if (c == '>' && s->end_matched >= FRAME_END_BODY) {
 			frame_append(s, buf + run, j - run);
