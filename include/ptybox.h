@@ -27,7 +27,7 @@ enum ptybox_status {
 	PTYBOX_OK,
 	PTYBOX_ERROR,	    /* the code raised (SyntaxError, SystemExit included) */
 	PTYBOX_TIMEOUT,	    /* ran past its timeout; interrupted or killed */
-	PTYBOX_INTERRUPTED, /* ptybox_session_interrupt() or _restart() */
+	PTYBOX_INTERRUPTED, /* ptybox_session_interrupt() */
 	PTYBOX_CRASHED,	    /* the interpreter died; the session restarted */
 };
 
@@ -98,8 +98,10 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
 /* Interrupts the running snippet (keeping state if the code lets itself be
  * interrupted, else killing and restarting). -ENOENT when nothing runs. */
 int ptybox_session_interrupt(ptybox_session *s);
-/* Kills the interpreter and starts a fresh one; the running snippet ends
- * interrupted with state_lost. */
+/* Replaces the interpreter with a fresh one, in order: after the snippets
+ * queued before it (the running one included), before those queued after it,
+ * whose results then say state_lost. To stop a running snippet first,
+ * interrupt it. After on_fatal, tries to start again. */
 int ptybox_session_restart(ptybox_session *s);
 /* Snippets queued or running. */
 size_t ptybox_session_pending(const ptybox_session *s);

@@ -206,7 +206,7 @@ int cli_run(int argc, char **argv)
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
-			if (cli_session_opt(&so, opt, optarg, "run") < 0)
+			if (cli_session_opt(&so, opt, optarg, "run") != 1)
 				return CLI_EXIT_USAGE;
 		}
 	}

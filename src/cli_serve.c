@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "options.h"
 #include "stdio_lines.h"
 
 #define SERVE_MAX_LINE ((size_t)96 << 20)
@@ -35,6 +36,7 @@ struct serve_pending {
 struct serve {
 	uv_loop_t *loop;
 	ptybox_session *session;
+	ptybox_pool *pool;
 	struct stdio_lines in;
 	bool eof, closing;
 	int exit_code;
@@ -56,6 +58,8 @@ static const char serve_usage[] =
 	"  {\"id\":4,\"op\":\"ping\"}\n"
 	"\n"
 	"  --stdio             JSON lines on stdin/stdout (required)\n"
+	"  --pool N            keep N interpreters started ahead, so a restart is\n"
+	"                      a swap (default 0)\n"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -170,6 +174,9 @@ static void serve_on_fatal(ptybox_session *s, const char *message, void *data)
 static void serve_on_closed(ptybox_session *s, void *data)
 {
 	struct serve *sv = data;
+	if (sv->pool)
+		ptybox_pool_close(sv->pool);
+	sv->pool = NULL;
 	uv_stop(sv->loop);
 }
 
@@ -267,22 +274,31 @@ int cli_serve(int argc, char **argv)
 	cli_session_opts_init(&so);
 	static const struct option longopts[] = {
 		{"stdio", no_argument, NULL, 's'},
+		{"pool", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	bool stdio = false;
+	unsigned pool = 0;
 	int opt;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's': stdio = true; break;
+		case 'p':
+			if (options_parse_uint(optarg, 0, 64, &pool) < 0) {
+				cli_error("serve: --pool %s: expected a number from 0 to 64",
+					  optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
 		case 'h': printf("%s%s", serve_usage, cli_session_help); return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("serve", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
-			if (cli_session_opt(&so, opt, optarg, "serve") < 0)
+			if (cli_session_opt(&so, opt, optarg, "serve") != 1)
 				return CLI_EXIT_USAGE;
 		}
 	}
@@ -297,6 +313,15 @@ int cli_serve(int argc, char **argv)
 	cli_warn_unsandboxed(&so.o);
 	struct serve sv = {.loop = uv_default_loop()};
 	char err[512];
+	if (pool) {
+		/* Interpreters started ahead: a restart is a swap. */
+		int prc = ptybox_pool_new(sv.loop, &so.o, pool, &sv.pool, err, sizeof(err));
+		if (prc < 0) {
+			cli_error("serve: %s", err);
+			return prc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
+		}
+		so.o.pool = sv.pool;
+	}
 	int rc = ptybox_session_new(sv.loop, &so.o,
 				    &(struct ptybox_callbacks){
 					    .on_stream = serve_on_stream,
@@ -307,6 +332,9 @@ int cli_serve(int argc, char **argv)
 				    &sv, &sv.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("serve: %s", err);
+		if (sv.pool)
+			ptybox_pool_close(sv.pool);
+		uv_run(sv.loop, UV_RUN_DEFAULT); /* let the pool's interpreters close */
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	stdio_lines_start(&sv.in, sv.loop, 0, SERVE_MAX_LINE, serve_on_line, serve_on_eof, &sv);

@@ -75,7 +75,8 @@ static void pool_fill(ptybox_pool *p)
 			continue;
 		char err[512];
 		if (instance_start(p->loop, &p->topts, p->max_payload, p->boot_timeout,
-				   &pool_instance_callbacks, p, &p->slot[i], err, sizeof(err)) < 0) {
+				   &pool_instance_callbacks, p, &p->slot[i], err,
+				   sizeof(err)) < 0) {
 			log_msg("pool: %s", err);
 			return;
 		}
@@ -115,13 +116,20 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 
 struct instance *pool_take(ptybox_pool *p)
 {
-	struct instance *in = NULL;
-	for (unsigned i = 0; i < p->size && !in; i++) {
-		if (p->slot[i] && p->slot[i]->state == I_READY) {
-			in = p->slot[i];
-			p->slot[i] = NULL;
-		}
+	int best = -1;
+	for (unsigned i = 0; i < p->size; i++) {
+		struct instance *in = p->slot[i];
+		if (!in || in->state > I_READY)
+			continue;
+		/* A ready one, else the one that has booted the longest. */
+		if (best < 0 || (in->state == I_READY && p->slot[best]->state != I_READY) ||
+		    (in->state != I_READY && p->slot[best]->state != I_READY &&
+		     in->started_ns < p->slot[best]->started_ns))
+			best = (int)i;
 	}
+	struct instance *in = best >= 0 ? p->slot[best] : NULL;
+	if (best >= 0)
+		p->slot[best] = NULL;
 	pool_fill(p);
 	return in;
 }

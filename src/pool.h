@@ -6,8 +6,9 @@
 
 struct instance;
 
-/* A ready instance, now the caller's (adopt it), or NULL if none is ready.
- * The pool starts another in its place. */
+/* An instance, now the caller's (adopt it): a ready one if any (its state
+ * says), else the one closest to ready; NULL if the pool is empty. The pool
+ * starts another in its place. */
 struct instance *pool_take(ptybox_pool *p);
 
 #endif

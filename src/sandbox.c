@@ -78,19 +78,34 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SB_ID            1000   /* uid and gid inside */
-#define SB_NOBODY        65534  /* what SB_ID is on the host when ptybox runs as root */
-#define SB_STAGE         "/tmp" /* where the new root is assembled (private mount ns) */
-#define SB_HOSTNAME      "ptybox"
-#define SB_EXIT_SETUP    125  /* a set-up step failed; the reason is on err_fd */
-#define SB_KILL_WAIT_MS  3000 /* sandbox_kill_all: bound on waiting for the last process */
+#define SB_ID		1000   /* uid and gid inside */
+#define SB_NOBODY	65534  /* what SB_ID is on the host when ptybox runs as root */
+#define SB_STAGE	"/tmp" /* where the new root is assembled (private mount ns) */
+#define SB_HOSTNAME	"ptybox"
+#define SB_EXIT_SETUP	125  /* a set-up step failed; the reason is on err_fd */
+#define SB_KILL_WAIT_MS 3000 /* sandbox_kill_all: bound on waiting for the last process */
+
+/* mount_setattr (Linux 5.12), for headers that predate it. */
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV  0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
 
 enum sandbox_op_kind {
 	OP_MKDIR,   /* path, mode */
 	OP_TOUCH,   /* path: an empty file for a file bind mount */
 	OP_WRITE,   /* path, data, len */
 	OP_SYMLINK, /* src (the target) at path */
-	OP_BIND,    /* src onto path, then remount with flags (plus what the kernel locked) */
+	OP_BIND,    /* src onto path, then remount with flags (plus what the kernel locked),
+		     * the mounts below it included */
 	OP_MOUNT,   /* src (fstype) at path, flags, data */
 };
 
@@ -134,7 +149,7 @@ struct sandbox {
 	struct sock_fprog prog;
 	struct sandbox_cgroups cgroups;
 	struct sandbox_shared *shared;
-	pid_t child;     /* the outer child, from sandbox_after_fork */
+	pid_t child;	 /* the outer child, from sandbox_after_fork */
 	int child_pidfd; /* the same, immune to pid reuse once the caller has reaped it */
 };
 
@@ -155,7 +170,7 @@ void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
 
 /* Formats a string owned by sb (freed by sandbox_free); NULL when out of memory. */
 static char *sandbox_str(struct sandbox *sb, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 static char *sandbox_str(struct sandbox *sb, const char *fmt, ...)
 {
 	va_list ap;
@@ -264,7 +279,7 @@ static int sandbox_plan_write(struct sandbox *sb, const char *inside, const char
 }
 
 static int sandbox_plan_mount(struct sandbox *sb, const char *fstype, const char *inside,
-                              unsigned long flags, const char *data)
+			      unsigned long flags, const char *data)
 {
 	struct sandbox_op *op = sandbox_op_add(sb, OP_MOUNT);
 
@@ -272,7 +287,7 @@ static int sandbox_plan_mount(struct sandbox *sb, const char *fstype, const char
 	    !(op->path = sandbox_str(sb, SB_STAGE "%s", inside)) ||
 	    (data && !(op->data = sandbox_str(sb, "%s", data))) ||
 	    !(op->what =
-	              sandbox_str(sb, "mount %s on %s", fstype, *inside ? inside : "/ (new root)")))
+		      sandbox_str(sb, "mount %s on %s", fstype, *inside ? inside : "/ (new root)")))
 		return -ENOMEM;
 	op->flags = flags;
 	return 0;
@@ -310,7 +325,7 @@ static int sandbox_plan_mirror(struct sandbox *sb, const char *host, unsigned lo
 	    !(op->path = sandbox_str(sb, SB_STAGE "%s", host)) ||
 	    !(op->what = sandbox_str(sb, "bind %s", host)) ||
 	    !(op->what2 = sandbox_str(sb, "remount %s%s", host,
-	                              (flags & MS_RDONLY) ? " read-only" : "")))
+				      (flags & MS_RDONLY) ? " read-only" : "")))
 		return -ENOMEM;
 	op->flags = flags;
 	return 0;
@@ -318,16 +333,16 @@ static int sandbox_plan_mirror(struct sandbox *sb, const char *host, unsigned lo
 
 static int sandbox_plan(struct sandbox *sb)
 {
-	static const char *const sys_dirs[] = {"/usr",   "/bin",   "/sbin",  "/lib",
-	                                       "/lib64", "/lib32", "/libx32"};
+	static const char *const sys_dirs[] = {"/usr",	 "/bin",   "/sbin",  "/lib",
+					       "/lib64", "/lib32", "/libx32"};
 	/* Read-only configuration the runtime needs; nothing with secrets. */
 	static const char *const etc[] = {
-	        "/etc/ld.so.cache",   "/etc/ld.so.conf",      "/etc/ld.so.conf.d",
-	        "/etc/nsswitch.conf", "/etc/localtime",       "/etc/alternatives",
-	        "/etc/ssl/certs",     "/etc/ssl/openssl.cnf", "/etc/python3",
-	        "/etc/python3.11",    "/etc/python3.12",      "/etc/python3.13",
-	        "/etc/mime.types",    "/etc/protocols",       "/etc/services",
-	        "/etc/gai.conf",      "/etc/host.conf",
+		"/etc/ld.so.cache",   "/etc/ld.so.conf",      "/etc/ld.so.conf.d",
+		"/etc/nsswitch.conf", "/etc/localtime",	      "/etc/alternatives",
+		"/etc/ssl/certs",     "/etc/ssl/openssl.cnf", "/etc/python3",
+		"/etc/python3.11",    "/etc/python3.12",      "/etc/python3.13",
+		"/etc/mime.types",    "/etc/protocols",	      "/etc/services",
+		"/etc/gai.conf",      "/etc/host.conf",
 	};
 	static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	const unsigned long ro = MS_RDONLY | MS_NOSUID | MS_NODEV;
@@ -342,7 +357,7 @@ static int sandbox_plan(struct sandbox *sb)
 	} while (0)
 
 	TRY(sandbox_plan_mount(sb, "tmpfs", "", MS_NOSUID | MS_NODEV,
-	                       "mode=0755,size=1m,nr_inodes=1024"));
+			       "mode=0755,size=1m,nr_inodes=1024"));
 	for (i = 0; i < sizeof(sys_dirs) / sizeof(sys_dirs[0]); i++)
 		TRY(sandbox_plan_mirror(sb, sys_dirs[i], ro));
 
@@ -351,14 +366,14 @@ static int sandbox_plan(struct sandbox *sb)
 	for (i = 0; i < sizeof(etc) / sizeof(etc[0]); i++)
 		TRY(sandbox_plan_mirror(sb, etc[i], ro));
 	TRY(sandbox_plan_write(sb, "/etc/passwd",
-	                       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-	                       "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
-	                       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"));
+			       "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+			       "sandbox:x:1000:1000:sandbox:/tmp:/bin/sh\n"
+			       "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"));
 	TRY(sandbox_plan_write(sb, "/etc/group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"));
 	TRY(sandbox_plan_write(sb, "/etc/hostname", SB_HOSTNAME "\n"));
 	TRY(sandbox_plan_write(sb, "/etc/hosts",
-	                       "127.0.0.1\tlocalhost\n127.0.1.1\t" SB_HOSTNAME "\n"
-	                       "::1\tlocalhost ip6-localhost ip6-loopback\n"));
+			       "127.0.0.1\tlocalhost\n127.0.1.1\t" SB_HOSTNAME "\n"
+			       "::1\tlocalhost ip6-localhost ip6-loopback\n"));
 	if (o->net) {
 		char resolv[4096];
 		if (sandbox_file_read("/etc/resolv.conf", resolv, sizeof(resolv)) > 0)
@@ -375,13 +390,13 @@ static int sandbox_plan(struct sandbox *sb)
 	}
 	TRY(sandbox_plan_mkdir(sb, "/dev/pts", 0755));
 	TRY(sandbox_plan_mount(sb, "devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC,
-	                       "newinstance,ptmxmode=0666,mode=0620"));
+			       "newinstance,ptmxmode=0666,mode=0620"));
 	TRY(sandbox_plan_symlink(sb, "pts/ptmx", "/dev/ptmx"));
 	TRY(sandbox_plan_mkdir(sb, "/dev/shm", 01777));
 	{
 		uint64_t shm = o->tmp_size && o->tmp_size < (64u << 20) ? o->tmp_size : (64u << 20);
 		snprintf(data, sizeof(data), "mode=1777,size=%llu,nr_inodes=1024",
-		         (unsigned long long)shm);
+			 (unsigned long long)shm);
 		TRY(sandbox_plan_mount(sb, "tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, data));
 	}
 	TRY(sandbox_plan_symlink(sb, "/proc/self/fd", "/dev/fd"));
@@ -395,7 +410,7 @@ static int sandbox_plan(struct sandbox *sb)
 		uint64_t inodes = o->tmp_size / 8192;
 		inodes = inodes < 1024 ? 1024 : inodes > (1u << 20) ? (1u << 20) : inodes;
 		snprintf(data, sizeof(data), "mode=1777,size=%llu,nr_inodes=%llu",
-		         (unsigned long long)o->tmp_size, (unsigned long long)inodes);
+			 (unsigned long long)o->tmp_size, (unsigned long long)inodes);
 	} else {
 		snprintf(data, sizeof(data), "mode=1777");
 	}
@@ -456,12 +471,12 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 	if (access("/proc/self/ns/cgroup", F_OK) == 0)
 		sb->clone_flags |= CLONE_NEWCGROUP;
 	snprintf(sb->uid_map, sizeof(sb->uid_map), "%d %ld 1\n", SB_ID,
-	         sb->root ? (long)SB_NOBODY : (long)geteuid());
+		 sb->root ? (long)SB_NOBODY : (long)geteuid());
 	snprintf(sb->gid_map, sizeof(sb->gid_map), "%d %ld 1\n", SB_ID,
-	         sb->root ? (long)SB_NOBODY : (long)getegid());
+		 sb->root ? (long)SB_NOBODY : (long)getegid());
 
 	sb->shared = mmap(NULL, sizeof(*sb->shared), PROT_READ | PROT_WRITE,
-	                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sb->shared == MAP_FAILED) {
 		rc = -errno;
 		sb->shared = NULL;
@@ -485,12 +500,12 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		sandbox_plan_rlimit(sb, RLIMIT_AS, opts->memory, "setrlimit RLIMIT_AS");
 	if (opts->max_file_size)
 		sandbox_plan_rlimit(sb, RLIMIT_FSIZE, opts->max_file_size,
-		                    "setrlimit RLIMIT_FSIZE");
+				    "setrlimit RLIMIT_FSIZE");
 	if (opts->nofile)
 		sandbox_plan_rlimit(sb, RLIMIT_NOFILE, opts->nofile, "setrlimit RLIMIT_NOFILE");
 	if (opts->pids) /* counted per user namespace (Linux 5.14+); + init */
 		sandbox_plan_rlimit(sb, RLIMIT_NPROC, (uint64_t)opts->pids + 1,
-		                    "setrlimit RLIMIT_NPROC");
+				    "setrlimit RLIMIT_NPROC");
 
 	if (sb->root) {
 		rc = sandbox_cgroup_setup(&sb->cgroups, &sb->opts, sb->parent, err, errlen);
@@ -498,7 +513,7 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 			goto fail;
 	} else if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
 		fprintf(stderr,
-		        "ptybox: not root: running without cgroup limits (memory, pids, cpu)\n");
+			"ptybox: not root: running without cgroup limits (memory, pids, cpu)\n");
 	}
 	*out = sb;
 	return 0;
@@ -549,7 +564,7 @@ static char *sandbox_utoa(unsigned long v, char *end)
 /* "what arg: reason\n" on err_fd, then _exit. strerrordesc_np reads a static
  * table: no locale, no allocation. */
 static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
-        __attribute__((noreturn));
+	__attribute__((noreturn));
 static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
 {
 	char buf[PATH_MAX + 256], num[24];
@@ -566,7 +581,7 @@ static void sandbox_fail(int err_fd, const char *what, const char *arg, int errn
 	} else {
 		n = sandbox_cat(buf, sizeof(buf) - 1, n, "error ");
 		n = sandbox_cat(buf, sizeof(buf) - 1, n,
-		                sandbox_utoa((unsigned long)errnum, num + sizeof(num)));
+				sandbox_utoa((unsigned long)errnum, num + sizeof(num)));
 	}
 	buf[n++] = '\n';
 	if (err_fd >= 0)
@@ -576,7 +591,7 @@ static void sandbox_fail(int err_fd, const char *what, const char *arg, int errn
 
 /* The outer child fails after init exists: init must not outlive it unreaped. */
 static void sandbox_fail_reap(int err_fd, const char *what, const char *arg, int errnum, pid_t init)
-        __attribute__((noreturn));
+	__attribute__((noreturn));
 static void sandbox_fail_reap(int err_fd, const char *what, const char *arg, int errnum, pid_t init)
 {
 	kill(init, SIGKILL);
@@ -645,8 +660,29 @@ static unsigned long sandbox_locked_flags(const char *path)
 	return f;
 }
 
+/* Gives every mount below path (not path itself) the MS_RDONLY, MS_NOSUID, MS_NODEV
+ * and MS_NOEXEC of flags; 0 or -1 with errno. */
+static int sandbox_remount_below(const char *path, unsigned long flags)
+{
+	struct {
+		uint64_t attr_set, attr_clr, propagation, userns_fd;
+	} attr = {0, 0, 0, 0};
+
+	if (flags & MS_RDONLY)
+		attr.attr_set |= MOUNT_ATTR_RDONLY;
+	if (flags & MS_NOSUID)
+		attr.attr_set |= MOUNT_ATTR_NOSUID;
+	if (flags & MS_NODEV)
+		attr.attr_set |= MOUNT_ATTR_NODEV;
+	if (flags & MS_NOEXEC)
+		attr.attr_set |= MOUNT_ATTR_NOEXEC;
+	/* Recursive from path down; path itself already has them from its remount. */
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr));
+}
+
 static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
 {
+	bool rec = false;
 	int fd;
 
 	switch (op->kind) {
@@ -671,15 +707,24 @@ static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
 			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
 	case OP_BIND:
-		/* Non-recursive, so mounts under a bound folder stay out; a tree with
-		 * locked submounts can only be bound whole. */
-		if (mount(op->src, op->path, NULL, MS_BIND, NULL) < 0 &&
-		    (errno != EINVAL || mount(op->src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0))
-			sandbox_fail(err_fd, op->what, NULL, errno);
+		/* Non-recursive where the kernel allows it, so mounts under a bound folder
+		 * stay out; but a tree with locked submounts (all of the host's, in our
+		 * user namespace) can only be bound whole. */
+		if (mount(op->src, op->path, NULL, MS_BIND, NULL) < 0) {
+			if (errno != EINVAL ||
+			    mount(op->src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0)
+				sandbox_fail(err_fd, op->what, NULL, errno);
+			rec = true;
+		}
 		if (mount(NULL, op->path, NULL,
-		          MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path),
-		          NULL) < 0)
+			  MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path),
+			  NULL) < 0)
 			sandbox_fail(err_fd, op->what2, NULL, errno);
+		/* A remount changes one mount: the ones it took along (a host's
+		 * /usr/local...) would stay writable. Without mount_setattr the sandbox
+		 * does not start rather than start with them so. */
+		if (rec && sandbox_remount_below(op->path, op->flags) < 0)
+			sandbox_fail(err_fd, op->what2, "(the mounts below)", errno);
 		break;
 	case OP_MOUNT:
 		if (mount(op->src, op->path, op->src, op->flags, op->data) < 0)
@@ -740,14 +785,14 @@ static void sandbox_pivot(int err_fd)
 	if (chdir("/") < 0)
 		sandbox_fail(err_fd, "chdir", "/", errno);
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | sandbox_locked_flags("/"),
-	          NULL) < 0)
+		  NULL) < 0)
 		sandbox_fail(err_fd, "remount / read-only", NULL, errno);
 	if (chdir("/tmp") < 0)
 		sandbox_fail(err_fd, "chdir", "/tmp", errno);
 }
 
 static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
-        __attribute__((noreturn));
+	__attribute__((noreturn));
 static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
 {
 	char buf[PATH_MAX];
@@ -787,7 +832,7 @@ static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_f
 
 /* pid 2: the driver. Its own foreground process group, limits, filter, exec. */
 static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err_fd)
-        __attribute__((noreturn));
+	__attribute__((noreturn));
 static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err_fd)
 {
 	struct sigaction sa;
@@ -833,7 +878,7 @@ static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err
 
 /* pid 1 of the new namespaces. */
 static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
-        __attribute__((noreturn));
+	__attribute__((noreturn));
 static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
 {
 	struct pollfd pfd = {sync_fd, POLLIN, 0};

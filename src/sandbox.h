@@ -15,16 +15,16 @@
 #include <sys/types.h>
 
 struct sandbox_options {
-	bool net;                /* --net: share the host's network namespace */
-	uint64_t memory;         /* bytes; RLIMIT_AS and memory cgroup; 0 = none */
-	uint64_t tmp_size;       /* bytes of the /tmp tmpfs; kept below memory; 0 = none */
-	uint64_t max_file_size;  /* RLIMIT_FSIZE; 0 = none */
-	unsigned pids;           /* pids cgroup / RLIMIT_NPROC; 0 = none */
-	unsigned nofile;         /* RLIMIT_NOFILE; 0 = the host's */
-	double cpus;             /* CPU quota in CPUs; 0 = none */
-	char *const *env;        /* the child's complete environment (already allow-listed);
-	                          * copied by sandbox_new. Its PATH is where argv[0] is looked
-	                          * up inside; HOME should be /tmp (the working folder). */
+	bool net;		/* --net: share the host's network namespace */
+	uint64_t memory;	/* bytes; RLIMIT_AS and memory cgroup; 0 = none */
+	uint64_t tmp_size;	/* bytes of the /tmp tmpfs; kept below memory; 0 = none */
+	uint64_t max_file_size; /* RLIMIT_FSIZE; 0 = none */
+	unsigned pids;		/* pids cgroup / RLIMIT_NPROC; 0 = none */
+	unsigned nofile;	/* RLIMIT_NOFILE; 0 = the host's */
+	double cpus;		/* CPU quota in CPUs; 0 = none */
+	char *const *env;	/* the child's complete environment (already allow-listed);
+				 * copied by sandbox_new. Its PATH is where argv[0] is looked
+				 * up inside; HOME should be /tmp (the working folder). */
 };
 
 struct sandbox;

@@ -30,7 +30,7 @@
 #define SB_CG_RMDIR_WAIT_MS  1000 /* sandbox_cgroup_remove: bound on retrying a busy cgroup */
 
 static const char *const sandbox_cgroup_names[SANDBOX_CG_COUNT] = {"memory", "pids", "cpu",
-                                                                   "freezer"};
+								   "freezer"};
 
 static void sandbox_cgroup_sleep_ms(long ms)
 {
@@ -87,7 +87,7 @@ static bool sandbox_cgroup_word_in(const char *list, const char *word, const cha
 }
 
 static struct sandbox_cgroup *sandbox_cgroup_for_mnt(struct sandbox_cgroups *cgs, const char *mnt,
-                                                     bool v2)
+						     bool v2)
 {
 	size_t i;
 
@@ -190,7 +190,7 @@ static const struct sandbox_cgroup *sandbox_cgroup_of(const struct sandbox_cgrou
 
 /* Writes value to dir/file; a missing file is skipped when optional. */
 static int sandbox_cgroup_set(const struct sandbox_cgroup *g, const char *file, const char *value,
-                              bool optional, char *err, size_t errlen)
+			      bool optional, char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 	int rc;
@@ -213,7 +213,7 @@ static void sandbox_cgroup_forget(struct sandbox_cgroup *g)
 }
 
 static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char *err,
-                                 size_t errlen)
+				 size_t errlen)
 {
 	static unsigned seq;
 	char path[PATH_MAX];
@@ -236,12 +236,12 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 			int rc = sandbox_cgroup_write(path, en);
 			if (rc == 0) {
 				snprintf(path, sizeof(path), "%s/ptybox/cgroup.subtree_control",
-				         g->mnt);
+					 g->mnt);
 				rc = sandbox_cgroup_write(path, en);
 			}
 			if (rc < 0) {
 				sandbox_errf(err, errlen, "write %s to %s: %s", en, path,
-				             strerror(-rc));
+					     strerror(-rc));
 				return rc;
 			}
 		}
@@ -265,7 +265,7 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 		if (!e)
 			return 0;
 		sandbox_errf(err, errlen, "mkdir %s: %s",
-		             cgs->cg[i - 1].dir ? cgs->cg[i - 1].dir : "cgroup", strerror(e));
+			     cgs->cg[i - 1].dir ? cgs->cg[i - 1].dir : "cgroup", strerror(e));
 		sandbox_cgroup_forget(&cgs->cg[i - 1]);
 		while (i-- > 1) {
 			rmdir(cgs->cg[i - 1].dir);
@@ -277,7 +277,7 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 }
 
 static int sandbox_cgroup_limit(const struct sandbox_cgroups *cgs, const struct sandbox_options *o,
-                                char *err, size_t errlen)
+				char *err, size_t errlen)
 {
 	const struct sandbox_cgroup *g;
 	char v[64];
@@ -289,12 +289,12 @@ static int sandbox_cgroup_limit(const struct sandbox_cgroups *cgs, const struct 
 			rc = sandbox_cgroup_set(g, "memory.max", v, false, err, errlen);
 			if (rc == 0)
 				rc = sandbox_cgroup_set(g, "memory.swap.max", "0", true, err,
-				                        errlen);
+							errlen);
 		} else {
 			rc = sandbox_cgroup_set(g, "memory.limit_in_bytes", v, false, err, errlen);
 			if (rc == 0)
 				rc = sandbox_cgroup_set(g, "memory.memsw.limit_in_bytes", v, true,
-				                        err, errlen);
+							err, errlen);
 		}
 		if (rc < 0)
 			return rc;
@@ -315,18 +315,18 @@ static int sandbox_cgroup_limit(const struct sandbox_cgroups *cgs, const struct 
 			rc = sandbox_cgroup_set(g, "cpu.max", v, false, err, errlen);
 		} else {
 			rc = sandbox_cgroup_set(g, "cpu.cfs_period_us", "100000", false, err,
-			                        errlen);
+						errlen);
 			snprintf(v, sizeof(v), "%lu", quota);
 			if (rc == 0)
 				rc = sandbox_cgroup_set(g, "cpu.cfs_quota_us", v, false, err,
-				                        errlen);
+							errlen);
 		}
 	}
 	return rc;
 }
 
-int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o,
-                         pid_t parent, char *err, size_t errlen)
+int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o, pid_t parent,
+			 char *err, size_t errlen)
 {
 	static int warned;
 	int have, rc;
@@ -337,12 +337,12 @@ int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_optio
 	if (have != (1 << SANDBOX_CG_COUNT) - 1 &&
 	    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
 		fprintf(stderr,
-		        "ptybox: cgroup controllers missing:%s%s%s%s; running without those "
-		        "limits\n",
-		        have & (1 << SANDBOX_CG_MEMORY) ? "" : " memory",
-		        have & (1 << SANDBOX_CG_PIDS) ? "" : " pids",
-		        have & (1 << SANDBOX_CG_CPU) ? "" : " cpu",
-		        have & (1 << SANDBOX_CG_FREEZER) ? "" : " freezer");
+			"ptybox: cgroup controllers missing:%s%s%s%s; running without those "
+			"limits\n",
+			have & (1 << SANDBOX_CG_MEMORY) ? "" : " memory",
+			have & (1 << SANDBOX_CG_PIDS) ? "" : " pids",
+			have & (1 << SANDBOX_CG_CPU) ? "" : " cpu",
+			have & (1 << SANDBOX_CG_FREEZER) ? "" : " freezer");
 	}
 	rc = sandbox_cgroup_create(cgs, parent, err, errlen);
 	if (rc == 0)

@@ -21,7 +21,7 @@
 
 /* One line into err (if any), printf-style. */
 void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 /* Reads a small file into buf (NUL-terminated); returns the length or -errno. */
 ssize_t sandbox_file_read(const char *path, char *buf, size_t cap);
 int64_t sandbox_now_ms(void);
@@ -56,8 +56,8 @@ struct sandbox_cgroups {
  * stderr which controllers are missing), creates <mount>/ptybox/<parent>-<n> in
  * each and writes the limits of o. On failure err has one line; what was created
  * is undone by sandbox_cgroup_remove. */
-int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o,
-                         pid_t parent, char *err, size_t errlen);
+int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o, pid_t parent,
+			 char *err, size_t errlen);
 /* Child, async-signal-safe: moves the calling process into every cgroup. Returns 0,
  * or -1 with errno set and *failed the cgroup it could not join. */
 int sandbox_cgroup_join(const struct sandbox_cgroups *cgs, const char **failed);

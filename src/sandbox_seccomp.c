@@ -92,8 +92,8 @@ static const struct sandbox_seccomp_deny sandbox_seccomp_deny_table[] = {
 /* clang-format on */
 
 static const unsigned long sandbox_seccomp_ns_flags[] = {
-        CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,    CLONE_NEWNET,
-        CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME,
+	CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,    CLONE_NEWNET,
+	CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME,
 };
 
 static const unsigned long sandbox_seccomp_ioctl_deny[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
@@ -109,7 +109,8 @@ static struct {
 
 static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 {
-	const size_t ndeny = sizeof(sandbox_seccomp_deny_table) / sizeof(sandbox_seccomp_deny_table[0]);
+	const size_t ndeny =
+		sizeof(sandbox_seccomp_deny_table) / sizeof(sandbox_seccomp_deny_table[0]);
 	size_t i;
 	int rc;
 
@@ -118,7 +119,7 @@ static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not a system call of this architecture (iopl on arm64...) */
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(sandbox_seccomp_deny_table[i].err), nr,
-		                      0);
+				      0);
 		if (rc < 0)
 			goto fail_rule;
 	}
@@ -126,8 +127,8 @@ static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	for (i = 0; i < sizeof(sandbox_seccomp_ns_flags) / sizeof(sandbox_seccomp_ns_flags[0]);
 	     i++) {
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-		                      SCMP_A0(SCMP_CMP_MASKED_EQ, sandbox_seccomp_ns_flags[i],
-		                              sandbox_seccomp_ns_flags[i]));
+				      SCMP_A0(SCMP_CMP_MASKED_EQ, sandbox_seccomp_ns_flags[i],
+					      sandbox_seccomp_ns_flags[i]));
 		if (rc < 0)
 			goto fail_clone;
 	}
@@ -136,13 +137,13 @@ static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	for (i = 0; i < sizeof(sandbox_seccomp_ioctl_deny) / sizeof(sandbox_seccomp_ioctl_deny[0]);
 	     i++) {
 		rc = seccomp_rule_add(
-		        ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-		        SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, sandbox_seccomp_ioctl_deny[i]));
+			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, sandbox_seccomp_ioctl_deny[i]));
 		if (rc < 0)
 			goto fail_ioctl;
 	}
 	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-	                      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_VSOCK));
+			      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_VSOCK));
 	if (rc < 0) {
 		sandbox_errf(err, errlen, "seccomp rule socket(AF_VSOCK): %s", strerror(-rc));
 		return rc;
@@ -150,15 +151,15 @@ static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 	return 0;
 fail_rule:
 	sandbox_errf(err, errlen, "seccomp rule %s: %s", sandbox_seccomp_deny_table[i].name,
-	             strerror(-rc));
+		     strerror(-rc));
 	return rc;
 fail_clone:
 	sandbox_errf(err, errlen, "seccomp rule clone(0x%lx): %s", sandbox_seccomp_ns_flags[i],
-	             strerror(-rc));
+		     strerror(-rc));
 	return rc;
 fail_ioctl:
 	sandbox_errf(err, errlen, "seccomp rule ioctl(0x%lx): %s", sandbox_seccomp_ioctl_deny[i],
-	             strerror(-rc));
+		     strerror(-rc));
 	return rc;
 }
 
@@ -171,17 +172,17 @@ static unsigned short sandbox_seccomp_prefix(struct sock_filter *f)
 	const uint32_t arch = (uint32_t)seccomp_arch_native();
 	const uint32_t nr = (uint32_t)seccomp_syscall_resolve_name("personality");
 	const uint32_t arg0 = (uint32_t)offsetof(struct seccomp_data, args[0]) +
-	                      (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
+			      (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
 	struct sock_filter p[] = {
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 7),
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5),
-	        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
-	        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-	        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, 7),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 
 	memcpy(f, p, sizeof(p));

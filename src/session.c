@@ -47,6 +47,7 @@ struct exec {
 	size_t line_len;
 	double timeout;
 	bool stream, started, ctrl_c_sent;
+	bool restart; /* not a snippet: a restart queued in order */
 	enum exec_stop stop;
 	uint64_t sent_ns;
 	cJSON *display;
@@ -258,11 +259,31 @@ static void session_timeout_cb(uv_timer_t *t)
 	session_ctrl_c(s, e);
 }
 
+static void session_restart_cb(uv_timer_t *t)
+{
+	ptybox_session *s = t->data;
+	if (s->state != S_STARTING || !s->head || !s->head->restart)
+		return;
+	exec_free(session_pop(s));
+	if (s->in)
+		instance_close(s->in);
+	s->in = NULL;
+	s->state_lost_pending = true;
+	session_start(s);
+}
+
 static void session_pump(ptybox_session *s)
 {
 	if (s->state != S_IDLE || !s->head)
 		return;
 	struct exec *e = s->head;
+	if (e->restart) {
+		/* Nothing more goes to this instance; the swap runs on the next
+		 * loop turn, outside the caller's call. */
+		s->state = S_STARTING;
+		uv_timer_start(&s->timer, session_restart_cb, 0, 0);
+		return;
+	}
 	int rc = instance_write(s->in, e->line, e->line_len);
 	e->line = NULL;
 	e->sent_ns = uv_hrtime();
@@ -488,7 +509,8 @@ static void session_start(ptybox_session *s)
 	s->in = s->opts.pool ? pool_take(s->opts.pool) : NULL;
 	if (s->in) {
 		instance_adopt(s->in, &session_instance_callbacks, s);
-		session_on_ready(s->in);
+		if (s->in->state == I_READY)
+			session_on_ready(s->in);
 		return;
 	}
 	size_t max_payload = s->opts.max_output * 4 + (16 << 20);
@@ -578,12 +600,6 @@ int ptybox_session_interrupt(ptybox_session *s)
 	return 0;
 }
 
-static void session_restart_cb(uv_timer_t *t)
-{
-	ptybox_session *s = t->data;
-	session_replace(s, PTYBOX_INTERRUPTED, "the session was restarted; state is fresh");
-}
-
 int ptybox_session_restart(ptybox_session *s)
 {
 	switch (s->state) {
@@ -594,10 +610,22 @@ int ptybox_session_restart(ptybox_session *s)
 		s->state = S_STARTING;
 		uv_timer_start(&s->timer, session_first_start_cb, 0, 0);
 		return 0;
-	default:
-		/* On the next loop turn: the running snippet's result is a callback. */
-		uv_timer_start(&s->timer, session_restart_cb, 0, 0);
+	default: {
+		if (s->queued >= SESSION_QUEUE_CAP)
+			return -ENOBUFS;
+		struct exec *e = calloc(1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		e->restart = true;
+		if (s->tail)
+			s->tail->next = e;
+		else
+			s->head = e;
+		s->tail = e;
+		s->queued++;
+		session_pump(s);
 		return 0;
+	}
 	}
 }
 

@@ -82,6 +82,20 @@ class ServeTest(TestCase):
         self.assertEqual(r["result"], {"text/plain": "False"})
         self.assertTrue(r["state_lost"])
 
+    def test_restart_is_ordered_with_the_snippets_around_it(self):
+        self.s.send({"id": 1, "op": "exec", "code": "import time; time.sleep(0.3); x = 1"})
+        self.s.send({"id": 2, "op": "restart"})
+        self.s.send({"id": 3, "op": "exec", "code": "globals().get('x', 'fresh')"})
+        replies = {}
+        while len(replies) < 3:
+            m = self.s.recv()
+            replies[m["id"]] = m
+        self.assertOk(replies[1])
+        self.assertFalse(replies[1]["state_lost"])
+        self.assertEqual(replies[2], {"id": 2, "ok": True})
+        self.assertEqual(replies[3]["result"], {"text/plain": "'fresh'"})
+        self.assertTrue(replies[3]["state_lost"])
+
     def test_eof_finishes_queued_work_then_exits_0(self):
         for i in range(5):
             self.s.send({"id": i, "op": "exec", "code": "print(%d)" % i})
@@ -98,3 +112,24 @@ class ServeTest(TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PoolTest(TestCase):
+    def test_restarts_take_interpreters_started_ahead(self):
+        s = Serve("--pool", "2")
+        try:
+            for i in range(6):
+                self.assertOk(s.exec("n = %d" % i, id="set%d" % i))
+                s.send({"id": "r%d" % i, "op": "restart"})
+                self.assertEqual(s.recv(), {"id": "r%d" % i, "ok": True})
+                r = s.exec("globals().get('n', 'fresh')", id="get%d" % i)
+                self.assertEqual(r["result"], {"text/plain": "'fresh'"})
+                self.assertTrue(r["state_lost"])
+        finally:
+            self.assertEqual(s.close(), 0)
+
+    def test_bad_pool_size_is_a_usage_error(self):
+        from ptybox_test import run
+        p = run("serve", "--stdio", "--pool", "65", via=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--pool", p.stderr)
