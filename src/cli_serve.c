@@ -177,7 +177,9 @@ static void serve_on_closed(ptybox_session *s, void *data)
 	if (sv->pool)
 		ptybox_pool_close(sv->pool);
 	sv->pool = NULL;
-	uv_stop(sv->loop);
+	/* The session died first: a read of stdin may never end. */
+	if (sv->in.reading)
+		uv_stop(sv->loop);
 }
 
 static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id)
@@ -343,7 +345,10 @@ int cli_serve(int argc, char **argv)
 	for (size_t i = 0; i < SERVE_HISTORY; i++)
 		cJSON_Delete(sv.hist_id[i]);
 	/* A read of stdin still in flight (the session died first) owns the buffer
-	 * and the loop until the process exits. */
+	 * and the loop until the process exits; the interpreters' handles still
+	 * close, so that none of their processes or cgroups outlive us. */
+	for (int i = 0; sv.in.reading && i < 16; i++)
+		uv_run(sv.loop, UV_RUN_NOWAIT);
 	if (!sv.in.reading) {
 		stdio_lines_free(&sv.in);
 		uv_loop_close(sv.loop);
