@@ -60,7 +60,8 @@ static void instance_noise_line(const struct instance *in, char *buf, size_t buf
 		size_t n = end - start;
 		bool echo = true; /* base64, and the bell a full canonical line rings */
 		for (size_t i = start; i < end && echo; i++)
-			echo = isalnum((unsigned char)in->noise[i]) || strchr("+/=\a", in->noise[i]);
+			echo = isalnum((unsigned char)in->noise[i]) ||
+			       strchr("+/=\a", in->noise[i]);
 		if (!echo && n > 0) {
 			n = n < buflen - 1 ? n : buflen - 1;
 			for (size_t i = 0; i < n; i++) {
@@ -242,7 +243,7 @@ static void instance_pty_exit(struct pty *p, int wstatus)
 	if (in->state == I_CLOSING)
 		return;
 	if (in->state < I_DYING) {
-		pty_drain(p); /* the tail it wrote before it went */
+		pty_drain(p);	   /* the tail it wrote before it went */
 		instance_kill(in); /* and whatever it left behind */
 	}
 	instance_settle(in);

@@ -18,12 +18,12 @@
 #define INSTANCE_NOISE_TAIL 400
 
 enum instance_state {
-	I_BOOT,       /* waiting for the bootstrap's prompt */
+	I_BOOT,	      /* waiting for the bootstrap's prompt */
 	I_HANDSHAKE,  /* driver sent; waiting for its nonce prompt */
 	I_WAIT_READY, /* nonce sent; waiting for the ready frame */
 	I_READY,
-	I_DYING,      /* exited or killed; draining the terminal */
-	I_DEAD,       /* settled; on_dead was called */
+	I_DYING, /* exited or killed; draining the terminal */
+	I_DEAD,	 /* settled; on_dead was called */
 	I_CLOSING,
 };
 

@@ -34,6 +34,11 @@
  * (commit_creds clears it): killing O kills I, and the kernel kills every
  * process of a pid namespace whose init dies.
  *
+ * Filesystem: a 1 MiB tmpfs root, read-only once built, with the host's system
+ * folders and a few files of /etc bound read-only, the mounts below those
+ * folders included (mount_setattr, Linux 5.12+, when a folder has any; without
+ * it such a sandbox does not start); fresh /proc, /dev/pts, /dev/shm and /tmp.
+ *
  * Identity: inside uid/gid 1000 ("sandbox") is the only mapped id. As host root
  * it maps to nobody/nogroup (65534) and supplementary groups are dropped first;
  * otherwise to the caller's own uid/gid. Inside uid 0 does not exist, so
@@ -676,7 +681,7 @@ static int sandbox_remount_below(const char *path, unsigned long flags)
 		attr.attr_set |= MOUNT_ATTR_NODEV;
 	if (flags & MS_NOEXEC)
 		attr.attr_set |= MOUNT_ATTR_NOEXEC;
-	/* Recursive from path down; path itself already has them from its remount. */
+	/* AT_RECURSIVE: path and every mount below it (path has them already). */
 	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr));
 }
 

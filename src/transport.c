@@ -52,8 +52,8 @@ int transport_parse_via(const char *via, struct transport_options *o, char *err,
 	return 0;
 }
 
-int transport_options_from(const struct ptybox_options *o, struct transport_options *t,
-			   char *err, size_t errlen)
+int transport_options_from(const struct ptybox_options *o, struct transport_options *t, char *err,
+			   size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	int rc = transport_parse_via(o->via, t, err, errlen);

@@ -24,8 +24,8 @@ struct transport_options {
 
 struct ptybox_options;
 /* The transport's view of a session's options (--via parsed, limits checked). */
-int transport_options_from(const struct ptybox_options *o, struct transport_options *t,
-			   char *err, size_t errlen);
+int transport_options_from(const struct ptybox_options *o, struct transport_options *t, char *err,
+			   size_t errlen);
 /* Parses "local", "none", "ssh://[user@]host[:port]" or "exec:CMD". */
 int transport_parse_via(const char *via, struct transport_options *opts, char *err, size_t errlen);
 

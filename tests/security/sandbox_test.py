@@ -6,6 +6,7 @@ AsRoot runs ptybox as the caller when that is root (the cgroups apply); AsUser
 runs it as an unprivileged user: as root it creates PTYBOX_TEST_USER if missing
 and switches to it with setpriv; as anyone else it is the caller itself.
 """
+import atexit
 import json
 import os
 import platform
@@ -127,20 +128,25 @@ class Runner:
     def argv(self, *args):
         return self.prefix + [self.binary] + list(args)
 
-    def run(self, *args, env=None, timeout=60, input=None):
-        """Runs `ptybox ARGS` in the repository folder; returns the CompletedProcess."""
+    def run(self, *args, env=None, timeout=60, input=None, wrap=()):
+        """Runs `[WRAP...] ptybox ARGS` in the repository folder; returns the
+        CompletedProcess."""
         full_env = dict(os.environ)
         full_env.update(env or {})
-        return subprocess.run(self.argv(*args), input=input, capture_output=True,
-                              timeout=timeout, env=full_env, cwd=REPO, text=True,
-                              errors="replace")
+        p = subprocess.run(list(wrap) + self.argv(*args), input=input, capture_output=True,
+                           timeout=timeout, env=full_env, cwd=REPO, text=True,
+                           errors="replace")
+        # an ASan/UBSan build reports on stderr; any report fails the test
+        if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+            raise AssertionError("ptybox: sanitizer report:\n" + p.stderr)
+        return p
 
-    def run_json(self, *codes, extra=(), env=None, timeout=60):
+    def run_json(self, *codes, extra=(), env=None, timeout=60, wrap=()):
         """Runs snippets with --json; returns (results, completed process)."""
         args = ["run", "--json", *extra]
         for code in codes:
             args += ["-c", code]
-        p = self.run(*args, env=env, timeout=timeout)
+        p = self.run(*args, env=env, timeout=timeout, wrap=wrap)
         results = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
         return results, p
 
@@ -211,6 +217,8 @@ class Serve:
             err = self.p.stderr.read().decode(errors="replace")
             self.p.stdout.close()
             self.p.stderr.close()
+        if "Sanitizer" in err or "runtime error:" in err:
+            raise AssertionError("ptybox: sanitizer report:\n" + err)
         return rc, err
 
 
@@ -236,6 +244,7 @@ def _binary_for(prefix):
     if subprocess.run(prefix + ["test", "-x", PTYBOX], timeout=30).returncode == 0:
         return PTYBOX
     d = tempfile.mkdtemp(prefix="ptybox-sectest-")
+    atexit.register(shutil.rmtree, d, True)
     os.chmod(d, 0o755)
     copy = os.path.join(d, "ptybox")
     shutil.copy2(PTYBOX, copy)
@@ -282,9 +291,9 @@ class SandboxTestCase(unittest.TestCase):
     def assertOk(self, result):
         self.assertEqual(result["status"], "ok", result)
 
-    def probe(self, code, extra=(), env=None, timeout=60):
+    def probe(self, code, extra=(), env=None, timeout=60, wrap=()):
         """Runs one snippet that prints a JSON value last; returns that value."""
-        results, p = self.r.run_json(code, extra=extra, env=env, timeout=timeout)
+        results, p = self.r.run_json(code, extra=extra, env=env, timeout=timeout, wrap=wrap)
         self.assertEqual(len(results), 1, "stdout: %r\nstderr: %r" % (p.stdout, p.stderr))
         self.assertOk(results[0])
         return json.loads(results[0]["stdout"].strip().splitlines()[-1])

@@ -1,10 +1,11 @@
 """What the code in the sandbox can see of the host: environment, files, network,
 identity, processes. Each test asserts what a user would check from inside."""
 import os
+import shutil
 import socket
 import uuid
 
-from sandbox_test import PTYBOX, REPO, SandboxTestCase
+from sandbox_test import IS_ROOT, PTYBOX, REPO, SandboxTestCase
 
 
 class IsolationChecks:
@@ -67,6 +68,32 @@ print(json.dumps({
         self.assertEqual(self.probe(code), {
             "/usr/x": "EROFS", "mkdir /usr/lib/x": "EROFS", "/bin/x": "EROFS",
             "/x": "EROFS", "/etc/passwd": "EROFS", "/tmp/x": "ok"})
+
+    def test_mounts_below_a_read_only_folder_are_read_only(self):
+        # A host whose /usr has a writable mount below it (/usr/local on its own file
+        # system): made in a private mount namespace, so the host is untouched.
+        if not IS_ROOT:
+            self.skipTest("needs root to mount below /usr in a private mount namespace")
+        if not shutil.which("unshare") or not os.path.isdir("/usr/local"):
+            self.skipTest("needs unshare(1) and a /usr/local folder")
+        wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-ec",
+                "mount -t tmpfs -o mode=1777 ptybox-sectest /usr/local\n"
+                "mkdir /usr/local/below\n"
+                "mount -t tmpfs -o mode=1777 ptybox-sectest /usr/local/below\n"
+                'exec "$@"', "sh"]
+        code = r'''
+import errno, json
+def err(path):
+    try:
+        open(path, "w").close()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
+print(json.dumps([[m for m in mounts if m.startswith("/usr/local")],
+                  err("/usr/local/x"), err("/usr/local/below/x")]))'''
+        got = self.probe(code, wrap=wrap)
+        self.assertEqual(got, [["/usr/local", "/usr/local/below"], "EROFS", "EROFS"])
 
     def _listeners(self):
         tcp = socket.socket()

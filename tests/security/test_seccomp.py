@@ -100,7 +100,7 @@ print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), b.recv(1).de
 
     def test_foreign_abi_kills_the_process(self):
         if platform.machine() != "x86_64":
-            self.skipTest("int 0x80 is x86 only")
+            self.skipTest("i386 and x32 are x86_64's foreign ABIs")
         # getpid through the i386 entry point, from 64-bit code: filters that only
         # know x86_64 numbers are bypassed this way, so the filter must kill.
         code = r'''
@@ -114,6 +114,16 @@ if pid == 0:
 _, st = os.waitpid(pid, 0)
 print(json.dumps(os.WTERMSIG(st) if os.WIFSIGNALED(st) else "exit %d" % os.WEXITSTATUS(st)))'''
         self.assertEqual(self.probe(code), 31)  # SIGSYS
+        # x32: the same architecture, numbers with bit 30 set (here getpid)
+        code = r'''
+import ctypes, json, os
+pid = os.fork()
+if pid == 0:
+    ctypes.CDLL(None).syscall(0x40000000 | 39)
+    os._exit(0)
+_, st = os.waitpid(pid, 0)
+print(json.dumps(os.WTERMSIG(st) if os.WIFSIGNALED(st) else "exit %d" % os.WEXITSTATUS(st)))'''
+        self.assertEqual(self.probe(code), 31)
 
 
 class AsRoot(SeccompChecks, SandboxTestCase):
