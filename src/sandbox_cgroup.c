@@ -15,6 +15,7 @@
 #endif
 #include "sandbox_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,6 +26,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 #define SB_CG_FREEZE_WAIT_MS 1000 /* sandbox_cgroup_kill: bound on waiting for the freeze */
 #define SB_CG_RMDIR_WAIT_MS  1000 /* sandbox_cgroup_remove: bound on retrying a busy cgroup */
@@ -212,9 +215,39 @@ static void sandbox_cgroup_forget(struct sandbox_cgroup *g)
 	g->dir = g->procs = NULL;
 }
 
+static int sandbox_cgroup_kill_procs(const char *procs, pid_t spare);
+
+/* Removes the cgroups of a ptybox that died without cleaning up (SIGKILL):
+ * the name says which ptybox made one; if that process is gone, whatever is
+ * still inside is killed and the directory goes. Once per hierarchy and
+ * process: new sessions do not pay for it. */
+static void sandbox_cgroup_sweep(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long owner = strtol(de->d_name, &end, 10);
+		if (owner <= 0 || *end != '-' || owner == (long)getpid())
+			continue;
+		if (kill((pid_t)owner, 0) == 0 || errno != ESRCH)
+			continue;
+		char dir[PATH_MAX + NAME_MAX + 2], procs[sizeof(dir) + 16];
+		snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		sandbox_cgroup_kill_procs(procs, 0);
+		if (rmdir(dir) == 0)
+			log_msg("sandbox: removed the stale cgroup %s", dir);
+	}
+	closedir(d);
+}
+
 static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char *err,
 				 size_t errlen)
 {
+	static bool swept;
 	static unsigned seq;
 	char path[PATH_MAX];
 	size_t i;
@@ -227,6 +260,8 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 			sandbox_errf(err, errlen, "mkdir %s: %s", path, strerror(errno));
 			return -errno;
 		}
+		if (!swept)
+			sandbox_cgroup_sweep(path);
 		for (int c = 0; g->v2 && c < SANDBOX_CG_COUNT; c++) {
 			char en[32];
 			if (c == SANDBOX_CG_FREEZER || !(g->mask & (1u << c)))
@@ -246,6 +281,7 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 			}
 		}
 	}
+	swept = true;
 	/* The same name in every hierarchy; a stale one (a recycled ptybox pid) moves us on. */
 	for (int tries = 0;; tries++) {
 		unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);

@@ -1,6 +1,7 @@
 """Sessions end completely: nothing started inside outlives its session, nothing
 inside reaches the host's processes, and hundreds of sessions leave no process,
 cgroup, mount or file descriptor behind."""
+import os
 import time
 
 from sandbox_test import (SandboxTestCase, cgroup_dirs_of, fd_count, host_pids_with, marker,
@@ -131,6 +132,24 @@ class LifecycleChecks:
         self.assertEqual(cgroup_dirs_of(s.p.pid), [])
         self.assertEqual(mount_table() - mounts, set())
         self.assertLess(elapsed, 60)
+
+    def test_a_killed_ptybox_takes_its_sandbox_along_and_its_cgroups_are_swept(self):
+        mark = marker()
+        s = self.r.serve("--env", "SECTEST_MARK=" + mark)
+        self.assertOk(s.exec("import subprocess\n"
+                             "subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+                             "'up'", id=1))
+        cgroups = cgroup_dirs_of(s.p.pid)
+        self.assertEqual(bool(cgroups), self.r.root)
+        self.assertTrue(host_pids_with(mark))
+        s.p.kill()  # SIGKILL: no clean-up code of ptybox runs
+        s.p.wait(10)
+        s.p.stdin.close(); s.p.stdout.close(); s.p.stderr.close()
+        # die-with-parent takes the whole sandbox down, detached processes included
+        self.assertEqual(wait_until(lambda: not host_pids_with(mark), 5), True)
+        # the next ptybox removes the cgroups the dead one left
+        self.assertOk(self.r.run_json("1")[0][0])
+        self.assertEqual([d for d in cgroups if os.path.exists(d)], [])
 
 
 class AsRoot(LifecycleChecks, SandboxTestCase):
