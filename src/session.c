@@ -560,6 +560,18 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	return 0;
 }
 
+/* Queues e behind everything queued, and starts it if nothing runs. */
+static void session_push(ptybox_session *s, struct exec *e)
+{
+	if (s->tail)
+		s->tail->next = e;
+	else
+		s->head = e;
+	s->tail = e;
+	s->queued++;
+	session_pump(s);
+}
+
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
 			double timeout, bool stream)
 {
@@ -578,13 +590,7 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
 	e->id = id;
 	e->timeout = timeout < 0 ? s->opts.timeout : timeout;
 	e->stream = stream;
-	if (s->tail)
-		s->tail->next = e;
-	else
-		s->head = e;
-	s->tail = e;
-	s->queued++;
-	session_pump(s);
+	session_push(s, e);
 	return 0;
 }
 
@@ -617,13 +623,7 @@ int ptybox_session_restart(ptybox_session *s)
 		if (!e)
 			return -ENOMEM;
 		e->restart = true;
-		if (s->tail)
-			s->tail->next = e;
-		else
-			s->head = e;
-		s->tail = e;
-		s->queued++;
-		session_pump(s);
+		session_push(s, e);
 		return 0;
 	}
 	}
