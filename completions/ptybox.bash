@@ -75,7 +75,7 @@ _ptybox()
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | -c)
+		--tmp-size | --nofile | --max-file-size | --env | --pool | -c)
 		# a value of the user's own
 		return
 		;;
@@ -91,7 +91,7 @@ _ptybox()
 		fi
 		;;
 	serve)
-		COMPREPLY=($(compgen -W "--stdio --help $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--stdio --pool --help $session_opts" -- "$cur"))
 		;;
 	esac
 } &&

@@ -18,6 +18,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- fo
 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
 
 # Options of both
 set -l in_cmd '__fish_seen_subcommand_from run serve'
@@ -33,7 +34,7 @@ complete -c ptybox -n $in_cmd -l max-output -x -d 'Bytes kept per stream, head a
 complete -c ptybox -n $in_cmd -l memory -x -d 'Memory limit (default 1G; 0 = none)'
 complete -c ptybox -n $in_cmd -l pids -x -d 'Process limit (default 256; 0 = none)'
 complete -c ptybox -n $in_cmd -l cpus -x -d 'CPU quota (default 1; 0 = none)'
-complete -c ptybox -n $in_cmd -l tmp-size -x -d "Size of the sandbox's /tmp (default 256M)"
+complete -c ptybox -n $in_cmd -l tmp-size -x -d "Size of the sandbox's /tmp (default 256M, kept below --memory)"
 complete -c ptybox -n $in_cmd -l nofile -x -d 'Open files limit (default 1024)'
 complete -c ptybox -n $in_cmd -l max-file-size -x -d 'Largest file the code may write (default 256M)'
 complete -c ptybox -n $in_cmd -l net -d "Give the sandbox the host's network"

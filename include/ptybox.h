@@ -99,8 +99,8 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
  * interrupted, else killing and restarting). -ENOENT when nothing runs. */
 int ptybox_session_interrupt(ptybox_session *s);
 /* Replaces the interpreter with a fresh one, in order: after the snippets
- * queued before it (the running one included), before those queued after it,
- * whose results then say state_lost. To stop a running snippet first,
+ * queued before it (the running one included), before those queued after it;
+ * the first result after it says state_lost. To stop a running snippet first,
  * interrupt it. After on_fatal, tries to start again. */
 int ptybox_session_restart(ptybox_session *s);
 /* Snippets queued or running. */

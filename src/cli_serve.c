@@ -170,6 +170,13 @@ static void serve_on_fatal(ptybox_session *s, const char *message, void *data)
 	serve_maybe_finish(sv);
 }
 
+/* A restart queued last ends in no result: the new interpreter's start is
+ * when the queue may have emptied. */
+static void serve_on_ready(ptybox_session *s, void *data)
+{
+	serve_maybe_finish(data);
+}
+
 /* The session is gone: stop, even if a read of stdin is still pending. */
 static void serve_on_closed(ptybox_session *s, void *data)
 {
@@ -328,6 +335,7 @@ int cli_serve(int argc, char **argv)
 				    &(struct ptybox_callbacks){
 					    .on_stream = serve_on_stream,
 					    .on_result = serve_on_result,
+					    .on_ready = serve_on_ready,
 					    .on_fatal = serve_on_fatal,
 					    .on_closed = serve_on_closed,
 				    },

@@ -45,8 +45,7 @@ static void instance_remember_noise(struct instance *in, const char *buf, size_t
 }
 
 /* The last line the terminal said outside frames, for error messages such as
- * "python3: not found" from a remote shell. Lines that are only base64 are
- * the echo of the boot, not what anyone said. */
+ * "python3: not found" from a remote shell, not the echo of the boot. */
 static void instance_noise_line(const struct instance *in, char *buf, size_t buflen)
 {
 	size_t end = in->noise_len;
@@ -58,7 +57,9 @@ static void instance_noise_line(const struct instance *in, char *buf, size_t buf
 		while (start > 0 && in->noise[start - 1] != '\n' && in->noise[start - 1] != '\r')
 			start--;
 		size_t n = end - start;
-		bool echo = true; /* base64, and the bell a full canonical line rings */
+		/* Echoed boot lines are long runs of base64 (and the bell a full
+		 * canonical line rings); a short word is someone's message. */
+		bool echo = n >= 16;
 		for (size_t i = start; i < end && echo; i++)
 			echo = isalnum((unsigned char)in->noise[i]) ||
 			       strchr("+/=\a", in->noise[i]);

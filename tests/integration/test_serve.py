@@ -104,14 +104,18 @@ class ServeTest(TestCase):
         self.assertEqual(got, ["%d\n" % i for i in range(5)])
         self.assertEqual(self.s.p.wait(30), 0)
 
+    def test_eof_after_a_restart_still_exits_0(self):
+        self.s.send({"id": 1, "op": "exec", "code": "x = 1"})
+        self.s.send({"id": 2, "op": "restart"})
+        self.s.p.stdin.close()
+        self.assertOk(self.s.recv_result(1))
+        self.assertEqual(self.s.p.wait(30), 0)
+
     def test_per_request_timeout(self):
         r = self.s.exec("import time; time.sleep(5)", id=1, timeout=0.5)
         self.assertEqual(r["status"], "timeout")
         self.assertLess(r["duration_ms"], 4000)
 
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class PoolTest(TestCase):
@@ -133,3 +137,7 @@ class PoolTest(TestCase):
         p = run("serve", "--stdio", "--pool", "65", via=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--pool", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
