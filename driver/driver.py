@@ -15,25 +15,34 @@ From then on this program owns everything on its side of the terminal:
 * the user's interpreter state: a fresh __main__ module kept across snippets,
   each snippet run like a notebook cell;
 * output capture at the file-descriptor level: fds 1 and 2 are pipes that a
-  pump thread turns into stream frames, bounded (head + tail) and drained
-  before each result, so output of one snippet never lands in the next.
+  pump thread turns into stream frames of up to 256 KiB, bounded (head +
+  tail) and drained before each result, so output of one snippet never lands
+  in the next.  sys.stdout and sys.stderr are block-buffered over them, as
+  Python's own stdout is on a pipe; the pump flushes them at most 50 ms after
+  a write, and every snippet ends with a full flush.
 
 Why it is shaped so: user code runs in this very process and may do anything
 to it - close fds, change the terminal mode, replace sys.stdout, ignore
 SIGINT, start threads and processes that outlive it, print fake frames.  So
 driver state lives in objects the user's namespace does not name, every
-resource the protocol needs is a private duplicate that is checked and
-re-installed before each snippet, SIGINT raises only while user code runs,
-and nothing the user prints reaches the terminal except inside a frame whose
-JSON payload cannot contain a marker.  Requests are read by their own thread,
-so the terminal's input queue is kept empty (a ^C is seen at once) and a
-ping is answered even while a snippet runs.
+resource the protocol needs is a private duplicate, checked (and fds 0-2 and
+the SIGINT handler put back) after each result and sys.std* re-installed
+before each snippet, SIGINT raises only while user code runs, and nothing the
+user prints reaches the terminal except inside a frame whose JSON payload
+cannot contain a marker.
+Requests are read by their own thread, so the terminal's input queue is kept
+empty (a ^C is seen at once) and a ping is answered even while a snippet runs.
+
+The round trip of a small snippet is on the hot path, so the main thread does
+it without waiting for other threads: it switches capture periods itself
+(under the capture's io_lock, which the pump holds while it reads and sends),
+sends small frames from pre-formatted bytes, compiles a repeated snippet once,
+and does its expensive checks after the result, not before the snippet.
 Standard library only; runs on Python 3.8 and later.
 """
 
-import ast, base64, builtins, codecs, collections, errno, fcntl, io, json, linecache
-import os, platform, queue, re, select, signal, struct, sys, termios, threading, time
-import traceback, types
+import _ast, _signal, base64, binascii, builtins, codecs, collections, errno, fcntl, io
+import json, linecache, os, re, select, signal, struct, sys, termios, threading, time, types
 
 PROTOCOL = 1
 DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet, as the client's default
@@ -41,7 +50,12 @@ BATCH = 256 << 10                 # bytes per stream frame while output is forwa
 BIG_READ = 1 << 20                # read size once output is only counted (tail, drain)
 PIPE_SIZE = 1 << 20
 TTY_READ = 64 << 10
+TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
+FLUSH_DELAY = 0.05                # ... and at most this long (seconds) after a write
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache
+CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
+CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
+INBOX_SIZE = 4                    # requests read and not yet started
 END = b":ptybox>>>"
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
@@ -50,18 +64,27 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE = object()                  # route: "write into the capture pipe"
 _UNSTAMPED = object()             # a thread not started through threading.Thread
 _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
+_CodeType = types.CodeType
+_get_ident = threading.get_ident
+_text_flush = io.TextIOWrapper.flush
+_dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+_loads = json.JSONDecoder().decode
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
 
 
 # ---------------------------------------------------------------- helpers
 
-def _private(fd, keep=False):
-    """A close-on-exec copy of fd at a high number (away from user fds)."""
+def _private(fd, keep=False, offset=0):
+    """A close-on-exec copy of fd at a high number (away from user fds).  The
+    inbox's fds take numbers apart (offset 16): the reader thread may write
+    to them after user code closed them, so they must not be reused first."""
     try:
         limit = os.sysconf("SC_OPEN_MAX")
     except (ValueError, OSError):
         limit = 1024
     try:
-        new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)))
+        new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)) + offset)
     except OSError:
         new = os.dup(fd)
     if not keep:
@@ -99,6 +122,42 @@ def _cap_text(text, limit):
     return data[:cut].decode("utf-8", "replace") + "...[%d bytes truncated]" % (len(data) - cut)
 
 
+def _payload(obj):
+    """obj as a frame payload: printable ASCII JSON without < or >."""
+    payload = _dumps(obj).encode("ascii")
+    payload = payload.replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
+    if b"\\u0000" in payload:
+        # The client's JSON strings end at NUL: send U+FFFD, as for other
+        # bytes that cannot be shown (an escaped backslash is left alone).
+        payload = _NUL_ESCAPE.sub(rb"\1\\ufffd", payload)
+    return payload.replace(b"\x7f", b"\\u007f")
+
+
+_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _json_ascii(data):
+    """ASCII data as the inside of a JSON string for a payload (see _payload),
+    or None if it holds control characters other than tab, CR and LF.
+    Several times faster than json.dumps for output that is mostly text."""
+    if data.translate(_CONTROL).find(b"\0") >= 0:
+        return None
+    return (data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+            .replace(b"\r", b"\\r").replace(b"\t", b"\\t").replace(b"<", b"\\u003c")
+            .replace(b">", b"\\u003e").replace(b"\x7f", b"\\u007f"))
+
+
+def _renamed(code, filename):
+    """code (and the code objects it holds) as if compiled from filename."""
+    consts = code.co_consts
+    for c in consts:
+        if type(c) is _CodeType:
+            consts = tuple(_renamed(c, filename) if type(c) is _CodeType else c
+                           for c in consts)
+            return code.replace(co_filename=filename, co_consts=consts)
+    return code.replace(co_filename=filename)
+
+
 # ---------------------------------------------------------------- terminal
 
 class Terminal:
@@ -111,6 +170,7 @@ class Terminal:
         self.recover_lock = threading.Lock()
         self.start = None                    # b"<<<ptybox:NONCE:" once known
         self.buf, self.pos = b"", 0
+        self.raw = None                      # the attributes set_raw() last set
         self.set_raw()
 
     def recover(self, bad_fd=None):
@@ -137,6 +197,8 @@ class Terminal:
             old = termios.tcgetattr(fd)
         except termios.error:
             return
+        if old == self.raw:
+            return
         iflag, oflag, cflag, lflag, ispeed, ospeed, cc = old
         t = termios
         iflag &= ~(t.IGNBRK | t.BRKINT | t.PARMRK | t.ISTRIP | t.INLCR | t.IGNCR
@@ -152,11 +214,12 @@ class Terminal:
             try:
                 termios.tcsetattr(fd, termios.TCSANOW, new)
             except termios.error:
-                pass
+                return
+        self.raw = new
 
     def read_line(self):
-        """The next line without CR/LF, or None at end of file."""
-        self.set_raw()
+        """The next line without CR/LF, or None at end of file.  (The mode is
+        re-asserted after each snippet, the only time it can have changed.)"""
         chunks = []
         while True:
             i = self.buf.find(b"\n", self.pos)
@@ -197,16 +260,11 @@ class Terminal:
 
     def send(self, obj):
         """One frame.  The payload is printable ASCII without < or >."""
-        payload = json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-        payload = payload.replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
-        if b"\\u0000" in payload:
-            # The client's JSON strings end at NUL: send U+FFFD, as for other
-            # bytes that cannot be shown (an escaped backslash is left alone).
-            payload = _NUL_ESCAPE.sub(rb"\1\\ufffd", payload)
-        self.write(self.start, payload.replace(b"\x7f", b"\\u007f"), END)
+        self.write(self.start, _payload(obj), END)
 
-
-_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+    def send_payload(self, payload):
+        """One frame of a payload made of parts that _payload() returned."""
+        self.write(self.start, payload, END)
 
 
 # ---------------------------------------------------------------- capture
@@ -222,16 +280,23 @@ class _Pipe:
         except OSError:
             pass
         self.rfd, self.wfd = _private(r), _private(w)
+        self.wident = _identity(self.wfd)
         os.set_blocking(self.rfd, False)
+        self.decoder = _decoder()
+        self.tail = collections.deque()
+        self.frame = (-1, b"", b"")          # (period, payload head, payload tail): _feed
         self.reset(None, None)
 
     def reset(self, head, tail_cap):
         """head: bytes still forwarded live (None: all); tail_cap: size of the
         tail ring kept after the head (0: drop and pause instead)."""
-        self.decoder = _decoder()
+        if self.decoder.buffer:
+            self.decoder.reset()
         self.head_left, self.tail_cap = head, tail_cap
-        self.tail, self.tail_len = collections.deque(), 0
-        self.dropped, self.paused = 0, False
+        if self.tail:
+            self.tail.clear()
+        self.tail_len = self.dropped = 0
+        self.paused = False
 
 
 class Capture:
@@ -240,34 +305,64 @@ class Capture:
     Time is cut into periods: a snippet (output forwarded as that snippet's,
     head + tail) or an idle period after it (output sent as "late", at most
     max_output bytes per stream, then the pipe is left alone until the next
-    snippet).  The main thread switches periods through requests that the
-    pump serves after draining what the pipes hold, so no byte crosses."""
+    snippet).  Whoever reads the pipes and sends what they held does it under
+    io_lock: the pump, and the main thread when it drains them and switches
+    periods (begin, end), so no byte crosses from one period to another.
+    The pump also flushes sys.stdout/err (streams) FLUSH_DELAY after they
+    were first written to, straight into the capture, not into the pipe."""
 
     def __init__(self, term):
         self.term = term
         self.pipes = [_Pipe("stdout"), _Pipe("stderr")]
+        self.by_fd = {p.rfd: p for p in self.pipes}
+        self.drain_poll = select.poll()
+        for p in self.pipes:
+            self.drain_poll.register(p.rfd, select.POLLIN)
         r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self.wake_r, self.wake_w = _private(r), _private(w)
         self.fds = [(fd, _identity(fd)) for p in self.pipes for fd in (p.rfd, p.wfd)]
         self.fds += [(fd, _identity(fd)) for fd in (self.wake_r, self.wake_w)]
-        self.lock = threading.Lock()
-        self.requests = []
+        self.io_lock = threading.Lock()
+        self.streams = ()                    # (sys.stdout, sys.stderr) of the driver
         self.broken = self.stopping = False
+        self.sid, self.late, self.periods = None, True, 0
+        self.fed = False                     # _feed() ran in this period
         self._period(None, True, DEFAULT_MAX_OUTPUT)
         self.thread = threading.Thread(target=self._run, name="ptybox-pump", daemon=True)
         self.thread.start()
 
-    # -- main-thread side
-    def request(self, kind, *args):
-        """Ask the pump to drain and then do kind; wait for it. False if broken."""
-        req = [kind, args, threading.Event(), False]
-        with self.lock:
-            self.requests.append(req)
-        self._wake()
-        while not req[2].wait(1.0):
-            if not self.thread.is_alive():
+    # -- any thread (the main thread mostly)
+    def begin(self, sid, start, max_output):
+        """Snippet sid starts: what the pipes hold is late output of the idle
+        period; then the start frame, before any stream frame of sid.  False
+        if the capture is broken."""
+        with self.io_lock:
+            if self.broken:                  # (also set when the pump thread ends)
                 return False
-        return req[3]
+            for s in self.streams:
+                if s._ptybox_buf.dirty:
+                    self._flush_streams()    # text a thread added after the last flush
+                    break
+            self._drain()
+            self._finish()
+            self._period(sid, False, max_output)
+            self.term.send_payload(start)
+        return True
+
+    def end(self, sid, max_output, result):
+        """Snippet sid ended (its stdio flushed): drain, send its tail, go idle,
+        then send its result (under io_lock: no late frame of sid before it)."""
+        with self.io_lock:
+            if not self.broken:
+                self._drain()
+                self._finish()
+            self._period(sid, True, max_output)
+            self.term.send_payload(result)
+
+    def sync(self):
+        """Send what the pipes hold now (before a display frame)."""
+        with self.io_lock:
+            self._drain()
 
     def healthy(self):
         return (not self.broken and self.thread.is_alive()
@@ -275,7 +370,8 @@ class Capture:
 
     def close(self):
         self.stopping = True
-        self._wake()
+        if _identity(self.wake_w) == self.fds[-1][1]:
+            self._wake()                     # (not into an fd that took its number)
         self.thread.join(1.0)
         for fd, ident in self.fds:
             if _identity(fd) == ident:
@@ -287,110 +383,65 @@ class Capture:
         except OSError:
             pass                             # full (already woken) or gone (pump sees POLLNVAL)
 
-    # -- pump side
+    # -- io_lock held
     def _period(self, sid, late, max_output):
         self.sid, self.late = sid, late
+        self.periods += 1
+        paused = False
         for p in self.pipes:
+            paused = paused or p.paused
             if not max_output:
                 p.reset(None, None)
             elif late:
                 p.reset(max_output, 0)
             else:
                 p.reset(max_output // 2, max_output - max_output // 2)
-
-    def _run(self):
-        try:
-            self._loop()
-        except BaseException:
-            self.broken = True
-        finally:
-            self.broken = self.broken or not self.stopping
-            with self.lock:
-                reqs, self.requests = self.requests, []
-            for req in reqs:
-                req[2].set()
-
-    def _loop(self):
-        watched, poller = None, None
-        while not self.stopping:
-            want = tuple(p for p in self.pipes if not p.paused)
-            if want != watched:
-                poller, watched = select.poll(), want
-                poller.register(self.wake_r, select.POLLIN)
-                for p in want:
-                    poller.register(p.rfd, select.POLLIN)
-            events = poller.poll()
-            if any(ev & select.POLLNVAL for _, ev in events):
-                self.broken = True           # user code closed one of our fds
-                return
-            ready = {fd for fd, _ in events}
-            if self.wake_r in ready:
-                try:
-                    while os.read(self.wake_r, 4096):
-                        pass
-                except BlockingIOError:
-                    pass
-            for p in want:
-                if p.rfd in ready:
-                    self._read_batch(p)
-            self._serve()
-
-    def _read_batch(self, p):
-        limit = BATCH if p.head_left is None or p.head_left > 0 else BIG_READ
-        chunks, total = [], 0
-        while total < limit:
-            try:
-                data = os.read(p.rfd, limit - total)
-            except BlockingIOError:
-                break
-            if not data:                     # every write end closed: rebuild
-                self.broken = self.stopping = True
-                break
-            chunks.append(data)
-            total += len(data)
-        if chunks:
-            self._feed(p, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        if paused:
+            self._wake()                     # the pump polls that pipe again
 
     def _drain(self):
-        """Read what the pipes hold now (FIONREAD bounds it: a writer that
-        never stops cannot keep us here)."""
-        for p in self.pipes:
-            try:
-                n = struct.unpack("i", fcntl.ioctl(p.rfd, termios.FIONREAD, b"\0\0\0\0"))[0]
-            except OSError:
-                n = 64 << 20
-            while n > 0:
-                try:
-                    data = os.read(p.rfd, min(n, BIG_READ))
-                except BlockingIOError:
-                    break
-                if not data:
-                    break
-                n -= len(data)
-                self._feed(p, data)
-
-    def _serve(self):
-        with self.lock:
-            reqs, self.requests = self.requests, []
-        for req in reqs:
-            kind, args = req[0], req[1]
-            if kind == "stop":
-                self.stopping = True
+        """Read what the pipes hold now."""
+        for fd, ev in self.drain_poll.poll(0):
+            if ev & select.POLLNVAL:
+                self.broken = True           # user code closed one of our fds
             else:
-                self._drain()
-                if kind in ("begin", "end"):
-                    self._finish()
-                    self._period(args[0], kind == "end", args[1])
-                if kind == "begin":          # sent here, no stream frame of it can precede it
-                    self.term.send({"type": "start", "id": args[0]})
-            req[3] = True
-            req[2].set()
+                self._drain_pipe(self.by_fd[fd])
+
+    def _drain_pipe(self, p):
+        """Read what p holds now (FIONREAD bounds it: a writer that never
+        stops cannot keep us here)."""
+        fd = p.rfd
+        try:
+            n = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            n = 64 << 20
+        while n > 0:
+            try:
+                data = os.read(fd, min(n, BIG_READ))
+            except BlockingIOError:
+                break
+            except OSError:
+                self.broken = True
+                break
+            if not data:                     # every write end closed (or replaced)
+                self.broken = True
+                break
+            n -= len(data)
+            self._feed(p, data)
 
     def _feed(self, p, data):
         """Forward data within the head budget; ring or count the rest."""
+        self.fed = True
         if p.head_left is None or len(data) <= p.head_left:
             if p.head_left is not None:
                 p.head_left -= len(data)
+            if not p.decoder.buffer and data.isascii():
+                text = _json_ascii(data)     # most output: no decoding, no json.dumps
+                if text is not None:
+                    if p.frame[0] != self.periods:
+                        p.frame = (self.periods,) + self._frame_parts(p)
+                    self.term.write(self.term.start, p.frame[1], text, p.frame[2], END)
+                    return
             self._emit(p, p.decoder.decode(data))
             return
         if p.head_left:                      # the head ends inside data
@@ -410,8 +461,13 @@ class Capture:
 
     def _finish(self):
         """End of a period: flush decoders, send the tail with the drop count."""
+        if not self.fed:
+            return
+        self.fed = False
         for p in self.pipes:
-            self._emit(p, p.decoder.decode(b"", True))
+            text = p.decoder.decode(b"", True)
+            if text:
+                self._emit(p, text)
             if p.tail:
                 data = b"".join(p.tail)
                 excess = len(data) - p.tail_cap
@@ -427,6 +483,12 @@ class Capture:
             elif p.dropped:
                 self._emit(p, "", p.dropped)
 
+    def _frame_parts(self, p):
+        """The payload of a stream frame of p around the JSON string's inside."""
+        head = b'{"type":"stream","id":%s,"name":"%s","text":"' % (_payload(self.sid),
+                                                                  p.name.encode())
+        return head, b'","late":true}' if self.late else b'"}'
+
     def _emit(self, p, text, dropped=None):
         if not text and dropped is None:
             return
@@ -437,15 +499,120 @@ class Capture:
             frame["dropped"] = dropped
         self.term.send(frame)
 
+    # -- pump side
+    def _run(self):
+        try:
+            self._loop()
+        except BaseException:
+            self.broken = True
+        finally:
+            self.broken = self.broken or not self.stopping
+
+    def _loop(self):
+        watched, poller, deadline = None, None, None
+        while not self.stopping:
+            want = tuple(p for p in self.pipes if not p.paused)
+            if want != watched:
+                poller, watched = select.poll(), want
+                poller.register(self.wake_r, select.POLLIN)
+                for p in want:
+                    poller.register(p.rfd, select.POLLIN)
+            if deadline is None and any(s._ptybox_buf.dirty for s in self.streams):
+                deadline = time.monotonic() + FLUSH_DELAY
+            if deadline is not None:
+                timeout = max(0.0, deadline - time.monotonic()) * 1000.0
+            else:                            # paused pipes: look again now and then
+                timeout = None if len(want) == len(self.pipes) else 1000.0
+            events = poller.poll(timeout)
+            if any(ev & select.POLLNVAL for _, ev in events):
+                self.broken = True           # user code closed one of our fds
+                return
+            ready = {fd for fd, _ in events}
+            if self.wake_r in ready:
+                try:
+                    while os.read(self.wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+            with self.io_lock:
+                for p in want:
+                    if p.rfd in ready and not p.paused:
+                        self._read_batch(p)
+                if deadline is not None and time.monotonic() >= deadline:
+                    busy = not self._flush_streams()
+                    deadline = time.monotonic() + FLUSH_DELAY / 10 if busy else None
+
+    def _read_batch(self, p):
+        limit = BATCH if p.head_left is None or p.head_left > 0 else BIG_READ
+        chunks, total = [], 0
+        while total < limit:
+            try:
+                data = os.read(p.rfd, limit - total)
+            except BlockingIOError:
+                break
+            if not data:                     # every write end closed: rebuild
+                self.broken = self.stopping = True
+                break
+            chunks.append(data)
+            total += len(data)
+        if chunks:
+            self._feed(p, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    def _flush_streams(self):
+        """Send the text buffered in the driver's sys.stdout/err straight into
+        the capture, after what its pipe holds (the pump must never write
+        into a pipe it drains).  False if one was busy: being flushed."""
+        done = True
+        for p, s in zip(self.pipes, self.streams):
+            buf = s._ptybox_buf
+            if not buf.dirty:
+                continue
+            if not buf.lock.acquire(False):
+                done = False
+                continue
+            try:
+                if _identity(s._ptybox_sink.fd) != p.wident:
+                    buf.dirty = False        # fd 1 is elsewhere now: the writer flushes
+                    continue
+                self._drain_pipe(p)          # whole: flushes write it under buf.lock
+                data = buf.take()
+                if data:
+                    self._feed(p, data)
+            finally:
+                buf.lock.release()
+        return done
+
 
 # ---------------------------------------------------------------- stdio objects
 
-class _FdSink(io.RawIOBase):
-    """Raw writer on fd 1 or 2.  Once dead (its fd failed) it swallows its
-    buffer, so leftovers can never surface in a later snippet."""
+class _TextBuffer:
+    """What sys.stdout or sys.stderr was given and did not write yet: str
+    chunks.  Writers only append (atomic under the GIL: no lock on print()'s
+    path); whoever empties it holds lock until the bytes are in the pipe (or
+    in the capture), so the order is kept.  dirty: something may be in it;
+    eager: 1 to flush at each line end (line_buffering), 2 at each write."""
+    __slots__ = ("chunks", "size", "dirty", "closed", "lock", "errors", "eager")
 
-    def __init__(self, fd, name):
-        self.fd, self.name, self.dead = fd, name, False
+    def __init__(self, errors):
+        self.chunks, self.size, self.dirty, self.closed = [], 0, False, False
+        self.lock = threading.RLock()        # re-entrant: a signal handler may print
+        self.errors, self.eager = errors, 0
+
+    def take(self):
+        """The bytes buffered (lock held); empty afterwards."""
+        self.dirty = False                   # first: a write after this sets it again
+        chunks, self.chunks = self.chunks, []
+        self.size = 0
+        return "".join(chunks).encode("utf-8", self.errors) if chunks else b""
+
+
+class _FdSink(io.RawIOBase):
+    """Raw writer on fd 1 or 2, under sys.stdout/err (sys.stdout.buffer).  Once
+    dead (its fd failed) it swallows what it is given, so leftovers can never
+    surface in a later snippet."""
+
+    def __init__(self, fd, name, buf):
+        self.fd, self.name, self.dead, self.buf = fd, name, False, buf
 
     def writable(self):
         return True
@@ -454,22 +621,96 @@ class _FdSink(io.RawIOBase):
         return self.fd
 
     def write(self, b):
-        return len(b) if self.dead else os.write(self.fd, b)
+        """Bytes, after the text written before them."""
+        with self.buf.lock:
+            self.flush_text()
+            return self.write_all(b)
+
+    def flush_text(self):
+        data = self.buf.take()
+        if data:
+            self.write_all(data)
+
+    def write_all(self, b):
+        if self.dead:
+            return len(b)
+        view, done = memoryview(b), 0
+        while done < len(view):
+            try:
+                done += os.write(self.fd, view[done:])
+            except BlockingIOError:          # user code set O_NONBLOCK: wait, lose nothing
+                select.select([], [self.fd], [], 1.0)
+        return done
 
 
 class _OutStream(io.TextIOWrapper):
-    """sys.stdout / sys.stderr: line-buffered UTF-8 over fd 1 or 2, except that
+    """sys.stdout / sys.stderr: block-buffered UTF-8 over fd 1 or 2, except that
     text from a thread of an earlier snippet (or written while no snippet
-    runs) goes out at once as late output of that snippet."""
+    runs) goes out at once as late output of that snippet.  The text goes
+    into a _TextBuffer, not into the C text layer (whose buffer threads that
+    write at once can corrupt); the first write after a flush wakes the
+    pump, which flushes FLUSH_DELAY later.  write() is a closure in the
+    instance (made by _writer): print()'s path, without attribute lookups."""
 
     def write(self, s):
-        where = self._ptybox_route()
-        if where is _PIPE:
-            return super().write(s)
-        if not isinstance(s, str):
-            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        self._ptybox_late(where, self._ptybox_name, s)
+        return self.__dict__["write"](s)
+
+    def flush(self):
+        buf = self._ptybox_buf
+        if buf.closed:
+            raise ValueError("I/O operation on closed file.")
+        with buf.lock:
+            self._ptybox_sink.flush_text()
+        _text_flush(self)                    # anything written around write()
+
+    def close(self):
+        try:
+            io.TextIOWrapper.close(self)     # flush() first
+        finally:
+            self._ptybox_buf.closed = True
+
+    def reconfigure(self, **kwargs):
+        io.TextIOWrapper.reconfigure(self, **kwargs)
+        buf = self._ptybox_buf
+        buf.errors = self.errors
+        buf.eager = 2 if self.write_through else 1 if self.line_buffering else 0
+
+
+def _writer(stream, driver, name):
+    """The write() method of an _OutStream, as a closure."""
+    main, buf = driver.main_ident, stream._ptybox_buf
+
+    def write(s):
+        if driver.running is None or _get_ident() != main:
+            where = driver._route()
+            if where is not _PIPE:
+                if not isinstance(s, str):
+                    raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+                driver._late_write(where, name, s)
+                return len(s)
+        if type(s) is not str:
+            if not isinstance(s, str):
+                raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+            s = str(s)
+        if buf.closed:
+            raise ValueError("I/O operation on closed file.")
+        buf.chunks.append(s)
+        buf.size += len(s)
+        if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s):
+            stream.flush()
+        elif not buf.dirty:
+            buf.dirty = True
+            driver.capture._wake()
         return len(s)
+    return write
+
+
+def _usable(stream):
+    """False if stream is None, closed or detached."""
+    try:
+        return stream is not None and not stream.closed
+    except ValueError:                       # detached
+        return False
 
 
 def _no_input(*args):
@@ -489,6 +730,75 @@ class _NoStdin(io.TextIOBase):
         return 0
 
 
+# ---------------------------------------------------------------- requests
+
+class _Inbox:
+    """Requests from the reader thread to the main thread, at most INBOX_SIZE
+    waiting: a deque, and a pipe whose byte wakes the main thread (one
+    wake-up; queue.Queue costs several).  User code may close or replace the
+    pipe: either side then makes a new one."""
+
+    def __init__(self):
+        self.items = collections.deque()
+        self.lock = threading.Lock()
+        self.room = threading.Lock()         # released when a full inbox gets room
+        self.room.acquire()
+        self._open()
+
+    def _open(self):
+        r, w = os.pipe2(os.O_CLOEXEC)
+        self.r, self.w = _private(r, offset=16), _private(w, offset=16)
+        self.idents = (_identity(self.r), _identity(self.w))
+
+    def healthy(self):
+        return (_identity(self.r), _identity(self.w)) == self.idents
+
+    def repair(self, bad_fd=None):
+        with self.lock:
+            if bad_fd is not None and bad_fd not in (self.r, self.w):
+                return                       # the other side did it already
+            old = list(zip((self.r, self.w), self.idents))
+            self._open()
+        for fd, ident in old:
+            if _identity(fd) == ident:
+                os.close(fd)
+
+    def put(self, req):
+        """Reader thread: queue req, waiting while the inbox is full."""
+        while len(self.items) >= INBOX_SIZE:
+            self.room.acquire()
+        self.items.append(req)
+        while True:
+            w = self.w
+            try:
+                os.write(w, b"\0")
+                return
+            except OSError:
+                self.repair(w)
+
+    def get(self):
+        """Main thread: the next request, waiting for it."""
+        items = self.items
+        while True:
+            if items:
+                full = len(items) >= INBOX_SIZE
+                req = items.popleft()
+                if full:
+                    try:
+                        self.room.release()
+                    except RuntimeError:
+                        pass
+                return req
+            r = self.r
+            try:
+                if not os.read(r, 64):       # every write end closed (or r replaced)
+                    self.repair(r)
+            except BlockingIOError:
+                select.select([r], [], [], 1.0)
+            except OSError:
+                self.repair(r)
+
+
 # ---------------------------------------------------------------- the driver
 
 class Driver:
@@ -502,12 +812,15 @@ class Driver:
         self.max_output = DEFAULT_MAX_OUTPUT
         self.last_id = None                  # id that idle output belongs to
         self.result_pending = False
+        self.checked = False                 # _check() ran since the last snippet
+        self.on_sigint = self._on_sigint     # one bound method: compared by identity
         self.armed = False                   # SIGINT raises KeyboardInterrupt
         self.sigint_seen = self.sigint_deferred = False
         self.late_lock = threading.Lock()
         self.late_left, self.late_dropped = {}, {}
         self.sources, self.source_bytes = collections.deque(), 0
-        self.requests = queue.Queue(maxsize=4)
+        self.code_cache = {}                 # source -> (body, last expression, filename)
+        self.inbox = _Inbox()
         self.module = types.ModuleType("__main__")
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
@@ -519,13 +832,25 @@ class Driver:
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
         self._patch_thread_start()
-        os.register_at_fork(after_in_child=self._after_fork)
+        os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
         self._reset_late(DEFAULT_MAX_OUTPUT)
-        self.prepare()
+        self._check()
+        self._install()
 
-    # -- re-installed before every snippet
-    def prepare(self):
+    # -- checked and re-installed after every result, before the next snippet
+    def _check(self):
+        """Reopen or rebuild what user code closed or replaced, put fds 0-2 and
+        the SIGINT handler back (system calls: run after the result is sent,
+        off the round trip; no user code runs before the next snippet but
+        threads it left, which could undo this at any time anyway)."""
+        self.checked = False
+        if not self.inbox.healthy():         # first: the reader may be writing to it
+            self.inbox.repair()
         self.term.check()
+        # User code may have changed the mode: re-asserted here, after the
+        # result, which is safe in any mode short of OLCUC (no CR, LF or tab
+        # is ever raw in a frame).
+        self.term.set_raw()
         if not self.capture.healthy():
             self.capture.close()
             self.capture = Capture(self.term)
@@ -534,25 +859,45 @@ class Driver:
         os.dup2(self.devnull[0], 0)
         os.dup2(self.capture.pipes[0].wfd, 1)
         os.dup2(self.capture.pipes[1].wfd, 2)
-        for fd, name in ((1, "stdout"), (2, "stderr")):
-            s = self.streams.get(name)
-            if s is None or s.closed:
-                s = self.streams[name] = self._make_stream(fd, name)
-            setattr(sys, name, s)
-            setattr(sys, "__%s__" % name, s)
+        _signal.signal(signal.SIGINT, self.on_sigint)
+        _signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT,))
+        self.checked = True
+
+    def _install(self):
+        """sys.std*, __main__, input() and display(): right before each snippet."""
+        capture = self.capture
+        streams = self.streams
+        out, err = streams.get("stdout"), streams.get("stderr")
+        if not _usable(out):
+            out = streams["stdout"] = self._make_stream(1, "stdout")
+        if not _usable(err):
+            err = streams["stderr"] = self._make_stream(2, "stderr")
+        sys.stdout = sys.__stdout__ = out
+        sys.stderr = sys.__stderr__ = err
+        capture.streams = (out, err)
         if self.stdin.closed:
             self.stdin = _NoStdin()
         sys.stdin = sys.__stdin__ = self.stdin
         sys.modules["__main__"] = self.module
         builtins.input = _no_input
         builtins.display = self.display
-        signal.signal(signal.SIGINT, self._on_sigint)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def _before_fork(self):
+        """fork() in user code: flush first, or the child would write the
+        parent's buffered text a second time."""
+        for s in list(self.streams.values()):
+            try:
+                s.flush()
+            except BaseException:
+                pass
 
     def _after_fork(self):
         """In a child forked by user code: locks held by vanished threads are new."""
         self.term.lock, self.term.recover_lock = threading.Lock(), threading.Lock()
-        self.capture.lock, self.late_lock = threading.Lock(), threading.Lock()
+        self.capture.io_lock, self.late_lock = threading.Lock(), threading.Lock()
+        self.inbox.lock = threading.Lock()
+        for s in self.streams.values():
+            s._ptybox_buf.lock = threading.RLock()
 
     @staticmethod
     def _open_devnull():
@@ -560,26 +905,35 @@ class Driver:
         return fd, _identity(fd)
 
     def _make_stream(self, fd, name):
-        sink = _FdSink(fd, "<%s>" % name)
-        s = _OutStream(io.BufferedWriter(sink, 1 << 16), encoding="utf-8",
-                       errors="backslashreplace", line_buffering=True)
-        s._ptybox_route, s._ptybox_late = self._route, self._late_write
-        s._ptybox_name, s._ptybox_sink = name, sink
+        buf = _TextBuffer("backslashreplace")
+        sink = _FdSink(fd, "<%s>" % name, buf)
+        s = _OutStream(sink, encoding="utf-8", errors="backslashreplace")
+        s._ptybox_buf, s._ptybox_sink = buf, sink
+        s.write = _writer(s, self, name)
         return s
 
-    def _flush_stdio(self):
-        """Flush sys.stdout/err; a stream whose fd failed is replaced, never retried."""
+    def _flush_user_stdio(self):
+        """Flush sys.stdout/err that user code put in place of ours."""
         for name in ("stdout", "stderr"):
             current = getattr(sys, name, None)
             if current is not None and current is not self.streams.get(name):
                 self._call_user(lambda: current.flush())
-            s = self.streams.get(name)
+
+    def _flush_stdio(self):
+        """Flush our sys.stdout/err; a stream whose fd failed is replaced, never
+        retried.  The first failure is returned (buffered text fails here, as
+        Python's own stdout on a pipe fails at exit)."""
+        failure = None
+        for name, s in tuple(self.streams.items()):
+            if not s._ptybox_buf.dirty:      # nothing buffered (closed: replaced later)
+                continue
             try:
-                if s is not None:
-                    s.flush()
-            except BaseException:
+                s.flush()
+            except BaseException as e:
                 s._ptybox_sink.dead = True
                 del self.streams[name]
+                failure = failure or e
+        return failure
 
     # -- threads and output routing
     def _patch_thread_start(self):
@@ -628,8 +982,14 @@ class Driver:
     def _reset_late(self, max_output):
         """New period for thread-written late output; report what was dropped."""
         with self.late_lock:
-            dropped, self.late_dropped = self.late_dropped, {}
-            self.late_left = {"stdout": max_output or None, "stderr": max_output or None}
+            dropped = self.late_dropped
+            if dropped:
+                self.late_dropped = {}
+            left = max_output or None
+            if self.late_left.get("stdout", 0) != left or self.late_left.get("stderr", 0) != left:
+                self.late_left = {"stdout": left, "stderr": left}
+        if not dropped:
+            return
         for name, (sid, n) in sorted(dropped.items()):
             self.term.send({"type": "stream", "id": sid, "name": name, "text": "",
                             "late": True, "dropped": n})
@@ -654,7 +1014,7 @@ class Driver:
         else:
             for s in self.streams.values():
                 s.flush()
-            self.capture.request("sync")
+            self.capture.sync()
         if threading.get_ident() != self.main_ident or not self.armed:
             self.term.send(frame)
             return
@@ -726,6 +1086,7 @@ class Driver:
         if isinstance(exc, SystemExit):
             code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
         elif exc is not None:
+            import traceback
             traceback.print_exception(type(exc), exc, exc.__traceback__)
             code = 1
         try:
@@ -742,19 +1103,39 @@ class Driver:
         """Run code like a notebook cell: the last expression's value is returned."""
         filename = "<snippet-%s>" % sid
         self._register_source(filename, code)
+        hit = self.code_cache.get(code)
+        if hit is None:
+            body, last = self._compile(code, filename)
+        else:
+            body, last, first = hit
+            if first != filename:
+                body = _renamed(body, filename)
+                last = None if last is None else _renamed(last, filename)
+        exec(body, self.ns)
+        return None if last is None else eval(last, self.ns)
+
+    def _compile(self, code, filename):
+        """Parse once; compile the body, and the last statement apart when it is
+        an expression.  Kept for a repeated snippet unless compiling it wrote
+        to stderr (a SyntaxWarning is shown each time, as before)."""
+        err = self.streams.get("stderr")
+        quiet = err is not None and not err._ptybox_buf.dirty
         try:
-            tree = ast.parse(code, filename, "exec")
+            tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
             last = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
+            if tree.body and isinstance(tree.body[-1], _ast.Expr):
+                last = _ast.Expression(tree.body.pop().value)
             body = compile(tree, filename, "exec", dont_inherit=True)
             if last is not None:
                 last = compile(last, filename, "eval", dont_inherit=True)
         except Exception as e:               # SyntaxError & co: no driver frames to show
             e.__traceback__ = None
             raise
-        exec(body, self.ns)
-        return None if last is None else eval(last, self.ns)
+        if quiet and not err._ptybox_buf.dirty and len(code) <= CODE_CACHE_SOURCE:
+            if len(self.code_cache) >= CODE_CACHE:
+                self.code_cache.clear()
+            self.code_cache[code] = (body, last, filename)
+        return body, last
 
     def _register_source(self, filename, code):
         """Tracebacks show snippet lines; old sources go past a budget."""
@@ -768,6 +1149,7 @@ class Driver:
 
     def _error(self, exc):
         """name, value and traceback of exc (each part cut to max_output bytes)."""
+        import traceback
         cls = type(exc)
         module = getattr(cls, "__module__", None)
         name = cls.__qualname__
@@ -793,22 +1175,31 @@ class Driver:
 
     def execute(self, sid, code, max_output):
         self.result_pending = True
-        self.prepare()
+        idj = b"%d" % sid if type(sid) is int else _payload(sid)
+        start = b'{"type":"start","id":%s}' % idj
+        if not self.checked:
+            self._check()                    # the last one was cut short
+        self._install()
+        self.checked = False                 # user code runs: check after the result
         self._reset_late(max_output)
         self.sigint_seen = self.sigint_deferred = False
         self.running = self.last_id = sid
         self.max_output = max_output
-        if not self.capture.request("begin", sid, max_output):    # sends "start"
+        if not self.capture.begin(sid, start, max_output):      # sends "start"
             self.running = None
-            self.prepare()                   # the pump died: rebuilt, try once more
+            self._check()                    # the pump died: rebuilt, try once more
+            self._install()
             self.running = sid
-            if not self.capture.request("begin", sid, max_output):
-                self.term.send({"type": "start", "id": sid})
+            if not self.capture.begin(sid, start, max_output):
+                self.term.send_payload(start)
 
         t0 = time.perf_counter()
         value, exc = self._call_user(self._run_code, sid, code)
+        if exc is None:                      # a write that fails fails the snippet
+            exc = self._flush_stdio()
         duration = (time.perf_counter() - t0) * 1000.0
-        signal.signal(signal.SIGINT, self._on_sigint)   # user code may have replaced it
+        if _signal.getsignal(signal.SIGINT) is not self.on_sigint:
+            _signal.signal(signal.SIGINT, self.on_sigint)   # user code replaced it
 
         result = None
         if exc is None and value is not None:
@@ -822,17 +1213,26 @@ class Driver:
             error, failed = self._call_user(self._error, exc)
             if failed is not None:
                 error = {"name": type(exc).__name__, "value": "<unprintable>", "traceback": []}
-        self._flush_stdio()
-        self._show_figures()
-        self._flush_stdio()
-        self.capture.request("end", sid, max_output)
+        self._flush_user_stdio()
+        if "matplotlib.pyplot" in sys.modules:
+            self._show_figures()
+            self._flush_user_stdio()
+        # From here on, threads of this snippet write late output.  Text that
+        # one of them buffered just before and the flush below misses goes
+        # out as late output too (the pump's timer, or begin() at the latest).
         self.running = None
+        self._flush_stdio()
         self._reset_late(max_output)
         self.term.check()                    # user code may have closed or replaced it
-        self.term.set_raw()                  # ... or changed its mode
-        self.term.send({"type": "result", "id": sid, "status": status, "result": result,
-                        "error": error, "duration_ms": round(duration, 3)})
+        if status == "ok" and result is None:
+            payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
+                       b'"duration_ms":%r}' % (idj, round(duration, 3)))
+        else:
+            payload = _payload({"type": "result", "id": sid, "status": status, "result": result,
+                                "error": error, "duration_ms": round(duration, 3)})
+        self.capture.end(sid, max_output, payload)
         self.result_pending = False
+        self._check()
 
     # -- requests
     def reader(self):
@@ -853,11 +1253,12 @@ class Driver:
             if req["op"] == "ping":
                 self.term.send({"type": "pong", "id": req.get("id")})
             else:
-                self.requests.put(req)
+                self.inbox.put(req)
 
     def _parse(self, line):
         try:
-            req = json.loads(base64.urlsafe_b64decode(line + b"=" * (-len(line) % 4)))
+            line = line.translate(_URLSAFE) + b"=" * (-len(line) % 4)
+            req = _loads(binascii.a2b_base64(line).decode("utf-8"))
         except (ValueError, TypeError) as e:
             return self._reject(None, "malformed request: %s" % e)
         if not isinstance(req, dict):
@@ -889,7 +1290,7 @@ class Driver:
         while True:
             req = None
             try:
-                req = self.requests.get()
+                req = self.inbox.get()
                 if req["op"] == "shutdown":
                     os._exit(0)
                 self.execute(req.get("id"), req["code"], req["max_output"])
@@ -904,14 +1305,16 @@ class Driver:
             try:
                 if req is None or not self.result_pending:
                     return
+                import traceback
                 self.term.check()
-                if self.capture.healthy():
-                    self.capture.request("end", req.get("id"), req.get("max_output"))
-                self.term.send({"type": "result", "id": req.get("id"), "status": "error",
-                                "result": None, "duration_ms": 0.0,
-                                "error": {"name": type(exc).__name__, "value": str(exc),
-                                          "traceback": traceback.format_exception(
-                                              type(exc), exc, exc.__traceback__)}})
+                payload = _payload({"type": "result", "id": req.get("id"), "status": "error",
+                                    "result": None, "duration_ms": 0.0,
+                                    "error": {"name": type(exc).__name__, "value": str(exc),
+                                              "traceback": traceback.format_exception(
+                                                  type(exc), exc, exc.__traceback__)}})
+                if not self.capture.healthy():
+                    self.capture.broken = True   # end() only sends the result then
+                self.capture.end(req.get("id"), req.get("max_output"), payload)
                 self.result_pending = False
             except BaseException:
                 pass
@@ -933,7 +1336,7 @@ def main():
     term.start = b"<<<ptybox:" + nonce + b":"
     driver = Driver(term)
     term.send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(),
-               "python": platform.python_version()})
+               "python": sys.version.split()[0]})
     threading.Thread(target=driver.reader, name="ptybox-requests", daemon=True).start()
     driver.serve()
 
