@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -80,7 +81,9 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 {
 	const char *reason = in->transport ? transport_death_reason(in->transport) : NULL;
 	int st = in->wstatus;
-	if (!in->child_exited)
+	if (in->setup_error[0])
+		snprintf(why, len, "%s", in->setup_error);
+	else if (!in->child_exited)
 		snprintf(why, len, "killed");
 	else if (reason)
 		snprintf(why, len, "%s", reason);
@@ -148,6 +151,7 @@ static size_t instance_match_prompt(struct instance *in, const char *prompt, con
 }
 
 static void instance_settle(struct instance *in);
+static void instance_setup_cb(uv_poll_t *h, int status, int events);
 
 static void instance_drain_cb(uv_timer_t *t)
 {
@@ -214,10 +218,13 @@ static void instance_settle(struct instance *in)
 		return;
 	uv_timer_stop(&in->timer);
 	frame_scanner_finish(&in->scanner, instance_scan_cb, in);
+	/* The child is gone, so its set-up verdict is complete: take it now. */
+	if (!uv_is_closing((uv_handle_t *)&in->setup))
+		instance_setup_cb(&in->setup, 0, UV_READABLE);
 	bool during_boot = in->ready_ns == 0;
 	char why[512], line[256] = "";
 	instance_describe_exit(in, why, sizeof(why));
-	if (during_boot)
+	if (during_boot && !in->setup_error[0])
 		instance_noise_line(in, line, sizeof(line));
 	if (line[0]) {
 		size_t n = strlen(why);
@@ -273,6 +280,35 @@ static void instance_timer_closed_cb(uv_handle_t *h)
 	instance_handle_closed(h->data);
 }
 
+static void instance_setup_closed_cb(uv_handle_t *h)
+{
+	struct instance *in = h->data;
+	close(in->setup_fd);
+	in->setup_fd = -1;
+	instance_handle_closed(in);
+}
+
+/* The set-up pipe: EOF when the child exec'd, else one line saying why it
+ * could not (it then exits 125, and its death carries the line). */
+static void instance_setup_cb(uv_poll_t *h, int status, int events)
+{
+	struct instance *in = h->data;
+	size_t have = strlen(in->setup_error);
+	ssize_t n = read(in->setup_fd, in->setup_error + have, sizeof(in->setup_error) - 1 - have);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		in->setup_error[have + (size_t)n] = '\0';
+		in->setup_error[strcspn(in->setup_error, "\n")] = '\0';
+		if (have + (size_t)n < sizeof(in->setup_error) - 1)
+			return;
+	}
+	if (in->setup_error[0])
+		log_msg("instance %d: set-up failed: %s", (int)in->pty.pid, in->setup_error);
+	uv_poll_stop(h);
+	uv_close((uv_handle_t *)h, instance_setup_closed_cb);
+}
+
 static const struct pty_callbacks instance_pty_callbacks = {
 	.on_data = instance_pty_data,
 	.on_hangup = instance_pty_hangup,
@@ -312,13 +348,16 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	rc = transport_new(topts, &in->transport, err, errlen);
 	if (rc < 0)
 		goto fail;
-	rc = pty_spawn(&in->pty, loop, in->transport, 120, 40, &instance_pty_callbacks, in, err,
-		       errlen);
+	rc = pty_spawn(&in->pty, loop, in->transport, 120, 40, &instance_pty_callbacks, in,
+		       &in->setup_fd, err, errlen);
 	if (rc < 0)
 		goto fail;
 	uv_timer_init(loop, &in->timer);
 	in->timer.data = in;
-	in->open_handles = 2; /* the PTY (both of its handles) and the timer */
+	uv_poll_init(loop, &in->setup, in->setup_fd);
+	in->setup.data = in;
+	uv_poll_start(&in->setup, UV_READABLE, instance_setup_cb);
+	in->open_handles = 3; /* the PTY (both of its handles), the timer, the set-up pipe */
 	in->boot_ms = boot_timeout > 0 ? (uint64_t)ceil(boot_timeout * 1000) : 0;
 	if (in->boot_ms)
 		uv_timer_start(&in->timer, instance_boot_timeout_cb, in->boot_ms, 0);
@@ -365,6 +404,8 @@ void instance_close(struct instance *in)
 	in->state = I_CLOSING;
 	pty_close(&in->pty);
 	uv_close((uv_handle_t *)&in->timer, instance_timer_closed_cb);
+	if (!uv_is_closing((uv_handle_t *)&in->setup))
+		uv_close((uv_handle_t *)&in->setup, instance_setup_closed_cb);
 }
 
 void instance_close_notify(struct instance *in, void (*cb)(void *data), void *data)

@@ -45,6 +45,9 @@ struct instance {
 	struct transport *transport;
 	struct pty pty;
 	uv_timer_t timer; /* the boot deadline, then the drain deadline */
+	uv_poll_t setup;  /* the child's set-up verdict, without blocking the loop */
+	int setup_fd;
+	char setup_error[256];
 	int open_handles;
 	bool child_exited, hung_up, pty_live;
 	int wstatus;

@@ -317,8 +317,8 @@ static void pty_handle_closed_cb(uv_handle_t *h)
 }
 
 int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned short cols,
-	      unsigned short rows, const struct pty_callbacks *cb, void *data, char *err,
-	      size_t errlen)
+	      unsigned short rows, const struct pty_callbacks *cb, void *data, int *setup_fd,
+	      char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	p->loop = loop;
@@ -361,7 +361,7 @@ int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned shor
 		goto fail;
 	}
 	rc = transport_after_fork(t, p->pid, err, errlen);
-	if (rc == 0)
+	if (rc == 0 && !setup_fd)
 		rc = pty_read_setup_error(errp[0], err, errlen);
 	if (rc < 0) {
 		transport_kill(t, p->pid);
@@ -369,7 +369,12 @@ int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned shor
 			;
 		goto fail;
 	}
-	close(errp[0]);
+	if (setup_fd) {
+		fcntl(errp[0], F_SETFL, O_NONBLOCK);
+		*setup_fd = errp[0];
+	} else {
+		close(errp[0]);
+	}
 
 	/* A SIGCHLD that came before the watcher is caught by the reap below. */
 	uv_poll_init(loop, &p->poll, p->master);

@@ -45,10 +45,13 @@ struct pty {
 
 /* Opens a PTY, forks, and lets the transport start its child on the slave
  * side. Returns 0, or a negative errno with one line in err (then nothing is
- * left to close). */
+ * left to close). With setup_fd NULL it waits for the child's set-up verdict;
+ * else *setup_fd gets the non-blocking, close-on-exec pipe on which the verdict
+ * comes (EOF: the child exec'd; a line: why it did not), which the caller
+ * watches and closes. */
 int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned short cols,
-	      unsigned short rows, const struct pty_callbacks *cb, void *data, char *err,
-	      size_t errlen);
+	      unsigned short rows, const struct pty_callbacks *cb, void *data, int *setup_fd,
+	      char *err, size_t errlen);
 /* Queues bytes for the master without blocking the loop; copies them.
  * -ENOBUFS past the queue's cap, -EPIPE after hang-up. */
 int pty_write(struct pty *p, const char *buf, size_t len);

@@ -265,8 +265,10 @@ static void session_restart_cb(uv_timer_t *t)
 	if (s->state != S_STARTING || !s->head || !s->head->restart)
 		return;
 	exec_free(session_pop(s));
+	log_msg("session: restart");
 	if (s->in)
 		instance_close(s->in);
+	log_msg("session: the old interpreter is gone");
 	s->in = NULL;
 	s->state_lost_pending = true;
 	session_start(s);
@@ -480,6 +482,7 @@ static void session_ready_cb(uv_timer_t *t)
 	ptybox_session *s = t->data;
 	if (s->state != S_STARTING)
 		return;
+	log_msg("session: ready");
 	s->state = S_IDLE;
 	s->started_once = true;
 	if (s->cb.on_ready)

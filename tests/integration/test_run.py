@@ -50,6 +50,11 @@ class ExitStatusTest(TestCase):
                 via=False)
         self.assertEqual(p.returncode, 125)
         self.assertIn("/nonexistent/python3", p.stderr)
+        # inside the sandbox, the child's own set-up error comes back
+        p = run("run", "--via", "local", "--python", "/nonexistent/python3", "-c", "1",
+                via=False)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("exec /nonexistent/python3: No such file or directory", p.stderr)
 
     def test_the_terminal_tail_is_read_to_the_end_before_giving_up(self):
         # An "interpreter" that writes a burst and exits at once: the reason
