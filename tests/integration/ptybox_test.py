@@ -37,11 +37,12 @@ def run_json(*codes, extra=(), timeout=60):
 class Serve:
     """A `ptybox serve --stdio` process with line-oriented, deadline-bound I/O."""
 
-    def __init__(self, *extra, via=None):
-        argv = [PTYBOX, "serve", "--stdio", "--via", via or VIA, *extra]
+    def __init__(self, *extra, via=None, argv=None, cwd=None):
+        argv = argv or [PTYBOX, "serve", "--stdio", "--via", via or VIA, *extra]
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+                                  stderr=subprocess.PIPE, cwd=cwd)
         self.buf = b""
+        self.stderr = ""
 
     def send(self, obj):
         line = obj if isinstance(obj, (bytes, str)) else json.dumps(obj)
@@ -66,20 +67,24 @@ class Serve:
         return json.loads(line)
 
     def recv_result(self, id, timeout=30):
-        """Skips stream events; returns the result (or error) for id."""
+        """Skips stream events; returns the reply (result or error) for id."""
         deadline = time.monotonic() + timeout
         while True:
             msg = self.recv(max(0.01, deadline - time.monotonic()))
-            if msg.get("event"):
-                continue
-            if msg.get("id") == id:
+            if not msg.get("event") and msg.get("id") == id:
                 return msg
 
     def exec(self, code, id, **kw):
         self.send(dict(id=id, op="exec", code=code, **kw))
         return self.recv_result(id, timeout=kw.get("timeout", 30) + 30)
 
+    def restart(self, id):
+        self.send(dict(id=id, op="restart"))
+        return self.recv_result(id)
+
     def close(self, timeout=30):
+        """Closes stdin and waits for the exit; returns the exit status. What
+        ptybox said on stderr is kept in self.stderr; a sanitizer report fails."""
         if self.p.stdin and not self.p.stdin.closed:
             self.p.stdin.close()
         try:
@@ -87,9 +92,12 @@ class Serve:
         finally:
             if self.p.poll() is None:
                 self.p.kill()
-                self.p.wait()
+                self.p.wait(timeout)
+            self.stderr = self.p.stderr.read().decode(errors="replace")
             self.p.stdout.close()
             self.p.stderr.close()
+        if "Sanitizer" in self.stderr or "runtime error:" in self.stderr:
+            raise AssertionError("ptybox: sanitizer report:\n" + self.stderr)
         return rc
 
 

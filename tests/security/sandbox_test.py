@@ -11,7 +11,6 @@ import json
 import os
 import platform
 import pwd
-import select
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import ptybox_test  # noqa: E402  (the shared serve client)
 PTYBOX = os.path.abspath(os.environ.get("PTYBOX") or os.path.join(REPO, "build", "ptybox"))
 TEST_USER = os.environ.get("PTYBOX_TEST_USER", "ptybox-sectest")
 NOBODY = 65534  # the sandbox's uid on the host when ptybox runs as root
@@ -161,65 +162,20 @@ class Runner:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-class Serve:
-    """A `ptybox serve --stdio` process with line-oriented, deadline-bound I/O."""
+class Serve(ptybox_test.Serve):
+    """serve --stdio as a runner starts it; close() also returns what it said."""
 
     def __init__(self, argv):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, cwd=REPO)
-        self.buf = b""
-
-    def send(self, obj):
-        self.p.stdin.write(json.dumps(obj).encode() + b"\n")
-        self.p.stdin.flush()
-
-    def recv(self, timeout=30):
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no reply from ptybox serve within %s s" % timeout)
-            r, _, _ = select.select([self.p.stdout], [], [], left)
-            if r:
-                chunk = os.read(self.p.stdout.fileno(), 1 << 20)
-                if not chunk:
-                    raise EOFError("ptybox serve closed its output")
-                self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def recv_result(self, id, timeout=30):
-        """Skips stream events; returns the reply for id."""
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.recv(max(0.01, deadline - time.monotonic()))
-            if not msg.get("event") and msg.get("id") == id:
-                return msg
+        super().__init__(argv=argv, cwd=REPO)
 
     def exec(self, code, id, timeout=30):
         self.send(dict(id=id, op="exec", code=code))
         return self.recv_result(id, timeout=timeout + 30)
 
-    def restart(self, id):
-        self.send(dict(id=id, op="restart"))
-        return self.recv_result(id)
-
     def close(self, timeout=30):
         """Closes stdin and waits for the exit; returns (exit status, stderr)."""
-        if not self.p.stdin.closed:
-            self.p.stdin.close()
-        try:
-            rc = self.p.wait(timeout)
-        finally:
-            if self.p.poll() is None:
-                self.p.kill()
-                self.p.wait(timeout)
-            err = self.p.stderr.read().decode(errors="replace")
-            self.p.stdout.close()
-            self.p.stderr.close()
-        if "Sanitizer" in err or "runtime error:" in err:
-            raise AssertionError("ptybox: sanitizer report:\n" + err)
-        return rc, err
+        rc = super().close(timeout)
+        return rc, self.stderr
 
 
 _runners = {}
