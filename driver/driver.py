@@ -147,6 +147,14 @@ def _json_ascii(data):
             .replace(b">", b"\\u003e").replace(b"\x7f", b"\\u007f"))
 
 
+def _no_signals():
+    """In a thread of the driver: signals go to the main thread instead (their
+    handlers run there anyway).  A signal would end a blocked read of the
+    terminal early, and that read may hold the last reference to it while
+    user code has closed our fd: the client would then see the terminal close."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+
+
 def _renamed(code, filename):
     """code (and the code objects it holds) as if compiled from filename."""
     consts = code.co_consts
@@ -502,6 +510,7 @@ class Capture:
     # -- pump side
     def _run(self):
         try:
+            _no_signals()
             self._loop()
         except BaseException:
             self.broken = True
@@ -1237,6 +1246,7 @@ class Driver:
     # -- requests
     def reader(self):
         """Thread: read request lines, answer ping at once, queue the rest."""
+        _no_signals()
         while True:
             line = self.term.read_line()
             if line is None:
