@@ -15,11 +15,12 @@ From then on this program owns everything on its side of the terminal:
 * the user's interpreter state: a fresh __main__ module kept across snippets,
   each snippet run like a notebook cell;
 * output capture at the file-descriptor level: fds 1 and 2 are pipes that a
-  pump thread turns into stream frames of up to 256 KiB, bounded (head +
-  tail) and drained before each result, so output of one snippet never lands
-  in the next.  sys.stdout and sys.stderr are block-buffered over them, as
-  Python's own stdout is on a pipe; the pump flushes them at most 50 ms after
-  a write, and every snippet ends with a full flush.
+  pump thread turns into stream frames (batches of up to 256 KiB while the
+  snippet runs), bounded (head + tail) and drained before each result, so
+  output of one snippet never lands in the next.  sys.stdout and sys.stderr
+  are block-buffered over them, as Python's own stdout is on a pipe; the pump
+  flushes them at most 50 ms after a write, and every snippet ends with a
+  full flush.
 
 Why it is shaped so: user code runs in this very process and may do anything
 to it - close fds, change the terminal mode, replace sys.stdout, ignore
@@ -29,9 +30,10 @@ resource the protocol needs is a private duplicate, checked (and fds 0-2 and
 the SIGINT handler put back) after each result and sys.std* re-installed
 before each snippet, SIGINT raises only while user code runs, and nothing the
 user prints reaches the terminal except inside a frame whose JSON payload
-cannot contain a marker.
-Requests are read by their own thread, so the terminal's input queue is kept
-empty (a ^C is seen at once) and a ping is answered even while a snippet runs.
+cannot contain a marker.  Requests are read by their own thread, so the
+terminal's input queue is kept empty (a ^C is seen at once) and a ping is
+answered even while a snippet runs; the driver's threads block signals, which
+go to the main thread, where their handlers run anyway.
 
 The round trip of a small snippet is on the hot path, so the main thread does
 it without waiting for other threads: it switches capture periods itself
@@ -519,13 +521,21 @@ class Capture:
 
     def _loop(self):
         watched, poller, deadline = None, None, None
+        pinned, unpinned = None, None
         while not self.stopping:
             want = tuple(p for p in self.pipes if not p.paused)
-            if want != watched:
-                poller, watched = select.poll(), want
+            pin = self.term.fd if self.term.fd != unpinned else None
+            if want != watched or pin != pinned:
+                poller, watched, pinned = select.poll(), want, pin
                 poller.register(self.wake_r, select.POLLIN)
                 for p in want:
                     poller.register(p.rfd, select.POLLIN)
+                if pin is not None:
+                    # Waiting for nothing on the terminal holds it open: user code
+                    # may close our fd while the reader is between two reads, and
+                    # if nothing held the terminal then, the client would see it
+                    # close.  Dropped on a hang-up or once that fd is gone.
+                    poller.register(pin, 0)
             if deadline is None and any(s._ptybox_buf.dirty for s in self.streams):
                 deadline = time.monotonic() + FLUSH_DELAY
             if deadline is not None:
@@ -533,6 +543,9 @@ class Capture:
             else:                            # paused pipes: look again now and then
                 timeout = None if len(want) == len(self.pipes) else 1000.0
             events = poller.poll(timeout)
+            if pinned is not None and any(fd == pinned for fd, _ in events):
+                unpinned = pinned            # until the terminal is reopened
+                events = [e for e in events if e[0] != pinned]
             if any(ev & select.POLLNVAL for _, ev in events):
                 self.broken = True           # user code closed one of our fds
                 return
@@ -1309,19 +1322,25 @@ class Driver:
 
     def _stray(self, req, exc):
         """An exception escaped into driver code: the snippet still gets a result
-        (retried, in case the same handler fires again)."""
+        (retried, in case the same handler fires again; after a few tries
+        without the traceback, which takes longest to make)."""
         self.armed, self.running = False, None
-        for _ in range(100):
+        payload = None
+        for attempt in range(100):
             try:
                 if req is None or not self.result_pending:
                     return
-                import traceback
+                if payload is None:
+                    error = {"name": type(exc).__name__, "value": "", "traceback": []}
+                    if attempt < 5:
+                        import traceback
+                        error["value"] = str(exc)
+                        error["traceback"] = traceback.format_exception(
+                            type(exc), exc, exc.__traceback__)
+                    payload = _payload({"type": "result", "id": req.get("id"),
+                                        "status": "error", "result": None,
+                                        "duration_ms": 0.0, "error": error})
                 self.term.check()
-                payload = _payload({"type": "result", "id": req.get("id"), "status": "error",
-                                    "result": None, "duration_ms": 0.0,
-                                    "error": {"name": type(exc).__name__, "value": str(exc),
-                                              "traceback": traceback.format_exception(
-                                                  type(exc), exc, exc.__traceback__)}})
                 if not self.capture.healthy():
                     self.capture.broken = True   # end() only sends the result then
                 self.capture.end(req.get("id"), req.get("max_output"), payload)
