@@ -30,16 +30,24 @@ resource the protocol needs is a private duplicate, checked (and fds 0-2 and
 the SIGINT handler put back) after each result and sys.std* re-installed
 before each snippet, SIGINT raises only while user code runs, and nothing the
 user prints reaches the terminal except inside a frame whose JSON payload
-cannot contain a marker.  Requests are read by their own thread, so the
-terminal's input queue is kept empty (a ^C is seen at once) and a ping is
-answered even while a snippet runs; the driver's threads block signals, which
-go to the main thread, where their handlers run anyway.
+cannot contain a marker.  The driver's threads block signals, which go to the
+main thread, where their handlers run anyway.
+
+Interrupts: the client sends ^C and, in the same write, an "interrupt" request
+naming the snippet it meant.  A ^C that lands while no snippet runs is
+remembered; the interrupt request that follows it says whether it was meant
+for a snippet that has ended (forgotten) or for the one whose request is
+being read (which then starts interrupted).  So the client never waits for
+the driver to say a snippet started, and a ^C meant for a snippet that ended
+does not interrupt the next one.
 
 The round trip of a small snippet is on the hot path, so the main thread does
-it without waiting for other threads: it switches capture periods itself
-(under the capture's io_lock, which the pump holds while it reads and sends),
-sends small frames from pre-formatted bytes, compiles a repeated snippet once,
-and does its expensive checks after the result, not before the snippet.
+it alone, without waiting for other threads: it reads requests itself (while
+a snippet runs the client sends nothing but ^C and its interrupt request),
+switches capture periods (under the capture's io_lock, which the pump holds
+while it reads and sends), sends small frames from pre-formatted bytes,
+compiles a repeated snippet once, and does its expensive checks after the
+result, not before the snippet.
 Standard library only; runs on Python 3.8 and later.
 """
 
@@ -57,7 +65,6 @@ FLUSH_DELAY = 0.05                # ... and at most this long (seconds) after a 
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
-INBOX_SIZE = 4                    # requests read and not yet started
 END = b":ptybox>>>"
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
@@ -77,16 +84,14 @@ _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256)
 
 # ---------------------------------------------------------------- helpers
 
-def _private(fd, keep=False, offset=0):
-    """A close-on-exec copy of fd at a high number (away from user fds).  The
-    inbox's fds take numbers apart (offset 16): the reader thread may write
-    to them after user code closed them, so they must not be reused first."""
+def _private(fd, keep=False):
+    """A close-on-exec copy of fd at a high number (away from user fds)."""
     try:
         limit = os.sysconf("SC_OPEN_MAX")
     except (ValueError, OSError):
         limit = 1024
     try:
-        new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)) + offset)
+        new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)))
     except OSError:
         new = os.dup(fd)
     if not keep:
@@ -180,6 +185,7 @@ class Terminal:
         self.recover_lock = threading.Lock()
         self.start = None                    # b"<<<ptybox:NONCE:" once known
         self.buf, self.pos = b"", 0
+        self.parts = []                      # the start of a line that spans reads
         self.raw = None                      # the attributes set_raw() last set
         self.set_raw()
 
@@ -229,18 +235,21 @@ class Terminal:
 
     def read_line(self):
         """The next line without CR/LF, or None at end of file.  (The mode is
-        re-asserted after each snippet, the only time it can have changed.)"""
-        chunks = []
+        re-asserted after each snippet, the only time it can have changed.)
+        What was read stays here if a signal handler raises in the read."""
         while True:
             i = self.buf.find(b"\n", self.pos)
             if i >= 0:
-                chunks.append(self.buf[self.pos:i])
+                line = self.buf[self.pos:i]
                 self.pos = i + 1
-                line = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                if self.parts:
+                    self.parts.append(line)
+                    line, self.parts = b"".join(self.parts), []
                 return line.replace(b"\r", b"")
             if self.pos < len(self.buf):
-                chunks.append(self.buf[self.pos:])
-            self.buf, self.pos = self._retry(os.read, TTY_READ), 0
+                self.parts.append(self.buf[self.pos:])
+            self.buf, self.pos = b"", 0
+            self.buf = self._retry(os.read, TTY_READ)
             if not self.buf:
                 return None
 
@@ -337,15 +346,15 @@ class Capture:
         self.broken = self.stopping = False
         self.sid, self.late, self.periods = None, True, 0
         self.fed = False                     # _feed() ran in this period
+        self.touched = True                  # _feed() ran since the pipes' last reset
         self._period(None, True, DEFAULT_MAX_OUTPUT)
         self.thread = threading.Thread(target=self._run, name="ptybox-pump", daemon=True)
         self.thread.start()
 
     # -- any thread (the main thread mostly)
-    def begin(self, sid, start, max_output):
+    def begin(self, sid, max_output):
         """Snippet sid starts: what the pipes hold is late output of the idle
-        period; then the start frame, before any stream frame of sid.  False
-        if the capture is broken."""
+        period.  False if the capture is broken."""
         with self.io_lock:
             if self.broken:                  # (also set when the pump thread ends)
                 return False
@@ -356,7 +365,6 @@ class Capture:
             self._drain()
             self._finish()
             self._period(sid, False, max_output)
-            self.term.send_payload(start)
         return True
 
     def end(self, sid, max_output, result):
@@ -397,6 +405,17 @@ class Capture:
     def _period(self, sid, late, max_output):
         self.sid, self.late = sid, late
         self.periods += 1
+        if not self.touched:                 # nothing to reset but the budgets
+            if not max_output:
+                head = tail_cap = None
+            elif late:
+                head, tail_cap = max_output, 0
+            else:
+                head, tail_cap = max_output // 2, max_output - max_output // 2
+            for p in self.pipes:
+                p.head_left, p.tail_cap = head, tail_cap
+            return
+        self.touched = False
         paused = False
         for p in self.pipes:
             paused = paused or p.paused
@@ -441,7 +460,7 @@ class Capture:
 
     def _feed(self, p, data):
         """Forward data within the head budget; ring or count the rest."""
-        self.fed = True
+        self.fed = self.touched = True
         if p.head_left is None or len(data) <= p.head_left:
             if p.head_left is not None:
                 p.head_left -= len(data)
@@ -532,9 +551,9 @@ class Capture:
                     poller.register(p.rfd, select.POLLIN)
                 if pin is not None:
                     # Waiting for nothing on the terminal holds it open: user code
-                    # may close our fd while the reader is between two reads, and
-                    # if nothing held the terminal then, the client would see it
-                    # close.  Dropped on a hang-up or once that fd is gone.
+                    # may close our fd while a snippet runs, and if nothing held
+                    # the terminal then, the client would see it close.  Dropped
+                    # on a hang-up or once that fd is gone.
                     poller.register(pin, 0)
             if deadline is None and any(s._ptybox_buf.dirty for s in self.streams):
                 deadline = time.monotonic() + FLUSH_DELAY
@@ -752,75 +771,6 @@ class _NoStdin(io.TextIOBase):
         return 0
 
 
-# ---------------------------------------------------------------- requests
-
-class _Inbox:
-    """Requests from the reader thread to the main thread, at most INBOX_SIZE
-    waiting: a deque, and a pipe whose byte wakes the main thread (one
-    wake-up; queue.Queue costs several).  User code may close or replace the
-    pipe: either side then makes a new one."""
-
-    def __init__(self):
-        self.items = collections.deque()
-        self.lock = threading.Lock()
-        self.room = threading.Lock()         # released when a full inbox gets room
-        self.room.acquire()
-        self._open()
-
-    def _open(self):
-        r, w = os.pipe2(os.O_CLOEXEC)
-        self.r, self.w = _private(r, offset=16), _private(w, offset=16)
-        self.idents = (_identity(self.r), _identity(self.w))
-
-    def healthy(self):
-        return (_identity(self.r), _identity(self.w)) == self.idents
-
-    def repair(self, bad_fd=None):
-        with self.lock:
-            if bad_fd is not None and bad_fd not in (self.r, self.w):
-                return                       # the other side did it already
-            old = list(zip((self.r, self.w), self.idents))
-            self._open()
-        for fd, ident in old:
-            if _identity(fd) == ident:
-                os.close(fd)
-
-    def put(self, req):
-        """Reader thread: queue req, waiting while the inbox is full."""
-        while len(self.items) >= INBOX_SIZE:
-            self.room.acquire()
-        self.items.append(req)
-        while True:
-            w = self.w
-            try:
-                os.write(w, b"\0")
-                return
-            except OSError:
-                self.repair(w)
-
-    def get(self):
-        """Main thread: the next request, waiting for it."""
-        items = self.items
-        while True:
-            if items:
-                full = len(items) >= INBOX_SIZE
-                req = items.popleft()
-                if full:
-                    try:
-                        self.room.release()
-                    except RuntimeError:
-                        pass
-                return req
-            r = self.r
-            try:
-                if not os.read(r, 64):       # every write end closed (or r replaced)
-                    self.repair(r)
-            except BlockingIOError:
-                select.select([r], [], [], 1.0)
-            except OSError:
-                self.repair(r)
-
-
 # ---------------------------------------------------------------- the driver
 
 class Driver:
@@ -828,7 +778,6 @@ class Driver:
 
     def __init__(self, term):
         self.term = term
-        self.pid = os.getpid()
         self.main_ident = threading.get_ident()
         self.running = None                  # id of the snippet running now
         self.max_output = DEFAULT_MAX_OUTPUT
@@ -838,11 +787,15 @@ class Driver:
         self.on_sigint = self._on_sigint     # one bound method: compared by identity
         self.armed = False                   # SIGINT raises KeyboardInterrupt
         self.sigint_seen = self.sigint_deferred = False
+        self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
+        self.forked = False                  # set in a child that user code forked
+        self.fd_poll = None                  # _check(): our private fds, for POLLNVAL
+        self.snippets = 0
         self.late_lock = threading.Lock()
         self.late_left, self.late_dropped = {}, {}
+        self.late_used, self.late_max = True, None   # late_left needs a reset
         self.sources, self.source_bytes = collections.deque(), 0
         self.code_cache = {}                 # source -> (body, last expression, filename)
-        self.inbox = _Inbox()
         self.module = types.ModuleType("__main__")
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
@@ -860,28 +813,43 @@ class Driver:
         self._install()
 
     # -- checked and re-installed after every result, before the next snippet
-    def _check(self):
+    def _check(self, term_checked=False, thorough=True):
         """Reopen or rebuild what user code closed or replaced, put fds 0-2 and
         the SIGINT handler back (system calls: run after the result is sent,
         off the round trip; no user code runs before the next snippet but
-        threads it left, which could undo this at any time anyway)."""
+        threads it left, which could undo this at any time anyway).  Whether
+        a private fd was replaced takes an fstat each; a quick check (one
+        poll) only sees closed ones, so the thorough one runs after snippets
+        of 1 ms or more and after every 16th: a faster snippet that dup2()s
+        over our fds on purpose can only confuse its own output for a while."""
         self.checked = False
-        if not self.inbox.healthy():         # first: the reader may be writing to it
-            self.inbox.repair()
-        self.term.check()
+        if not term_checked:
+            self.term.check()
+        if not thorough:
+            fds = self.fd_poll
+            if fds is None:
+                fds = self.fd_poll = select.poll()
+                for fd, _ in self.capture.fds + [self.devnull]:
+                    fds.register(fd, 0)
+            capture = self.capture
+            thorough = (capture.broken or not capture.thread.is_alive()
+                        or any(ev & select.POLLNVAL for _, ev in fds.poll(0)))
+        if thorough:
+            self.fd_poll = None
         # User code may have changed the mode: re-asserted here, after the
         # result, which is safe in any mode short of OLCUC (no CR, LF or tab
         # is ever raw in a frame).
         self.term.set_raw()
-        if not self.capture.healthy():
+        if thorough and not self.capture.healthy():
             self.capture.close()
             self.capture = Capture(self.term)
-        if _identity(self.devnull[0]) != self.devnull[1]:
+        if thorough and _identity(self.devnull[0]) != self.devnull[1]:
             self.devnull = self._open_devnull()
         os.dup2(self.devnull[0], 0)
         os.dup2(self.capture.pipes[0].wfd, 1)
         os.dup2(self.capture.pipes[1].wfd, 2)
-        _signal.signal(signal.SIGINT, self.on_sigint)
+        if _signal.getsignal(signal.SIGINT) is not self.on_sigint:
+            _signal.signal(signal.SIGINT, self.on_sigint)
         _signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT,))
         self.checked = True
 
@@ -917,7 +885,7 @@ class Driver:
         """In a child forked by user code: locks held by vanished threads are new."""
         self.term.lock, self.term.recover_lock = threading.Lock(), threading.Lock()
         self.capture.io_lock, self.late_lock = threading.Lock(), threading.Lock()
-        self.inbox.lock = threading.Lock()
+        self.forked = True
         for s in self.streams.values():
             s._ptybox_buf.lock = threading.RLock()
 
@@ -989,6 +957,7 @@ class Driver:
     def _late_write(self, sid, name, text):
         data = text.encode("utf-8", "backslashreplace")
         with self.late_lock:
+            self.late_used = True
             left = self.late_left.get(name)
             if left is not None and len(data) > left:
                 cut = _char_start(data, left)
@@ -1003,7 +972,10 @@ class Driver:
 
     def _reset_late(self, max_output):
         """New period for thread-written late output; report what was dropped."""
+        if not self.late_used and max_output == self.late_max:
+            return                           # (set under late_lock before any change)
         with self.late_lock:
+            self.late_used, self.late_max = False, max_output
             dropped = self.late_dropped
             if dropped:
                 self.late_dropped = {}
@@ -1078,8 +1050,9 @@ class Driver:
 
     # -- SIGINT
     def _on_sigint(self, signum, frame):
-        if self.running is None:
-            return                           # between snippets: ignored
+        if self.running is None:             # between snippets: see interrupt()
+            self.sigint_idle += 1
+            return
         self.sigint_seen = True
         if self.armed:
             raise KeyboardInterrupt
@@ -1099,7 +1072,7 @@ class Driver:
                 self.armed = False
         except BaseException as e:           # everything, SystemExit and ^C included
             exc = e
-        if os.getpid() != self.pid:          # a fork() of user code got here: end it
+        if self.forked:                      # a fork() of user code got here: end it
             self._exit_forked_child(exc)
         return value, exc
 
@@ -1198,7 +1171,6 @@ class Driver:
     def execute(self, sid, code, max_output):
         self.result_pending = True
         idj = b"%d" % sid if type(sid) is int else _payload(sid)
-        start = b'{"type":"start","id":%s}' % idj
         if not self.checked:
             self._check()                    # the last one was cut short
         self._install()
@@ -1206,14 +1178,16 @@ class Driver:
         self._reset_late(max_output)
         self.sigint_seen = self.sigint_deferred = False
         self.running = self.last_id = sid
+        if self.sigint_idle:                 # the ^C for this snippet came first
+            self.sigint_idle = 0
+            self.sigint_seen = self.sigint_deferred = True
         self.max_output = max_output
-        if not self.capture.begin(sid, start, max_output):      # sends "start"
+        if not self.capture.begin(sid, max_output):
             self.running = None
             self._check()                    # the pump died: rebuilt, try once more
             self._install()
             self.running = sid
-            if not self.capture.begin(sid, start, max_output):
-                self.term.send_payload(start)
+            self.capture.begin(sid, max_output)
 
         t0 = time.perf_counter()
         value, exc = self._call_user(self._run_code, sid, code)
@@ -1254,40 +1228,40 @@ class Driver:
                                 "error": error, "duration_ms": round(duration, 3)})
         self.capture.end(sid, max_output, payload)
         self.result_pending = False
-        self._check()
+        self.snippets += 1
+        self._check(term_checked=True, thorough=duration >= 1.0 or not self.snippets & 15)
 
     # -- requests
-    def reader(self):
-        """Thread: read request lines, answer ping at once, queue the rest."""
-        _no_signals()
-        while True:
-            line = self.term.read_line()
-            if line is None:
-                os._exit(0)                  # the terminal is gone: so are we
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                req = self._parse(line)
-            except Exception as e:           # e.g. RecursionError on absurd JSON
-                req = self._reject(None, "malformed request: %r" % (e,))
-            if req is None:
-                continue
-            if req["op"] == "ping":
-                self.term.send({"type": "pong", "id": req.get("id")})
-            else:
-                self.inbox.put(req)
+    def interrupt(self, rid):
+        """The interrupt request that followed a ^C: it names the snippet the
+        client meant.  Requests are read only between snippets, so that one
+        has ended (or never ran).  If its run saw a SIGINT, that was this ^C;
+        if not, the ^C came while idle and is explained now.  Any other idle
+        ^C is for the snippet read next (whose request follows this one), even
+        one that came before this request was read."""
+        if rid == self.last_id and self.sigint_seen:
+            return
+        if self.sigint_idle:
+            self.sigint_idle -= 1
 
     def _parse(self, line):
         try:
             line = line.translate(_URLSAFE) + b"=" * (-len(line) % 4)
-            req = _loads(binascii.a2b_base64(line).decode("utf-8"))
+            data = binascii.a2b_base64(line)
+            req = _loads(data.decode("utf-8"))
+        except UnicodeDecodeError:           # say so under the request's id
+            rid = None
+            try:
+                rid = _loads(data.decode("utf-8", "replace")).get("id")
+            except Exception:
+                pass
+            return self._reject(rid, "the request is not valid UTF-8")
         except (ValueError, TypeError) as e:
             return self._reject(None, "malformed request: %s" % e)
         if not isinstance(req, dict):
             return self._reject(None, "a request must be a JSON object")
         op, rid = req.get("op"), req.get("id")
-        if op not in ("exec", "ping", "shutdown"):
+        if op not in ("exec", "interrupt", "ping", "shutdown"):
             return self._reject(rid, "unknown op %r" % (op,))
         if op == "exec":
             limit = req.setdefault("max_output", DEFAULT_MAX_OUTPUT)
@@ -1302,7 +1276,7 @@ class Driver:
         return None
 
     def serve(self):
-        """Main loop: run queued requests in order, whatever user code does."""
+        """Main loop: read requests and run them in order, whatever user code does."""
         while True:
             try:
                 self._serve()
@@ -1310,13 +1284,31 @@ class Driver:
                 pass
 
     def _serve(self):
+        term = self.term
         while True:
             req = None
             try:
-                req = self.inbox.get()
-                if req["op"] == "shutdown":
-                    os._exit(0)
-                self.execute(req.get("id"), req["code"], req["max_output"])
+                line = term.read_line()
+                if line is None:
+                    os._exit(0)              # the terminal is gone: so are we
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    req = self._parse(line)
+                except Exception as e:       # e.g. RecursionError on absurd JSON
+                    req = self._reject(None, "malformed request: %r" % (e,))
+                if req is None:
+                    continue
+                op = req["op"]
+                if op == "exec":
+                    self.execute(req.get("id"), req["code"], req["max_output"])
+                elif op == "interrupt":
+                    self.interrupt(req.get("id"))
+                elif op == "ping":
+                    term.send({"type": "pong", "id": req.get("id")})
+                else:
+                    os._exit(0)              # shutdown
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self._stray(req, exc)
 
@@ -1366,7 +1358,6 @@ def main():
     driver = Driver(term)
     term.send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(),
                "python": sys.version.split()[0]})
-    threading.Thread(target=driver.reader, name="ptybox-requests", daemon=True).start()
     driver.serve()
 
 

@@ -385,10 +385,14 @@ int instance_write(struct instance *in, char *buf, size_t len)
 	return pty_write_take(&in->pty, buf, len);
 }
 
-void instance_interrupt(struct instance *in)
+int instance_interrupt(struct instance *in, uint64_t id)
 {
-	if (in->state == I_READY)
-		pty_write(&in->pty, "\x03", 1);
+	if (in->state != I_READY)
+		return -EPIPE;
+	char *line;
+	size_t len;
+	int rc = protocol_interrupt_line(id, &line, &len);
+	return rc < 0 ? rc : pty_write_take(&in->pty, line, len);
 }
 
 void instance_close(struct instance *in)

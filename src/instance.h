@@ -74,8 +74,8 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data);
 /* Takes ownership of buf. */
 int instance_write(struct instance *in, char *buf, size_t len);
-/* ^C over the terminal. */
-void instance_interrupt(struct instance *in);
+/* ^C over the terminal, and the interrupt request that names snippet id. */
+int instance_interrupt(struct instance *in, uint64_t id);
 /* Kills the child; on_dead follows once the terminal is drained. */
 void instance_kill(struct instance *in);
 /* Every process gone (waits for the child if it is alive), handles closed,

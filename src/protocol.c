@@ -120,13 +120,36 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 	return rc;
 }
 
+int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
+{
+	char json[64];
+	int n = snprintf(json, sizeof(json), "{\"id\":%llu,\"op\":\"interrupt\"}",
+			 (unsigned long long)id);
+	/* ^C and the request that names its snippet, in one write. */
+	char *line;
+	size_t len;
+	int rc = protocol_encode_text(json, (size_t)n, &line, &len);
+	if (rc < 0)
+		return rc;
+	char *grown = realloc(line, len + 2);
+	if (!grown) {
+		free(line);
+		return -ENOMEM;
+	}
+	line = grown;
+	memmove(line + 1, line, len + 1);
+	line[0] = '\x03';
+	*out = line;
+	*outlen = len + 1;
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	enum protocol_frame_type type;
 } protocol_frame_types[] = {
-	{"ready", FRAME_READY},	    {"start", FRAME_START},   {"stream", FRAME_STREAM},
-	{"display", FRAME_DISPLAY}, {"result", FRAME_RESULT}, {"pong", FRAME_PONG},
-	{"error", FRAME_ERROR},
+	{"ready", FRAME_READY},	  {"stream", FRAME_STREAM}, {"display", FRAME_DISPLAY},
+	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
 };
 
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f)

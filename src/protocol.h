@@ -41,7 +41,6 @@ struct ptybox_result;
 enum protocol_frame_type {
 	FRAME_UNKNOWN,
 	FRAME_READY,
-	FRAME_START,
 	FRAME_STREAM,
 	FRAME_DISPLAY,
 	FRAME_RESULT,
@@ -66,6 +65,9 @@ int protocol_request_line(const cJSON *req, char **out, size_t *outlen);
 /* The exec request for a snippet. -EINVAL if code has a NUL byte. */
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
 		       size_t *outlen);
+/* ^C, then the interrupt request naming snippet id (the driver learns from it
+ * which snippet a ^C was meant for). Caller frees. */
+int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);
 /* Parses one frame's payload. 0 or -EINVAL (not a JSON object with a known
  * shape); on success the caller frees with protocol_frame_free. */
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f);

@@ -12,8 +12,9 @@
  * grace after ^C. The instance (instance.c) owns everything on the terminal's
  * side; a fresh one comes from the pool (pool.c) when there is one, so a
  * restart is a swap. A snippet ends in exactly one result, whatever happens
- * to the driver. ^C is sent only after the driver said the snippet started,
- * so it can never land in the driver's own loop. Callbacks never run inside
+ * to the driver. ^C goes with an interrupt request naming its snippet, so the
+ * driver knows whom it was for even when it lands between two snippets
+ * (ptybox-protocol(7)): no waiting for the snippet to start. Callbacks never run inside
  * the caller's own call into the API.
  */
 #define _GNU_SOURCE
@@ -46,7 +47,7 @@ struct exec {
 	char *line; /* the encoded request until it is handed to the PTY */
 	size_t line_len;
 	double timeout;
-	bool stream, started, ctrl_c_sent;
+	bool stream, ctrl_c_sent;
 	bool restart; /* not a snippet: a restart queued in order */
 	enum exec_stop stop;
 	uint64_t sent_ns;
@@ -236,7 +237,10 @@ static void session_ctrl_c(ptybox_session *s, struct exec *e)
 	if (e->ctrl_c_sent)
 		return;
 	e->ctrl_c_sent = true;
-	instance_interrupt(s->in);
+	int rc = instance_interrupt(s->in, e->id);
+	if (rc < 0) /* the grace timer kills it */
+		log_msg("session: id=%llu: could not send ^C: %s", (unsigned long long)e->id,
+			strerror(-rc));
 	session_arm(s, session_ms(s->opts.kill_grace) + 1, session_grace_cb);
 }
 
@@ -247,15 +251,6 @@ static void session_timeout_cb(uv_timer_t *t)
 	if (s->state != S_RUNNING || !e)
 		return;
 	e->stop = STOP_TIMEOUT;
-	if (!e->started) {
-		/* Still reading its request: a ^C now would hit the driver's loop. */
-		char msg[128];
-		snprintf(msg, sizeof(msg),
-			 "timed out after %g s before it started; restarted with fresh state",
-			 e->timeout);
-		session_replace(s, PTYBOX_TIMEOUT, msg);
-		return;
-	}
 	session_ctrl_c(s, e);
 }
 
@@ -378,7 +373,7 @@ static void session_on_driver_error(ptybox_session *s, struct protocol_frame *f)
 	struct exec *e = s->head;
 	const char *msg = protocol_str(f->root, "message");
 	log_msg("session: driver error: %s", msg ? msg : "?");
-	if (s->state != S_RUNNING || !e || e->started || (f->has_id && f->id != e->id))
+	if (s->state != S_RUNNING || !e || (f->has_id && f->id != e->id))
 		return;
 	cJSON *err = cJSON_CreateObject();
 	cJSON_AddStringToObject(err, "name", "ProtocolError");
@@ -398,13 +393,6 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 	}
 	struct exec *e = s->head;
 	switch (f.type) {
-	case FRAME_START:
-		if (s->state == S_RUNNING && e && f.has_id && f.id == e->id && !e->started) {
-			e->started = true;
-			if (e->stop == STOP_INTERRUPT)
-				session_ctrl_c(s, e);
-		}
-		break;
 	case FRAME_STREAM: session_on_stream(s, &f); break;
 	case FRAME_DISPLAY:
 		if (s->state == S_RUNNING && e && f.has_id && f.id == e->id)
@@ -604,8 +592,7 @@ int ptybox_session_interrupt(ptybox_session *s)
 		return -ENOENT;
 	if (e->stop == STOP_NONE)
 		e->stop = STOP_INTERRUPT;
-	if (e->started)
-		session_ctrl_c(s, e);
+	session_ctrl_c(s, e);
 	return 0;
 }
 

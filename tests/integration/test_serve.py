@@ -58,8 +58,9 @@ class ServeTest(TestCase):
 
     def test_interrupt_stops_the_snippet_and_keeps_state(self):
         self.s.exec("state = 'kept'", id=1)
+        # Sent together: the ^C may reach the driver while it still reads
+        # the request; the snippet must start interrupted, not run on.
         self.s.send({"id": 2, "op": "exec", "code": "while True: pass"})
-        time.sleep(0.3)  # let it start spinning; the interrupt must work mid-run
         self.s.send({"id": 3, "op": "interrupt"})
         replies = {}
         while len(replies) < 2:
@@ -69,6 +70,23 @@ class ServeTest(TestCase):
         self.assertEqual(replies[2]["status"], "interrupted")
         self.assertFalse(replies[2]["state_lost"])
         self.assertEqual(self.s.exec("state", id=4)["result"], {"text/plain": "'kept'"})
+
+    def test_interrupts_at_any_moment_hit_only_their_own_snippet(self):
+        # Each spinning snippet is interrupted at once, whenever the ^C lands;
+        # timeouts that race the end of a snippet never spill into the next.
+        self.s.exec("n = 0", id=0)
+        for i in range(10):
+            self.s.send({"id": 1000 + i, "op": "exec", "code": "while True: pass"})
+            self.s.send({"id": 2000 + i, "op": "interrupt"})
+            r = self.s.recv_result(1000 + i, timeout=10)
+            self.assertEqual(r["status"], "interrupted", r)
+            self.assertFalse(r["state_lost"], r)
+        for i in range(30):
+            r = self.s.exec("import time; time.sleep(0.02)", id=3000 + i, timeout=0.02)
+            self.assertIn(r["status"], ("ok", "timeout"), r)
+            self.assertFalse(r["state_lost"], r)
+            self.assertOk(self.s.exec("n += 1", id=4000 + i))
+        self.assertEqual(self.s.exec("n", id=5000)["result"], {"text/plain": "30"})
 
     def test_interrupt_with_nothing_running_is_an_error_reply(self):
         self.s.send({"id": 1, "op": "interrupt"})
