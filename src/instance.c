@@ -2,13 +2,14 @@
  * instance.c - one interpreter on the far side of a terminal, from fork to
  * the last byte it wrote.
  *
- * It owns the transport, the PTY, the boot (bootstrap prompt, driver source,
- * nonce handshake), the frame scanner and the terminal's noise, and it knows
- * when the interpreter is gone: its child exited and the terminal was read to
- * EIO (or the drain deadline passed, when something the code started still
- * holds the terminal). It knows nothing of snippets: the session above
- * interprets frames. Kept apart so that instances can be booted ahead of use
- * (pool.c) and swapped in at once.
+ * It owns the transport, the PTY, the boot (bootstrap prompt, the driver as
+ * code precompiled at build time when the interpreter's bytecode magic
+ * matches, else as source, nonce handshake), the frame scanner and the
+ * terminal's noise, and it knows when the interpreter is gone: its child
+ * exited and the terminal was read to EIO (or the drain deadline passed, when
+ * something the code started still holds the terminal). It knows nothing of
+ * snippets: the session above interprets frames. Kept apart so that instances
+ * can be booted ahead of use (pool.c) and swapped in at once.
  */
 #define _GNU_SOURCE
 #include "instance.h"
@@ -27,6 +28,11 @@
 
 extern const unsigned char ptybox_driver_py[];
 extern const size_t ptybox_driver_py_len;
+/* The driver compiled at build time (cmake/driver_code.py), and the magic of
+ * the interpreter that compiled it; "" and 0 when the build had no python3. */
+extern const unsigned char ptybox_driver_code[];
+extern const size_t ptybox_driver_code_len;
+extern const char ptybox_driver_magic[];
 
 #define INSTANCE_DRAIN_MS 1000
 
@@ -150,6 +156,49 @@ static size_t instance_match_prompt(struct instance *in, const char *prompt, con
 	return i;
 }
 
+/* Keeps the boot prompt's line up to its newline (carriage returns left
+ * out); returns how many bytes of buf it consumed. A line longer than any
+ * magic is done at once, and kept as empty: the source goes. */
+static size_t instance_read_boot_rest(struct instance *in, const char *buf, size_t len, bool *done)
+{
+	size_t i = 0;
+	*done = false;
+	while (i < len && !*done) {
+		char c = buf[i++];
+		if (c == '\n') {
+			*done = true;
+		} else if (in->boot_rest_len == sizeof(in->boot_rest)) {
+			in->boot_rest_len = 0;
+			*done = true;
+		} else if (c != '\r') {
+			in->boot_rest[in->boot_rest_len++] = c;
+		}
+	}
+	instance_remember_noise(in, buf, i);
+	return i;
+}
+
+/* The driver goes as code compiled at build time when the interpreter runs
+ * the same bytecode (its magic is the one the code was compiled under), else
+ * as source: a remote host may run any Python. */
+static int instance_send_driver(struct instance *in)
+{
+	bool code = ptybox_driver_code_len > 0 &&
+		    protocol_boot_code_fits(in->boot_rest, in->boot_rest_len, ptybox_driver_magic);
+	char *boot;
+	size_t boot_len;
+	int rc = code ? protocol_boot_lines(ptybox_driver_magic, ptybox_driver_code,
+					    ptybox_driver_code_len, &boot, &boot_len)
+		      : protocol_boot_lines(PROTOCOL_BOOT_SOURCE, ptybox_driver_py,
+					    ptybox_driver_py_len, &boot, &boot_len);
+	if (rc < 0)
+		return rc;
+	log_msg("instance %d: %s%.*s: sending the driver as %s", (int)in->pty.pid,
+		PROTOCOL_BOOT_PROMPT, (int)in->boot_rest_len, in->boot_rest,
+		code ? "compiled code" : "source");
+	return pty_write_take(&in->pty, boot, boot_len);
+}
+
 static void instance_settle(struct instance *in);
 static void instance_setup_cb(uv_poll_t *h, int status, int events);
 
@@ -183,12 +232,16 @@ static void instance_pty_data(struct pty *p, const char *buf, size_t len)
 		len -= used;
 		if (!found)
 			return;
-		char *boot;
-		size_t boot_len;
-		int rc = protocol_boot_lines(ptybox_driver_py, ptybox_driver_py_len, &boot,
-					     &boot_len);
-		if (rc == 0)
-			rc = pty_write_take(&in->pty, boot, boot_len);
+		in->state = I_BOOT_MAGIC;
+		in->boot_rest_len = 0;
+	}
+	if (in->state == I_BOOT_MAGIC) {
+		used = instance_read_boot_rest(in, buf, len, &found);
+		buf += used;
+		len -= used;
+		if (!found)
+			return;
+		int rc = instance_send_driver(in);
 		if (rc < 0) {
 			log_msg("instance: send the driver: %s", strerror(-rc));
 			instance_kill(in);

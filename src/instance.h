@@ -19,6 +19,7 @@
 
 enum instance_state {
 	I_BOOT,	      /* waiting for the bootstrap's prompt */
+	I_BOOT_MAGIC, /* prompt seen; reading the rest of its line (the magic) */
 	I_HANDSHAKE,  /* driver sent; waiting for its nonce prompt */
 	I_WAIT_READY, /* nonce sent; waiting for the ready frame */
 	I_READY,
@@ -53,6 +54,8 @@ struct instance {
 	int wstatus;
 	char nonce[2 * PROTOCOL_NONCE_BYTES + 1];
 	size_t prompt_matched;
+	char boot_rest[PROTOCOL_BOOT_REST_MAX]; /* the prompt's line after the prompt */
+	size_t boot_rest_len;
 	struct frame_scanner scanner;
 	char noise[INSTANCE_NOISE_TAIL + 1];
 	size_t noise_len;

@@ -43,21 +43,35 @@ int protocol_make_nonce(char *out, size_t outlen)
 	return 0;
 }
 
-int protocol_boot_lines(const unsigned char *src, size_t len, char **out, size_t *outlen)
+bool protocol_boot_code_fits(const char *rest, size_t len, const char *magic)
 {
+	size_t mlen = strlen(magic);
+	if (len > 0 && rest[len - 1] == '\r')
+		len--;
+	return mlen > 0 && len == mlen + 1 && rest[0] == ' ' && memcmp(rest + 1, magic, mlen) == 0;
+}
+
+int protocol_boot_lines(const char *form, const unsigned char *data, size_t len, char **out,
+			size_t *outlen)
+{
+	size_t flen = strlen(form);
+	if (flen == 0 || flen > PROTOCOL_BOOT_REST_MAX || strpbrk(form, "\r\n"))
+		return -EINVAL;
 	size_t b64cap = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
 	char *b64 = malloc(b64cap);
 	if (!b64)
 		return -ENOMEM;
-	sodium_bin2base64(b64, b64cap, src, len, sodium_base64_VARIANT_ORIGINAL);
+	sodium_bin2base64(b64, b64cap, data, len, sodium_base64_VARIANT_ORIGINAL);
 	size_t b64len = strlen(b64);
 	size_t lines = (b64len + PROTOCOL_BOOT_LINE - 1) / PROTOCOL_BOOT_LINE;
-	char *buf = malloc(b64len + lines + 2);
+	char *buf = malloc(flen + 1 + b64len + lines + 2);
 	if (!buf) {
 		free(b64);
 		return -ENOMEM;
 	}
-	size_t o = 0;
+	memcpy(buf, form, flen);
+	size_t o = flen;
+	buf[o++] = '\n';
 	for (size_t i = 0; i < b64len; i += PROTOCOL_BOOT_LINE) {
 		size_t n = b64len - i < PROTOCOL_BOOT_LINE ? b64len - i : PROTOCOL_BOOT_LINE;
 		memcpy(buf + o, b64 + i, n);

@@ -12,17 +12,27 @@
 #include <cjson/cJSON.h>
 
 #define PROTOCOL_VERSION 1
-/* Run by the transport as `python3 -I -c BOOTSTRAP`: says it runs, then reads
- * the driver as base64 lines up to an empty line. The terminal is still
- * canonical here. The client sends the driver only once it sees
- * PROTOCOL_BOOT_PROMPT, so what a failing transport says ("ssh: connect to
- * host ...") is the last thing on the terminal, not the echo of the driver.
- * The prompt is printed from two pieces so that a command line echoed by a
- * remote shell can never match it. */
+/* Run by the transport as `python3 -I -c BOOTSTRAP`: says it runs and with
+ * which bytecode magic (hex, from the importlib already loaded, so that it
+ * imports nothing slow), reads a form line, then the driver as base64 lines up
+ * to an empty line, and runs it: as marshalled, zlib-compressed code if the
+ * form line is its own magic, else as source. The terminal is still canonical
+ * here. The client sends the driver only once it sees PROTOCOL_BOOT_PROMPT, so
+ * what a failing transport says ("ssh: connect to host ...") is the last thing
+ * on the terminal, not the echo of the driver. The prompt is printed from
+ * pieces so that a command line echoed by a remote shell can never match it.
+ * No single quote: transports put it inside one. */
 #define PROTOCOL_BOOTSTRAP                                                                         \
-	"import base64;print(\"PTYBOX/1\",\"BOOT\");"                                              \
-	"exec(base64.b64decode(\"\".join(iter(input,\"\"))))"
+	"import binascii as b,marshal as m,_frozen_importlib_external as f;"                       \
+	"h=f.MAGIC_NUMBER.hex();print(\"PTYBOX/1\",\"BOOT\",h);k=input();"                         \
+	"s=b.a2b_base64(\"\".join(iter(input,\"\")));"                                             \
+	"exec(m.loads(__import__(\"zlib\").decompress(s))if k==h else s)"
 #define PROTOCOL_BOOT_PROMPT "PTYBOX/1 BOOT"
+/* The form line for the driver's source; compiled code goes under its magic. */
+#define PROTOCOL_BOOT_SOURCE "source"
+/* Bytes of the prompt's line kept after PROTOCOL_BOOT_PROMPT (" " and the
+ * magic); a longer line is sent the source. */
+#define PROTOCOL_BOOT_REST_MAX 64
 /* Base64 line length while the terminal is canonical (Linux keeps 4095 a line). */
 #define PROTOCOL_BOOT_LINE 512
 /* The driver prints this (not framed) once its terminal is raw and silent; the
@@ -57,9 +67,18 @@ struct protocol_frame {
 
 /* A fresh session nonce: 2*PROTOCOL_NONCE_BYTES hex characters and a NUL. */
 int protocol_make_nonce(char *out, size_t outlen);
-/* The driver's source as the boot expects it: standard base64 lines of at most
- * PROTOCOL_BOOT_LINE characters, then an empty line. Caller frees *out. */
-int protocol_boot_lines(const unsigned char *src, size_t len, char **out, size_t *outlen);
+/* Whether the driver may go as code compiled by the interpreter whose bytecode
+ * magic is magic (hex): rest is what followed PROTOCOL_BOOT_PROMPT on its line,
+ * without the newline. Only " MAGIC" (a carriage return after it aside)
+ * matches; a missing or other magic, or an empty magic, does not. */
+bool protocol_boot_code_fits(const char *rest, size_t len, const char *magic);
+/* What the boot reads after its prompt: the form line (the magic for compiled
+ * code, else PROTOCOL_BOOT_SOURCE), then data as standard base64 lines of at
+ * most PROTOCOL_BOOT_LINE characters, then an empty line. -EINVAL for a form
+ * that is empty, longer than PROTOCOL_BOOT_REST_MAX or not one line. Caller
+ * frees *out. */
+int protocol_boot_lines(const char *form, const unsigned char *data, size_t len, char **out,
+			size_t *outlen);
 /* One request line: base64url of the JSON object, then '\n'. Caller frees. */
 int protocol_request_line(const cJSON *req, char **out, size_t *outlen);
 /* The exec request for a snippet. -EINVAL if code has a NUL byte. */

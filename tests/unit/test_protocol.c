@@ -1,4 +1,4 @@
-/* Unit tests for protocol.c: request encoding and frame decoding. */
+/* Unit tests for protocol.c: the boot, request encoding and frame decoding. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sodium.h>
@@ -51,12 +53,15 @@ static void test_boot_lines_are_short_and_end_empty(void **state)
 		src[i] = (unsigned char)(i * 7);
 	char *out;
 	size_t len;
-	assert_int_equal(protocol_boot_lines(src, n, &out, &len), 0);
+	assert_int_equal(protocol_boot_lines("a70d0d0a", src, n, &out, &len), 0);
 	assert_true(len >= 2 && out[len - 1] == '\n' && out[len - 2] == '\n');
-	/* every line at most PROTOCOL_BOOT_LINE, and the concatenation decodes back */
+	assert_int_equal(strlen(out), len);
+	/* the form line first */
+	assert_memory_equal(out, "a70d0d0a\n", 9);
+	/* then every line at most PROTOCOL_BOOT_LINE, and the concatenation decodes back */
 	char *joined = malloc(len);
 	size_t jl = 0;
-	for (char *p = out; *p != '\n';) {
+	for (char *p = out + 9; *p != '\n';) {
 		char *nl = strchr(p, '\n');
 		assert_true((size_t)(nl - p) <= PROTOCOL_BOOT_LINE);
 		memcpy(joined + jl, p, (size_t)(nl - p));
@@ -74,6 +79,157 @@ static void test_boot_lines_are_short_and_end_empty(void **state)
 	free(joined);
 	free(out);
 	free(src);
+}
+
+static void test_boot_lines_form(void **state)
+{
+	char *out = NULL;
+	size_t len;
+	assert_int_equal(protocol_boot_lines(PROTOCOL_BOOT_SOURCE, NULL, 0, &out, &len), 0);
+	assert_int_equal(len, strlen(PROTOCOL_BOOT_SOURCE) + 2);
+	assert_string_equal(out, PROTOCOL_BOOT_SOURCE "\n\n");
+	free(out);
+	out = NULL;
+	char longer[PROTOCOL_BOOT_REST_MAX + 2];
+	memset(longer, 'a', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	const char *bad[] = {"", "a\nb", "a70d0d0a\r", longer};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(
+			protocol_boot_lines(bad[i], (const unsigned char *)"x", 1, &out, &len),
+			-EINVAL);
+	assert_null(out);
+}
+
+static bool fits(const char *rest, const char *magic)
+{
+	return protocol_boot_code_fits(rest, strlen(rest), magic);
+}
+
+static void test_boot_code_only_for_the_same_magic(void **state)
+{
+	assert_true(fits(" a70d0d0a", "a70d0d0a"));
+	assert_true(fits(" a70d0d0a\r", "a70d0d0a"));
+	/* no magic (an older bootstrap), another Python, anything else: source */
+	assert_false(fits("", "a70d0d0a"));
+	assert_false(fits("\r", "a70d0d0a"));
+	assert_false(fits(" ", "a70d0d0a"));
+	assert_false(fits(" cb0d0d0a", "a70d0d0a"));
+	assert_false(fits(" A70D0D0A", "a70d0d0a"));
+	assert_false(fits(" a70d0d", "a70d0d0a"));
+	assert_false(fits(" a70d0d0aff", "a70d0d0a"));
+	assert_false(fits("a70d0d0a", "a70d0d0a"));
+	assert_false(fits("  a70d0d0a", "a70d0d0a"));
+	assert_false(fits(" a70d0d0a x", "a70d0d0a"));
+	/* a build without a precompiled driver has no magic */
+	assert_false(fits(" ", ""));
+	assert_false(fits("", ""));
+}
+
+static void test_bootstrap_cannot_echo_as_its_prompt(void **state)
+{
+	/* a remote terminal's echo of the command line must never match */
+	assert_null(strstr(PROTOCOL_BOOTSTRAP, PROTOCOL_BOOT_PROMPT));
+	/* transports quote it with single quotes, on one line */
+	assert_null(strpbrk(PROTOCOL_BOOTSTRAP, "'\n\r\\$`"));
+}
+
+#define TEST_PYTHON "/usr/bin/python3"
+
+/* Runs python3 -I -c arg on pipes, with in as its standard input; returns its
+ * standard output (NUL-terminated, the length in *outlen). */
+static char *run_python(const char *arg, const char *in, size_t inlen, size_t *outlen)
+{
+	int to[2], from[2];
+	assert_int_equal(pipe(to), 0);
+	assert_int_equal(pipe(from), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		close(to[0]);
+		close(to[1]);
+		close(from[0]);
+		close(from[1]);
+		execl(TEST_PYTHON, TEST_PYTHON, "-I", "-c", arg, (char *)NULL);
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	/* the output is small: it waits in the pipe until the input is written */
+	for (size_t o = 0; o < inlen;) {
+		ssize_t n = write(to[1], in + o, inlen - o);
+		assert_true(n > 0);
+		o += (size_t)n;
+	}
+	close(to[1]);
+	size_t cap = 1 << 16, len = 0;
+	char *out = malloc(cap);
+	for (ssize_t n; (n = read(from[0], out + len, cap - 1 - len)) > 0;) {
+		len += (size_t)n;
+		if (len == cap - 1)
+			out = realloc(out, cap *= 2);
+	}
+	close(from[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	out[len] = '\0';
+	*outlen = len;
+	return out;
+}
+
+/* Runs the bootstrap on form and data; returns the rest of its prompt's line
+ * (in *magic, the magic alone) and what the driver printed. */
+static char *run_bootstrap(const char *form, const void *data, size_t len, char *magic,
+			   size_t magiclen)
+{
+	char *in, *out;
+	size_t inlen, outlen;
+	assert_int_equal(protocol_boot_lines(form, data, len, &in, &inlen), 0);
+	out = run_python(PROTOCOL_BOOTSTRAP, in, inlen, &outlen);
+	free(in);
+	const char *prompt = PROTOCOL_BOOT_PROMPT;
+	assert_memory_equal(out, prompt, strlen(prompt));
+	char *rest = out + strlen(prompt), *nl = strchr(rest, '\n');
+	assert_non_null(nl);
+	assert_true(nl - rest >= 1 && (size_t)(nl - rest) < magiclen);
+	memcpy(magic, rest + 1, (size_t)(nl - rest - 1));
+	magic[nl - rest - 1] = '\0';
+	assert_true(protocol_boot_code_fits(rest, (size_t)(nl - rest), magic));
+	char *printed = strdup(nl + 1);
+	free(out);
+	return printed;
+}
+
+static void test_bootstrap_runs_source_and_code(void **state)
+{
+	if (access(TEST_PYTHON, X_OK) != 0)
+		skip();
+	char magic[PROTOCOL_BOOT_REST_MAX];
+	const char *src = "print('source', 6 * 7)\n";
+	char *printed = run_bootstrap(PROTOCOL_BOOT_SOURCE, src, strlen(src), magic, sizeof(magic));
+	assert_string_equal(printed, "source 42\n");
+	free(printed);
+	assert_int_equal(strlen(magic), 8);
+	assert_int_equal(strspn(magic, "0123456789abcdef"), 8);
+
+	/* code as cmake/driver_code.py makes it, under the interpreter's magic */
+	size_t codelen;
+	char *code = run_python("import marshal,sys,zlib;sys.stdout.buffer.write(zlib.compress("
+				"marshal.dumps(compile('print(\"code\",6*7)','t','exec'))))",
+				"", 0, &codelen);
+	char again[PROTOCOL_BOOT_REST_MAX];
+	printed = run_bootstrap(magic, code, codelen, again, sizeof(again));
+	assert_string_equal(printed, "code 42\n");
+	free(printed);
+	free(code);
+
+	/* under any other form line, what comes is source */
+	printed = run_bootstrap("00000000", src, strlen(src), again, sizeof(again));
+	assert_string_equal(printed, "source 42\n");
+	free(printed);
 }
 
 static void test_exec_line_round_trips_any_code(void **state)
@@ -172,6 +328,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nonce_is_random_hex),
 		cmocka_unit_test(test_boot_lines_are_short_and_end_empty),
+		cmocka_unit_test(test_boot_lines_form),
+		cmocka_unit_test(test_boot_code_only_for_the_same_magic),
+		cmocka_unit_test(test_bootstrap_cannot_echo_as_its_prompt),
+		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
 		cmocka_unit_test(test_exec_line_rejects_nul),
 		cmocka_unit_test(test_parse_frames),
