@@ -1,10 +1,14 @@
 """ptybox driver: the program on the far side of the terminal.
 
-The ptybox client starts, in a fresh PTY, a bootstrap that says it runs, then
-reads this source as base64 lines and exec()s it in its __main__ globals:
+The ptybox client starts, in a fresh PTY, a bootstrap that says it runs and
+with which bytecode magic, then reads this program as base64 lines and exec()s
+it in its __main__ globals: compiled at build time (marshal, zlib) when the
+magic is the one it was compiled under, else this source:
 
-    python3 -I -c 'import base64;print("PTYBOX/1","BOOT");
-                   exec(base64.b64decode("".join(iter(input,""))))'
+    python3 -I -c 'import binascii as b,marshal as m,_frozen_importlib_external
+                   as f;h=f.MAGIC_NUMBER.hex();print("PTYBOX/1","BOOT",h);
+                   k=input();s=b.a2b_base64("".join(iter(input,"")));
+                   exec(m.loads(__import__("zlib").decompress(s))if k==h else s)'
 
 From then on this program owns everything on its side of the terminal:
 
@@ -51,8 +55,11 @@ result, not before the snippet.
 Standard library only; runs on Python 3.8 and later.
 """
 
-import _ast, _signal, base64, binascii, builtins, codecs, collections, errno, fcntl, io
-import json, linecache, os, re, select, signal, struct, sys, termios, threading, time, types
+# Only what starts fast: the interpreter runs with -S and these imports are on
+# the way to the first result (re, enum, json, base64, linecache are not).
+import _ast, _signal, binascii, builtins, codecs, errno, fcntl, io
+import os, select, sys, termios, threading, time, types
+from _collections import deque
 
 PROTOCOL = 1
 DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet, as the client's default
@@ -62,6 +69,7 @@ PIPE_SIZE = 1 << 20
 TTY_READ = 64 << 10
 TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
 FLUSH_DELAY = 0.05                # ... and at most this long (seconds) after a write
+SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
@@ -76,8 +84,35 @@ _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
 _CodeType = types.CodeType
 _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
-_dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-_loads = json.JSONDecoder().decode
+try:                                  # the json package's own C accelerators, without
+    import _json                      # importing json (and re) at start-up
+
+    class _JSONContext:
+        strict, object_hook, object_pairs_hook = True, None, None
+        parse_float, parse_int, parse_constant = float, int, float
+
+    def _not_json(obj):
+        raise TypeError("%s is not JSON serializable" % type(obj).__name__)
+
+    _encode = _json.make_encoder(None, _not_json, _json.encode_basestring_ascii, None,
+                                 ":", ",", False, False, True)
+    _scan = _json.make_scanner(_JSONContext())
+
+    def _dumps(obj):
+        return "".join(_encode(obj, 0))
+
+    def _loads(text):
+        try:
+            obj, end = _scan(text, 0)
+        except StopIteration as e:
+            raise ValueError("not JSON (at character %d)" % e.value) from None
+        if text[end:].strip():
+            raise ValueError("extra data after the JSON value")
+        return obj
+except (ImportError, AttributeError):
+    import json
+    _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+    _loads = json.JSONDecoder().decode
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
 
@@ -136,11 +171,9 @@ def _payload(obj):
     if b"\\u0000" in payload:
         # The client's JSON strings end at NUL: send U+FFFD, as for other
         # bytes that cannot be shown (an escaped backslash is left alone).
-        payload = _NUL_ESCAPE.sub(rb"\1\\ufffd", payload)
+        import re
+        payload = re.sub(rb"(?<!\\)((?:\\\\)*)\\u0000", rb"\1\\ufffd", payload)
     return payload.replace(b"\x7f", b"\\u007f")
-
-
-_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 def _json_ascii(data):
@@ -159,7 +192,7 @@ def _no_signals():
     handlers run there anyway).  A signal would end a blocked read of the
     terminal early, and that read may hold the last reference to it while
     user code has closed our fd: the client would then see the terminal close."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
 
 
 def _renamed(code, filename):
@@ -302,7 +335,7 @@ class _Pipe:
         self.wident = _identity(self.wfd)
         os.set_blocking(self.rfd, False)
         self.decoder = _decoder()
-        self.tail = collections.deque()
+        self.tail = deque()
         self.frame = (-1, b"", b"")          # (period, payload head, payload tail): _feed
         self.reset(None, None)
 
@@ -441,7 +474,7 @@ class Capture:
         stops cannot keep us here)."""
         fd = p.rfd
         try:
-            n = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+            n = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
         except OSError:
             n = 64 << 20
         while n > 0:
@@ -790,11 +823,13 @@ class Driver:
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
         self.fd_poll = None                  # _check(): our private fds, for POLLNVAL
+        self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
         self.late_lock = threading.Lock()
         self.late_left, self.late_dropped = {}, {}
         self.late_used, self.late_max = True, None   # late_left needs a reset
-        self.sources, self.source_bytes = collections.deque(), 0
+        self.sources, self.source_bytes = deque(), 0
+        self.unregistered = {}               # sources for linecache, once it is imported
         self.code_cache = {}                 # source -> (body, last expression, filename)
         self.module = types.ModuleType("__main__")
         self.module.__dict__["__builtins__"] = builtins
@@ -848,9 +883,9 @@ class Driver:
         os.dup2(self.devnull[0], 0)
         os.dup2(self.capture.pipes[0].wfd, 1)
         os.dup2(self.capture.pipes[1].wfd, 2)
-        if _signal.getsignal(signal.SIGINT) is not self.on_sigint:
-            _signal.signal(signal.SIGINT, self.on_sigint)
-        _signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT,))
+        if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
+            _signal.signal(_signal.SIGINT, self.on_sigint)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGINT,))
         self.checked = True
 
     def _install(self):
@@ -1027,7 +1062,7 @@ class Driver:
         png = getattr(obj, "_repr_png_", None)
         png = png() if callable(png) else None
         if isinstance(png, (bytes, bytearray)):
-            data["image/png"] = base64.b64encode(png).decode("ascii")
+            data["image/png"] = binascii.b2a_base64(png, newline=False).decode("ascii")
         return data
 
     def _show_figures(self):
@@ -1041,7 +1076,8 @@ class Driver:
                 fig = plt.figure(num)
                 buf = io.BytesIO()
                 fig.savefig(buf, format="png", bbox_inches="tight")
-                self.display_data({"image/png": base64.b64encode(buf.getvalue()).decode("ascii"),
+                png = binascii.b2a_base64(buf.getvalue(), newline=False).decode("ascii")
+                self.display_data({"image/png": png,
                                    "text/plain": repr(fig)})
             _, exc = self._call_user(show)
             self._call_user(plt.close, num)
@@ -1133,18 +1169,35 @@ class Driver:
         return body, last
 
     def _register_source(self, filename, code):
-        """Tracebacks show snippet lines; old sources go past a budget."""
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        """Tracebacks show snippet lines; old sources go past a budget.  Until
+        something imports linecache (slow to import), they wait here."""
+        linecache = sys.modules.get("linecache")
+        if linecache is None:
+            self.unregistered[filename] = code
+        else:
+            if self.unregistered:
+                self._flush_sources()
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         self.sources.append((filename, len(code)))
         self.source_bytes += len(code)
         while self.source_bytes > SOURCE_BUDGET and len(self.sources) > 1:
             old, n = self.sources.popleft()
             self.source_bytes -= n
-            linecache.cache.pop(old, None)
+            if self.unregistered.pop(old, None) is None and linecache is not None:
+                linecache.cache.pop(old, None)
+
+    def _flush_sources(self):
+        linecache = sys.modules.get("linecache")
+        if linecache is None or not self.unregistered:
+            return
+        cache, pending, self.unregistered = linecache.cache, self.unregistered, {}
+        for filename, code in pending.items():
+            cache[filename] = (len(code), None, code.splitlines(True), filename)
 
     def _error(self, exc):
         """name, value and traceback of exc (each part cut to max_output bytes)."""
         import traceback
+        self._flush_sources()
         cls = type(exc)
         module = getattr(cls, "__module__", None)
         name = cls.__qualname__
@@ -1194,8 +1247,8 @@ class Driver:
         if exc is None:                      # a write that fails fails the snippet
             exc = self._flush_stdio()
         duration = (time.perf_counter() - t0) * 1000.0
-        if _signal.getsignal(signal.SIGINT) is not self.on_sigint:
-            _signal.signal(signal.SIGINT, self.on_sigint)   # user code replaced it
+        if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
+            _signal.signal(_signal.SIGINT, self.on_sigint)  # user code replaced it
 
         result = None
         if exc is None and value is not None:
@@ -1288,6 +1341,9 @@ class Driver:
         while True:
             req = None
             try:
+                if (self.site is not None and term.pos >= len(term.buf)
+                        and not _readable(term.fd, 0 if self.snippets else SITE_WAIT)):
+                    self.site.load()         # idle: the rest of a normal start-up
                 line = term.read_line()
                 if line is None:
                     os._exit(0)              # the terminal is gone: so are we
@@ -1343,19 +1399,69 @@ class Driver:
 
 # ---------------------------------------------------------------- boot
 
+def _readable(fd, timeout):
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class _DeferredSite:
+    """The interpreter starts with -S: importing site (the site-packages
+    directories, .pth files, sitecustomize) takes as long again as the
+    interpreter's own start-up.  So it comes when the driver is idle (no
+    request SITE_WAIT after ready, or none waiting after a result) or at the
+    first import that the standard library cannot satisfy, whichever is
+    first; exit(), quit() and help() are there from the start."""
+
+    def __init__(self, driver):
+        import _sitebuiltins
+        self.driver = driver
+        builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+        builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+        builtins.help = _sitebuiltins._Helper()
+        sys.meta_path.append(self)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None:
+            return None                      # a submodule: its package was found
+        self.load()
+        return sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name, None, target)
+
+    def load(self):
+        self.driver.site = None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        try:
+            import site
+            path = sys.path[:]
+            sys.path[:] = [p for p in path if p != ""]
+            site.main()                      # (which would make "" the absolute cwd)
+            if "" in path:
+                sys.path.insert(0, "")
+            import linecache                 # for tracebacks, as site would have it
+            self.driver._flush_sources()
+        except Exception:
+            pass
+
+
 def main():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # until the driver is armed
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # until the driver is armed
     term = Terminal()
     term.write(b"\r\nPTYBOX/1 NONCE?\r\n")
     line = term.read_line()
     if line is None:
         os._exit(0)
     nonce = line.strip()
-    if not re.match(rb"\A[0-9A-Fa-f]{1,64}\Z", nonce):
+    if not 0 < len(nonce) <= 64 or nonce.translate(None, b"0123456789abcdefABCDEF"):
         term.write(b"\r\nPTYBOX/1 BAD NONCE\r\n")
         os._exit(2)
     term.start = b"<<<ptybox:" + nonce + b":"
     driver = Driver(term)
+    if sys.flags.no_site and "site" not in sys.modules:
+        driver.site = _DeferredSite(driver)
     term.send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(),
                "python": sys.version.split()[0]})
     driver.serve()

@@ -166,10 +166,10 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 	case TRANSPORT_LOCAL:
 	case TRANSPORT_NONE:
 		rc = transport_set_argv(
-			t, (const char *const[]){python, "-I", "-c", PROTOCOL_BOOTSTRAP, NULL});
+			t, (const char *const[]){python, "-I", "-S", "-c", PROTOCOL_BOOTSTRAP, NULL});
 		break;
 	case TRANSPORT_SSH: {
-		if (asprintf(&remote, "exec %s -I -c '%s'", o->python ? o->python : "python3",
+		if (asprintf(&remote, "exec %s -I -S -c '%s'", o->python ? o->python : "python3",
 			     PROTOCOL_BOOTSTRAP) < 0)
 			goto nomem;
 		char host[256], port[16] = "";
@@ -186,7 +186,7 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 		break;
 	}
 	case TRANSPORT_EXEC:
-		if (asprintf(&remote, "exec %s %s -I -c '%s'", o->target,
+		if (asprintf(&remote, "exec %s %s -I -S -c '%s'", o->target,
 			     o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0)
 			goto nomem;
 		rc = transport_set_argv(t, (const char *const[]){"/bin/sh", "-c", remote, NULL});

@@ -1,6 +1,7 @@
 """`ptybox run`: what a person at a shell and a script see."""
 import json
 import os
+import subprocess
 import tempfile
 import unittest
 
@@ -22,6 +23,23 @@ class DemoTest(TestCase):
         p = run("run", "-c", "2+3", "-c", "'a' * 3", "-c", "None", "-c", "x = 4")
         self.assertEqual(p.stdout, "5\n'aaa'\n")
         self.assertEqual(p.returncode, 0, p.stderr)
+
+
+class StartUpTest(TestCase):
+    """The interpreter starts with -S and imports site later (see the driver):
+    what user code sees must be what a normal start-up gives."""
+
+    def test_the_first_snippet_finds_what_site_adds(self):
+        code = ("try:\n    import ptybox_no_such_module\nexcept ImportError:\n    pass\n"
+                "import sys; print(sys.path)")
+        results, p = run_json(code, "exit(3)", "help")
+        host = subprocess.run(["/usr/bin/python3", "-I", "-c", "import sys; print(sys.path)"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertOk(results[0])
+        self.assertEqual(results[0]["stdout"], host.replace("[", "['', ", 1))
+        self.assertEqual(results[1]["error"]["name"], "SystemExit", results[1])
+        self.assertEqual(results[1]["error"]["value"], "3")
+        self.assertIn("help(", results[2]["result"]["text/plain"])
 
 
 class ExitStatusTest(TestCase):
