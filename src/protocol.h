@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #define PROTOCOL_VERSION 1
-/* Run by the transport as `python3 -I -c BOOTSTRAP`: says it runs and with
+/* Run by the transport as `python3 -I -S -c BOOTSTRAP`: says it runs and with
  * which bytecode magic (hex, from the importlib already loaded, so that it
  * imports nothing slow), reads a form line, then the driver as base64 lines up
  * to an empty line, and runs it: as marshalled, zlib-compressed code if the
