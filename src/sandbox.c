@@ -28,7 +28,8 @@
  *        │             namespace down with it.
  *        └ driver D    pid 2: own process group in the terminal's foreground, so
  *                      ^C reaches it and its children but neither I nor O;
- *                      rlimits, no_new_privs, seccomp, exec.
+ *                      rlimits, no_new_privs, seccomp, exec. Started vfork-style
+ *                      (shares I's memory until its exec; I waits meanwhile).
  *
  * Each hop sets PR_SET_PDEATHSIG(SIGKILL) after its last credential change
  * (commit_creds clears it): killing O kills I, and the kernel kills every
@@ -87,8 +88,9 @@
 #define SB_NOBODY	65534  /* what SB_ID is on the host when ptybox runs as root */
 #define SB_STAGE	"/tmp" /* where the new root is assembled (private mount ns) */
 #define SB_HOSTNAME	"ptybox"
-#define SB_EXIT_SETUP	125  /* a set-up step failed; the reason is on err_fd */
-#define SB_KILL_WAIT_MS 3000 /* sandbox_kill_all: bound on waiting for the last process */
+#define SB_EXIT_SETUP	125	     /* a set-up step failed; the reason is on err_fd */
+#define SB_KILL_WAIT_MS 3000	     /* sandbox_kill_all: bound on waiting for the last process */
+#define SB_DRIVER_STACK (256 * 1024) /* the driver's stack until its exec */
 
 /* mount_setattr (Linux 5.12), for headers that predate it. */
 #ifndef SYS_mount_setattr
@@ -347,7 +349,8 @@ static int sandbox_plan(struct sandbox *sb)
 		"/etc/ssl/certs",     "/etc/ssl/openssl.cnf", "/etc/python3",
 		"/etc/python3.11",    "/etc/python3.12",      "/etc/python3.13",
 		"/etc/mime.types",    "/etc/protocols",	      "/etc/services",
-		"/etc/gai.conf",      "/etc/host.conf",
+		"/etc/gai.conf",      "/etc/host.conf",	      "/etc/matplotlibrc",
+		"/etc/fonts",
 	};
 	static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	const unsigned long ro = MS_RDONLY | MS_NOSUID | MS_NODEV;
@@ -881,6 +884,50 @@ static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err
 	sandbox_exec(sb, argv, err_fd);
 }
 
+struct sandbox_driver_args {
+	const struct sandbox *sb;
+	char *const *argv;
+	int err_fd;
+};
+
+static int sandbox_driver_main(void *p)
+{
+	const struct sandbox_driver_args *a = p;
+
+	sandbox_driver(a->sb, a->argv, a->err_fd);
+}
+
+/* Starts the driver the way posix_spawn does: sharing init's memory on a stack of
+ * its own (CLONE_VM) while init waits (CLONE_VFORK) until it has exec'd or failed.
+ * A fork would copy init's page tables, a copy of ptybox's whole heap: milliseconds
+ * in a busy server. Only our code runs in the driver before its exec. */
+static pid_t sandbox_spawn_driver(const struct sandbox *sb, char *const argv[], int err_fd)
+{
+	struct sandbox_driver_args a = {sb, argv, err_fd};
+	long page = sysconf(_SC_PAGESIZE);
+	char *stack;
+	pid_t pid;
+	int e;
+
+	stack = mmap(NULL, SB_DRIVER_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -1;
+	/* a guard page: an overflow faults instead of writing into init's memory */
+	if (mprotect(stack, (size_t)page, PROT_NONE) < 0) {
+		e = errno;
+		munmap(stack, SB_DRIVER_STACK);
+		errno = e;
+		return -1;
+	}
+	pid = clone(sandbox_driver_main, stack + SB_DRIVER_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD,
+		    &a);
+	e = errno;
+	munmap(stack, SB_DRIVER_STACK); /* the driver has exec'd or exited by now */
+	errno = e;
+	return pid;
+}
+
 /* pid 1 of the new namespaces. */
 static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
 	__attribute__((noreturn));
@@ -922,11 +969,9 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 	sandbox_pivot(err_fd);
 	sandbox_drop_caps(err_fd);
 
-	driver = sandbox_clone(0);
+	driver = sandbox_spawn_driver(sb, argv, err_fd);
 	if (driver < 0)
 		sandbox_fail(err_fd, "fork", "the driver", errno);
-	if (driver == 0)
-		sandbox_driver(sb, argv, err_fd);
 	close(err_fd);
 	close(0);
 	close(1);

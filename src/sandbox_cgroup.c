@@ -5,7 +5,8 @@
  * <mount>/ptybox/<ptybox pid>-<n>, with v1 or v2 detected per controller
  * (memory, pids, cpu, freezer), because hosts still mix both. sandbox_new
  * creates and limits them before fork; the outer child joins them with plain
- * open/write (async-signal-safe); sandbox_kill_all freezes, kills and drains
+ * open/write (async-signal-safe), on v1 through `tasks` (see sandbox_cgroup_join);
+ * sandbox_kill_all freezes, kills and drains
  * them, so that nothing forked or setsid'ed inside escapes the session's end;
  * sandbox_free removes them. Everything the child needs (paths included) is
  * formatted here in the parent.
@@ -212,7 +213,8 @@ static void sandbox_cgroup_forget(struct sandbox_cgroup *g)
 {
 	free(g->dir);
 	free(g->procs);
-	g->dir = g->procs = NULL;
+	free(g->join);
+	g->dir = g->procs = g->join = NULL;
 }
 
 static int sandbox_cgroup_kill_procs(const char *procs, pid_t spare);
@@ -293,7 +295,10 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 				g->dir = NULL;
 			if (!g->dir || asprintf(&g->procs, "%s/cgroup.procs", g->dir) < 0)
 				g->procs = NULL;
-			if (!g->procs)
+			if (!g->procs || asprintf(&g->join, "%s/%s", g->dir,
+						  g->v2 ? "cgroup.procs" : "tasks") < 0)
+				g->join = NULL;
+			if (!g->join)
 				e = ENOMEM;
 			else if (mkdir(g->dir, 0755) < 0)
 				e = errno;
@@ -386,6 +391,12 @@ int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_optio
 	return rc;
 }
 
+/* On v1 the caller writes "0" to `tasks`, which moves only the calling thread: the
+ * kernel then skips the global threadgroup lock, whose write side waits for an RCU
+ * grace period (5-20 ms per join, measured; cgroup.procs pays it on every hierarchy
+ * the first time). The outer child is a fork's only thread and has no children yet,
+ * so the thread is the whole process, and everything it forks later inherits the
+ * cgroups. v2 has no `tasks` (cgroup.threads is for threaded cgroups only). */
 int sandbox_cgroup_join(const struct sandbox_cgroups *cgs, const char **failed)
 {
 	size_t i;
@@ -393,9 +404,9 @@ int sandbox_cgroup_join(const struct sandbox_cgroups *cgs, const char **failed)
 	for (i = 0; i < cgs->n; i++) {
 		int fd, e;
 
-		if (!cgs->cg[i].procs)
+		if (!cgs->cg[i].join)
 			continue;
-		fd = open(cgs->cg[i].procs, O_WRONLY | O_CLOEXEC);
+		fd = open(cgs->cg[i].join, O_WRONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			ssize_t n;
 			do

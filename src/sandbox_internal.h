@@ -4,7 +4,7 @@
  *
  * The seccomp program and the session's cgroups are each built by their own
  * file before fork; sandbox.c embeds the results in struct sandbox and only
- * hands them to the kernel (or to cgroup.procs) in the child.
+ * hands them to the kernel (or to the cgroups' tasks files) in the child.
  */
 #ifndef PTYBOX_SANDBOX_INTERNAL_H
 #define PTYBOX_SANDBOX_INTERNAL_H
@@ -43,7 +43,8 @@ struct sandbox_cgroup {
 	bool v2;
 	unsigned mask; /* 1 << SANDBOX_CG_* served by this hierarchy */
 	char *dir;     /* the session's directory, once created */
-	char *procs;   /* dir/cgroup.procs: the child joins by writing "0" */
+	char *procs;   /* dir/cgroup.procs: who is inside, for kill and drain */
+	char *join;    /* what the child writes "0" to: dir/tasks on v1, else procs */
 };
 
 /* The session's cgroups, one per hierarchy; zeroed means none. Owns its strings. */
@@ -58,8 +59,8 @@ struct sandbox_cgroups {
  * is undone by sandbox_cgroup_remove. */
 int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o, pid_t parent,
 			 char *err, size_t errlen);
-/* Child, async-signal-safe: moves the calling process into every cgroup. Returns 0,
- * or -1 with errno set and *failed the cgroup it could not join. */
+/* Child, async-signal-safe, single-threaded: moves the calling process into every
+ * cgroup. Returns 0, or -1 with errno set and *failed the cgroup it could not join. */
 int sandbox_cgroup_join(const struct sandbox_cgroups *cgs, const char **failed);
 /* Freezes the session, SIGKILLs every member but spare, thaws (bounded: 1 s). */
 void sandbox_cgroup_kill(const struct sandbox_cgroups *cgs, pid_t spare);

@@ -165,8 +165,8 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 	switch (o->kind) {
 	case TRANSPORT_LOCAL:
 	case TRANSPORT_NONE:
-		rc = transport_set_argv(
-			t, (const char *const[]){python, "-I", "-S", "-c", PROTOCOL_BOOTSTRAP, NULL});
+		rc = transport_set_argv(t, (const char *const[]){python, "-I", "-S", "-c",
+								 PROTOCOL_BOOTSTRAP, NULL});
 		break;
 	case TRANSPORT_SSH: {
 		if (asprintf(&remote, "exec %s -I -S -c '%s'", o->python ? o->python : "python3",

@@ -133,6 +133,44 @@ class LifecycleChecks:
         self.assertEqual(mount_table() - mounts, set())
         self.assertLess(elapsed, 60)
 
+    def test_every_process_and_thread_of_the_sandbox_is_in_its_cgroups(self):
+        # The outer child joins through v1's `tasks` (one thread); what it forks must
+        # follow: init, the driver, the driver's threads, the snippet's children.
+        self.skip_unless_root("the session's cgroups")
+        mark = marker()
+        s = self.r.serve("--env", "SECTEST_MARK=" + mark)
+        try:
+            for i in range(2):  # the first sandbox, and one from a restart
+                self.assertOk(s.exec(
+                    "import subprocess, threading, time\n"
+                    "t = threading.Thread(target=time.sleep, args=(1000,), daemon=True)\n"
+                    "t.start()\n"
+                    "child = subprocess.Popen(['sleep', '1000'])\n"
+                    "'up'", id=2 * i + 1))
+                dirs = cgroup_dirs_of(s.p.pid)
+                self.assertTrue(dirs)
+                # "<mount>/ptybox/<pid>-<n>" is "/ptybox/<pid>-<n>" in /proc/*/cgroup
+                want = set("/" + os.path.relpath(d, os.path.dirname(os.path.dirname(d)))
+                           for d in dirs)
+                self.assertEqual(len(want), 1, dirs)
+                path = want.pop()
+                pids = [p for p in host_pids_with(mark) if p != s.p.pid]
+                self.assertGreaterEqual(len(pids), 4, pids)  # outer child, init, driver, sleep
+                threads = 0
+                for pid in pids:
+                    for tid in os.listdir("/proc/%d/task" % pid):
+                        with open("/proc/%d/task/%s/cgroup" % (pid, tid)) as f:
+                            lines = f.read().splitlines()
+                        inside = [ln for ln in lines if ln.split(":", 2)[2] == path]
+                        self.assertEqual(len(inside), len(dirs),
+                                         "pid %d thread %s: %s" % (pid, tid, lines))
+                        threads += 1
+                self.assertGreater(threads, len(pids))  # the driver's threads were checked
+                self.assertTrue(s.restart("r%d" % i)["ok"])
+        finally:
+            rc, err = s.close()
+        self.assertEqual(rc, 0, err)
+
     def test_a_killed_ptybox_takes_its_sandbox_along_and_its_cgroups_are_swept(self):
         mark = marker()
         s = self.r.serve("--env", "SECTEST_MARK=" + mark)
