@@ -5,7 +5,7 @@ with which bytecode magic, then reads this program as base64 lines and exec()s
 it in its __main__ globals: compiled at build time (marshal, zlib) when the
 magic is the one it was compiled under, else this source:
 
-    python3 -I -c 'import binascii as b,marshal as m,_frozen_importlib_external
+    python3 -I -S -c 'import binascii as b,marshal as m,_frozen_importlib_external
                    as f;h=f.MAGIC_NUMBER.hex();print("PTYBOX/1","BOOT",h);
                    k=input();s=b.a2b_base64("".join(iter(input,"")));
                    exec(m.loads(__import__("zlib").decompress(s))if k==h else s)'
@@ -38,12 +38,12 @@ cannot contain a marker.  The driver's threads block signals, which go to the
 main thread, where their handlers run anyway.
 
 Interrupts: the client sends ^C and, in the same write, an "interrupt" request
-naming the snippet it meant.  A ^C that lands while no snippet runs is
-remembered; the interrupt request that follows it says whether it was meant
-for a snippet that has ended (forgotten) or for the one whose request is
-being read (which then starts interrupted).  So the client never waits for
-the driver to say a snippet started, and a ^C meant for a snippet that ended
-does not interrupt the next one.
+naming the snippet it meant.  ^Cs that land while no snippet runs are
+counted; an interrupt request for a snippet that ended without seeing a
+SIGINT takes one off, and a snippet that starts while the count is above zero
+starts interrupted (see interrupt()).  So the client never waits for the
+driver to say a snippet started, and a ^C meant for a snippet that ended does
+not interrupt the next one.
 
 The round trip of a small snippet is on the hot path, so the main thread does
 it alone, without waiting for other threads: it reads requests itself (while
@@ -1171,18 +1171,14 @@ class Driver:
     def _register_source(self, filename, code):
         """Tracebacks show snippet lines; old sources go past a budget.  Until
         something imports linecache (slow to import), they wait here."""
-        linecache = sys.modules.get("linecache")
-        if linecache is None:
-            self.unregistered[filename] = code
-        else:
-            if self.unregistered:
-                self._flush_sources()
-            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        self.unregistered[filename] = code
+        self._flush_sources()
         self.sources.append((filename, len(code)))
         self.source_bytes += len(code)
         while self.source_bytes > SOURCE_BUDGET and len(self.sources) > 1:
             old, n = self.sources.popleft()
             self.source_bytes -= n
+            linecache = sys.modules.get("linecache")
             if self.unregistered.pop(old, None) is None and linecache is not None:
                 linecache.cache.pop(old, None)
 

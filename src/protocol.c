@@ -86,15 +86,19 @@ int protocol_boot_lines(const char *form, const unsigned char *data, size_t len,
 	return 0;
 }
 
-static int protocol_encode_text(const char *json, size_t jlen, char **out, size_t *outlen)
+/* prefix (may be "") goes in front of the encoded line, in the same buffer. */
+static int protocol_encode_text(const char *prefix, const char *json, size_t jlen, char **out,
+				size_t *outlen)
 {
+	size_t plen = strlen(prefix);
 	size_t cap = sodium_base64_ENCODED_LEN(jlen, sodium_base64_VARIANT_URLSAFE);
-	char *line = malloc(cap + 1);
+	char *line = malloc(plen + cap + 1);
 	if (!line)
 		return -ENOMEM;
-	sodium_bin2base64(line, cap, (const unsigned char *)json, jlen,
+	memcpy(line, prefix, plen);
+	sodium_bin2base64(line + plen, cap, (const unsigned char *)json, jlen,
 			  sodium_base64_VARIANT_URLSAFE);
-	size_t n = cap - 1; /* the encoded length is exact; cap counts the NUL */
+	size_t n = plen + cap - 1; /* the encoded length is exact; cap counts the NUL */
 	line[n++] = '\n';
 	line[n] = '\0';
 	*out = line;
@@ -107,7 +111,7 @@ int protocol_request_line(const cJSON *req, char **out, size_t *outlen)
 	char *json = cJSON_PrintUnformatted(req);
 	if (!json)
 		return -ENOMEM;
-	int rc = protocol_encode_text(json, strlen(json), out, outlen);
+	int rc = protocol_encode_text("", json, strlen(json), out, outlen);
 	cJSON_free(json);
 	return rc;
 }
@@ -136,26 +140,19 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 {
-	char json[64];
-	int n = snprintf(json, sizeof(json), "{\"id\":%llu,\"op\":\"interrupt\"}",
-			 (unsigned long long)id);
-	/* ^C and the request that names its snippet, in one write. */
-	char *line;
-	size_t len;
-	int rc = protocol_encode_text(json, (size_t)n, &line, &len);
-	if (rc < 0)
-		return rc;
-	char *grown = realloc(line, len + 2);
-	if (!grown) {
-		free(line);
+	/* The id printed as in the exec request (cJSON), so the driver sees them equal. */
+	cJSON *req = cJSON_CreateObject();
+	char *json = NULL;
+	if (req && cJSON_AddNumberToObject(req, "id", (double)id) &&
+	    cJSON_AddStringToObject(req, "op", "interrupt"))
+		json = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	if (!json)
 		return -ENOMEM;
-	}
-	line = grown;
-	memmove(line + 1, line, len + 1);
-	line[0] = '\x03';
-	*out = line;
-	*outlen = len + 1;
-	return 0;
+	/* ^C and the request that names its snippet, in one write. */
+	int rc = protocol_encode_text("\x03", json, strlen(json), out, outlen);
+	cJSON_free(json);
+	return rc;
 }
 
 static const struct {

@@ -249,6 +249,21 @@ static void test_exec_line_round_trips_any_code(void **state)
 	free(line);
 }
 
+static void test_interrupt_line_is_ctrl_c_then_the_request(void **state)
+{
+	char *line;
+	size_t len;
+	assert_int_equal(protocol_interrupt_line(12345678901234ULL, &line, &len), 0);
+	assert_int_equal(line[0], '\x03');
+	assert_null(memchr(line + 1, '\x03', len - 1)); /* one ^C, one signal */
+	assert_int_equal(strlen(line), len);
+	cJSON *o = decode_line(line + 1, len - 1);
+	assert_string_equal(protocol_str(o, "op"), "interrupt");
+	assert_true(cJSON_GetObjectItem(o, "id")->valuedouble == 12345678901234.0);
+	cJSON_Delete(o);
+	free(line);
+}
+
 static void test_exec_line_rejects_nul(void **state)
 {
 	char *line = NULL;
@@ -333,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_cannot_echo_as_its_prompt),
 		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
+		cmocka_unit_test(test_interrupt_line_is_ctrl_c_then_the_request),
 		cmocka_unit_test(test_exec_line_rejects_nul),
 		cmocka_unit_test(test_parse_frames),
 		cmocka_unit_test(test_result_json_has_every_field),
