@@ -30,9 +30,9 @@ Why it is shaped so: user code runs in this very process and may do anything
 to it - close fds, change the terminal mode, replace sys.stdout, ignore
 SIGINT, start threads and processes that outlive it, print fake frames.  So
 driver state lives in objects the user's namespace does not name, every
-resource the protocol needs is a private duplicate, checked (and fds 0-2 and
-the SIGINT handler put back) after each result and sys.std* re-installed
-before each snippet, SIGINT raises only while user code runs, and nothing the
+resource the protocol needs is a private duplicate, checked (and fds 0-2,
+the SIGINT handler and sys.std* put back) after each result, SIGINT raises
+only while user code runs, and nothing the
 user prints reaches the terminal except inside a frame whose JSON payload
 cannot contain a marker.  The driver's threads block signals, which go to the
 main thread, where their handlers run anyway.
@@ -50,8 +50,9 @@ it alone, without waiting for other threads: it reads requests itself (while
 a snippet runs the client sends nothing but ^C and its interrupt request),
 switches capture periods (under the capture's io_lock, which the pump holds
 while it reads and sends), sends small frames from pre-formatted bytes,
-compiles a repeated snippet once, and does its expensive checks after the
-result, not before the snippet.
+compiles a repeated snippet once, and does its checks after the result,
+few and cheap: until it blocks in read() again, the kernel worker that
+carries the result to the client may be waiting for its CPU.
 Standard library only; runs on Python 3.8 and later.
 """
 
@@ -236,8 +237,11 @@ class Terminal:
         self.set_raw()
 
     def check(self):
-        if _identity(self.fd) != self.ident:
-            self.recover(self.fd)
+        """True if our fd was closed or replaced (and is reopened now)."""
+        if _identity(self.fd) == self.ident:
+            return False
+        self.recover(self.fd)
+        return True
 
     def set_raw(self):
         """(Re-)assert raw mode; ^C still raises SIGINT and flushes nothing."""
@@ -289,7 +293,10 @@ class Terminal:
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write."""
         with self.lock:
-            n = self._retry(os.writev, parts)
+            try:
+                n = os.writev(self.fd, parts)
+            except OSError:
+                n = self._retry(os.writev, parts)
             if n < sum(map(len, parts)):
                 view = memoryview(b"".join(parts))[n:]
                 while view:
@@ -395,8 +402,11 @@ class Capture:
                 if s._ptybox_buf.dirty:
                     self._flush_streams()    # text a thread added after the last flush
                     break
-            self._drain()
-            self._finish()
+            events = self.drain_poll.poll(0)
+            if events:
+                self._drain(events)
+            if self.fed:
+                self._finish()
             self._period(sid, False, max_output)
         return True
 
@@ -405,8 +415,11 @@ class Capture:
         then send its result (under io_lock: no late frame of sid before it)."""
         with self.io_lock:
             if not self.broken:
-                self._drain()
-                self._finish()
+                events = self.drain_poll.poll(0)
+                if events:
+                    self._drain(events)
+                if self.fed:
+                    self._finish()
             self._period(sid, True, max_output)
             self.term.send_payload(result)
 
@@ -461,9 +474,9 @@ class Capture:
         if paused:
             self._wake()                     # the pump polls that pipe again
 
-    def _drain(self):
-        """Read what the pipes hold now."""
-        for fd, ev in self.drain_poll.poll(0):
+    def _drain(self, events=None):
+        """Read what the pipes hold now (events: what drain_poll just said)."""
+        for fd, ev in self.drain_poll.poll(0) if events is None else events:
             if ev & select.POLLNVAL:
                 self.broken = True           # user code closed one of our fds
             else:
@@ -523,7 +536,7 @@ class Capture:
 
     def _finish(self):
         """End of a period: flush decoders, send the tail with the drop count."""
-        if not self.fed:
+        if not self.fed:                     # (callers on the hot path test it first)
             return
         self.fed = False
         for p in self.pipes:
@@ -572,22 +585,16 @@ class Capture:
             self.broken = self.broken or not self.stopping
 
     def _loop(self):
+        # The terminal is not polled here, not even for nothing: a thread on
+        # its wait queues is woken by every request and frame.
         watched, poller, deadline = None, None, None
-        pinned, unpinned = None, None
         while not self.stopping:
             want = tuple(p for p in self.pipes if not p.paused)
-            pin = self.term.fd if self.term.fd != unpinned else None
-            if want != watched or pin != pinned:
-                poller, watched, pinned = select.poll(), want, pin
+            if want != watched:
+                poller, watched = select.poll(), want
                 poller.register(self.wake_r, select.POLLIN)
                 for p in want:
                     poller.register(p.rfd, select.POLLIN)
-                if pin is not None:
-                    # Waiting for nothing on the terminal holds it open: user code
-                    # may close our fd while a snippet runs, and if nothing held
-                    # the terminal then, the client would see it close.  Dropped
-                    # on a hang-up or once that fd is gone.
-                    poller.register(pin, 0)
             if deadline is None and any(s._ptybox_buf.dirty for s in self.streams):
                 deadline = time.monotonic() + FLUSH_DELAY
             if deadline is not None:
@@ -595,9 +602,6 @@ class Capture:
             else:                            # paused pipes: look again now and then
                 timeout = None if len(want) == len(self.pipes) else 1000.0
             events = poller.poll(timeout)
-            if pinned is not None and any(fd == pinned for fd, _ in events):
-                unpinned = pinned            # until the terminal is reopened
-                events = [e for e in events if e[0] != pinned]
             if any(ev & select.POLLNVAL for _, ev in events):
                 self.broken = True           # user code closed one of our fds
                 return
@@ -845,51 +849,55 @@ class Driver:
         os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
         self._reset_late(DEFAULT_MAX_OUTPUT)
         self._check()
-        self._install()
 
     # -- checked and re-installed after every result, before the next snippet
-    def _check(self, term_checked=False, thorough=True):
-        """Reopen or rebuild what user code closed or replaced, put fds 0-2 and
-        the SIGINT handler back (system calls: run after the result is sent,
-        off the round trip; no user code runs before the next snippet but
-        threads it left, which could undo this at any time anyway).  Whether
-        a private fd was replaced takes an fstat each; a quick check (one
-        poll) only sees closed ones, so the thorough one runs after snippets
-        of 1 ms or more and after every 16th: a faster snippet that dup2()s
-        over our fds on purpose can only confuse its own output for a while."""
+    def _check(self, thorough=True):
+        """Reopen or rebuild what user code closed or replaced, put fds 0-2, the
+        SIGINT handler and sys.std* back.  Runs after the result is sent, but
+        that is still the round trip: until this thread blocks in read(), the
+        kernel worker that would carry the result (and then the next request)
+        across the terminal may be waiting for this CPU.  So a quick check
+        takes five system calls: a poll that sees closed fds, the three dup2
+        and the signal mask.  Whether a private fd was replaced takes an
+        fstat each, and the terminal's mode a tcgetattr: the thorough check
+        runs after snippets of 1 ms or more (anything that starts a process
+        or opens the terminal), after every 16th, and whenever the quick one
+        sees a problem.  A faster snippet that dup2()s over our fds or
+        changes the mode on purpose only confuses its own output for a while
+        (the terminal fd itself is checked after every result: execute())."""
         self.checked = False
-        if not term_checked:
-            self.term.check()
+        capture = self.capture
         if not thorough:
             fds = self.fd_poll
             if fds is None:
                 fds = self.fd_poll = select.poll()
-                for fd, _ in self.capture.fds + [self.devnull]:
+                for fd, _ in capture.fds + [self.devnull]:
                     fds.register(fd, 0)
-            capture = self.capture
-            thorough = (capture.broken or not capture.thread.is_alive()
-                        or any(ev & select.POLLNVAL for _, ev in fds.poll(0)))
+            # Polled for nothing: any event is a closed fd or a dead pipe end.
+            thorough = capture.broken or bool(fds.poll(0))
         if thorough:
             self.fd_poll = None
-        # User code may have changed the mode: re-asserted here, after the
-        # result, which is safe in any mode short of OLCUC (no CR, LF or tab
-        # is ever raw in a frame).
-        self.term.set_raw()
-        if thorough and not self.capture.healthy():
-            self.capture.close()
-            self.capture = Capture(self.term)
-        if thorough and _identity(self.devnull[0]) != self.devnull[1]:
-            self.devnull = self._open_devnull()
+            self.term.check()
+            # User code may have changed the mode: re-asserted here, after the
+            # result, which is safe in any mode short of OLCUC (no CR, LF or
+            # tab is ever raw in a frame).
+            self.term.set_raw()
+            if not capture.healthy():
+                capture.close()
+                capture = self.capture = Capture(self.term)
+            if _identity(self.devnull[0]) != self.devnull[1]:
+                self.devnull = self._open_devnull()
         os.dup2(self.devnull[0], 0)
-        os.dup2(self.capture.pipes[0].wfd, 1)
-        os.dup2(self.capture.pipes[1].wfd, 2)
+        os.dup2(capture.pipes[0].wfd, 1)
+        os.dup2(capture.pipes[1].wfd, 2)
         if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
             _signal.signal(_signal.SIGINT, self.on_sigint)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGINT,))
+        self._install()
         self.checked = True
 
     def _install(self):
-        """sys.std*, __main__, input() and display(): right before each snippet."""
+        """sys.std*, __main__, input() and display(), as each snippet finds them."""
         capture = self.capture
         streams = self.streams
         out, err = streams.get("stdout"), streams.get("stderr")
@@ -900,6 +908,7 @@ class Driver:
         sys.stdout = sys.__stdout__ = out
         sys.stderr = sys.__stderr__ = err
         capture.streams = (out, err)
+        self.bufs = (out._ptybox_buf, err._ptybox_buf)
         if self.stdin.closed:
             self.stdin = _NoStdin()
         sys.stdin = sys.__stdin__ = self.stdin
@@ -1138,10 +1147,14 @@ class Driver:
         if hit is None:
             body, last = self._compile(code, filename)
         else:
-            body, last, first = hit
-            if first != filename:
+            body, last, first, nested = hit
+            if nested:
                 body = _renamed(body, filename)
                 last = None if last is None else _renamed(last, filename)
+            else:
+                body = body.replace(co_filename=filename)
+                if last is not None:
+                    last = last.replace(co_filename=filename)
         exec(body, self.ns)
         return None if last is None else eval(last, self.ns)
 
@@ -1165,16 +1178,25 @@ class Driver:
         if quiet and not err._ptybox_buf.dirty and len(code) <= CODE_CACHE_SOURCE:
             if len(self.code_cache) >= CODE_CACHE:
                 self.code_cache.clear()
-            self.code_cache[code] = (body, last, filename)
+            nested = any(type(c) is _CodeType for k in (body, last) if k is not None
+                         for c in k.co_consts)
+            self.code_cache[code] = (body, last, filename, nested)
         return body, last
 
     def _register_source(self, filename, code):
-        """Tracebacks show snippet lines; old sources go past a budget.  Until
-        something imports linecache (slow to import), they wait here."""
-        self.unregistered[filename] = code
-        self._flush_sources()
+        """Tracebacks (and inspect) show snippet lines.  Until something imports
+        linecache (slow to import), sources wait here; old ones go past a
+        budget after the result (_trim_sources)."""
+        linecache = sys.modules.get("linecache")
+        if linecache is None or self.unregistered:
+            self.unregistered[filename] = code
+            self._flush_sources()
+        else:
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         self.sources.append((filename, len(code)))
         self.source_bytes += len(code)
+
+    def _trim_sources(self):
         while self.source_bytes > SOURCE_BUDGET and len(self.sources) > 1:
             old, n = self.sources.popleft()
             self.source_bytes -= n
@@ -1218,30 +1240,35 @@ class Driver:
                 "traceback": [_cap_text(line, self.max_output) for line in lines]}
 
     def execute(self, sid, code, max_output):
+        # The hot path: a snippet that prints little, raises nothing and leaves
+        # the process as it found it costs a few attribute tests beyond running
+        # it.  What may be slow runs only when a test says it is needed, and
+        # the checks of what user code may have broken run after the result.
         self.result_pending = True
-        idj = b"%d" % sid if type(sid) is int else _payload(sid)
         if not self.checked:
             self._check()                    # the last one was cut short
-        self._install()
         self.checked = False                 # user code runs: check after the result
-        self._reset_late(max_output)
+        if self.late_used or max_output != self.late_max:
+            self._reset_late(max_output)
         self.sigint_seen = self.sigint_deferred = False
         self.running = self.last_id = sid
         if self.sigint_idle:                 # the ^C for this snippet came first
             self.sigint_idle = 0
             self.sigint_seen = self.sigint_deferred = True
         self.max_output = max_output
-        if not self.capture.begin(sid, max_output):
+        capture = self.capture
+        if not capture.begin(sid, max_output):
             self.running = None
             self._check()                    # the pump died: rebuilt, try once more
-            self._install()
             self.running = sid
-            self.capture.begin(sid, max_output)
+            capture = self.capture
+            capture.begin(sid, max_output)
 
+        bufs = self.bufs
         t0 = time.perf_counter()
         value, exc = self._call_user(self._run_code, sid, code)
-        if exc is None:                      # a write that fails fails the snippet
-            exc = self._flush_stdio()
+        if exc is None and (bufs[0].dirty or bufs[1].dirty):
+            exc = self._flush_stdio()        # a write that fails fails the snippet
         duration = (time.perf_counter() - t0) * 1000.0
         if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
             _signal.signal(_signal.SIGINT, self.on_sigint)  # user code replaced it
@@ -1258,7 +1285,9 @@ class Driver:
             error, failed = self._call_user(self._error, exc)
             if failed is not None:
                 error = {"name": type(exc).__name__, "value": "<unprintable>", "traceback": []}
-        self._flush_user_stdio()
+        out, err = capture.streams
+        if sys.stdout is not out or sys.stderr is not err:
+            self._flush_user_stdio()
         if "matplotlib.pyplot" in sys.modules:
             self._show_figures()
             self._flush_user_stdio()
@@ -1266,19 +1295,28 @@ class Driver:
         # one of them buffered just before and the flush below misses goes
         # out as late output too (the pump's timer, or begin() at the latest).
         self.running = None
-        self._flush_stdio()
-        self._reset_late(max_output)
-        self.term.check()                    # user code may have closed or replaced it
+        if bufs[0].dirty or bufs[1].dirty:
+            self._flush_stdio()
+        if self.late_used:
+            self._reset_late(max_output)
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
-                       b'"duration_ms":%r}' % (idj, round(duration, 3)))
+                       b'"duration_ms":%r}' % (b"%d" % sid if type(sid) is int else _payload(sid),
+                                               round(duration, 3)))
         else:
             payload = _payload({"type": "result", "id": sid, "status": status, "result": result,
                                 "error": error, "duration_ms": round(duration, 3)})
-        self.capture.end(sid, max_output, payload)
+        capture.end(sid, max_output, payload)
         self.result_pending = False
+        # Checked after the result: a terminal fd that user code replaced took
+        # it (and is reopened now), so it goes again; the client ignores a
+        # result for a snippet that is no longer running.
+        if self.term.check():
+            self.term.send_payload(payload)
         self.snippets += 1
-        self._check(term_checked=True, thorough=duration >= 1.0 or not self.snippets & 15)
+        if self.source_bytes > SOURCE_BUDGET:
+            self._trim_sources()
+        self._check(thorough=duration >= 1.0 or not self.snippets & 15)
 
     # -- requests
     def interrupt(self, rid):

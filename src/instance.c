@@ -35,6 +35,8 @@ extern const size_t ptybox_driver_code_len;
 extern const char ptybox_driver_magic[];
 
 #define INSTANCE_DRAIN_MS 1000
+/* A driver that exits closes its terminal a moment before its exit is reaped. */
+#define INSTANCE_ORPHAN_MS 500
 
 static void instance_remember_noise(struct instance *in, const char *buf, size_t len)
 {
@@ -89,6 +91,10 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 	int st = in->wstatus;
 	if (in->setup_error[0])
 		snprintf(why, len, "%s", in->setup_error);
+	else if (in->terminal_lost)
+		snprintf(why, len,
+			 "its terminal closed while it ran (its code closed or replaced "
+			 "the driver's terminal fd); killed");
 	else if (!in->child_exited)
 		snprintf(why, len, "killed");
 	else if (reason)
@@ -288,10 +294,25 @@ static void instance_settle(struct instance *in)
 	in->cb->on_dead(in, why, during_boot);
 }
 
+static void instance_orphan_cb(uv_timer_t *t)
+{
+	struct instance *in = t->data;
+	/* Hung up, yet alive: nothing can reach it any more, and it may never notice. */
+	log_msg("instance %d: terminal hung up %d ms ago, still running", (int)in->pty.pid,
+		INSTANCE_ORPHAN_MS);
+	in->terminal_lost = true;
+	instance_kill(in);
+}
+
 static void instance_pty_hangup(struct pty *p)
 {
 	struct instance *in = p->data;
 	in->hung_up = true;
+	if (in->state < I_DYING && !in->child_exited) {
+		uv_timer_stop(&in->timer);
+		uv_timer_start(&in->timer, instance_orphan_cb, INSTANCE_ORPHAN_MS, 0);
+		return;
+	}
 	instance_settle(in);
 }
 

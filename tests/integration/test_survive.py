@@ -6,7 +6,7 @@ import tempfile
 import time
 import unittest
 
-from ptybox_test import Serve, TestCase, run, run_json
+from ptybox_test import VIA, Serve, TestCase, run, run_json
 
 
 class ForgeryTest(TestCase):
@@ -188,6 +188,47 @@ class CrashTest(TestCase):
         self.assertEqual(results[2]["stdout"], "back\n")
         # either the driver survived (state kept) or it restarted and said so
         self.assertTrue(results[2]["result"] == {"text/plain": "1"} or results[1]["state_lost"])
+
+    def test_closing_every_fd_keeps_the_state_in_the_sandbox(self):
+        # The driver's own terminal fd goes too: in the sandbox its init holds
+        # the terminal, so the driver reopens it; without one the terminal
+        # closes, and that is a crash like any other.
+        results, p = run_json("x = 1", "import os; os.closerange(0, 1 << 16)",
+                              "print('back'); x", timeout=90)
+        self.assertEqual(len(results), 3, p.stderr)
+        self.assertEqual(results[2]["stdout"], "back\n")
+        if VIA == "local":
+            self.assertEqual(results[1]["status"], "ok", results[1])
+            self.assertEqual(results[2]["result"], {"text/plain": "1"})
+            self.assertFalse(results[2]["state_lost"])
+        else:
+            self.assertTrue(results[2]["result"] == {"text/plain": "1"} or results[1]["state_lost"])
+
+    def test_replacing_the_terminal_fd_does_not_lose_the_result(self):
+        # dup2 over the driver's terminal fd: the result goes into that file
+        # first, the check after it sees the change and sends it again (in
+        # the sandbox, whose init holds the terminal; elsewhere it closed).
+        results, p = run_json(
+            "x = 1",
+            "import os, stat\n"
+            "n = os.open(os.devnull, os.O_RDWR)\n"
+            "for fd in range(3, 1 << 16):\n"
+            "    try:\n"
+            "        if fd != n and stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
+            "            os.dup2(n, fd)\n"
+            "    except OSError:\n"
+            "        pass",
+            "x + 1", timeout=90)
+        self.assertEqual(len(results), 3, p.stderr)
+        if VIA == "local":
+            self.assertEqual([r["status"] for r in results], ["ok", "ok", "ok"], p.stderr)
+            self.assertEqual(results[2]["result"], {"text/plain": "2"})
+        else:                                # nothing else held the terminal: a crash, at once
+            self.assertEqual(results[1]["status"], "crashed", results[1])
+            self.assertTrue(results[1]["state_lost"])
+            self.assertIn("terminal closed", results[1]["message"])
+            self.assertLess(results[1]["duration_ms"], 5000)
+            self.assertEqual(results[2]["error"]["name"], "NameError")
 
     def test_child_processes_start_with_default_signals(self):
         results, _ = run_json(
