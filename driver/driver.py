@@ -85,6 +85,7 @@ _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
 _CodeType = types.CodeType
 _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
+_sched_yield = getattr(os, "sched_yield", lambda: None)  # (not on every Unix)
 try:                                  # the json package's own C accelerators, without
     import _json                      # importing json (and re) at start-up
 
@@ -1308,6 +1309,10 @@ class Driver:
                                 "error": error, "duration_ms": round(duration, 3)})
         capture.end(sid, max_output, payload)
         self.result_pending = False
+        # The result is in the terminal, but a kernel worker carries it to the
+        # client, and it may be queued on this CPU: let it run before the
+        # checks below (several microseconds off the round trip).
+        _sched_yield()
         # Checked after the result: a terminal fd that user code replaced took
         # it (and is reopened now), so it goes again; the client ignores a
         # result for a snippet that is no longer running.

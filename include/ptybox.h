@@ -50,6 +50,8 @@ struct ptybox_options {
 	ptybox_pool *pool;	/* take interpreters started ahead from here; may be NULL */
 };
 
+struct ptybox_result_detail; /* ptybox's own */
+
 /* A result. Pointers are valid during the on_result callback only. */
 struct ptybox_result {
 	uint64_t id;
@@ -67,8 +69,14 @@ struct ptybox_result {
 	uint64_t dropped_bytes;
 	bool state_lost;
 	const char *message; /* what ptybox did (timeout, crash, restart), or NULL */
-	const char *json;    /* the whole result as one line of JSON */
+	struct ptybox_result_detail *detail; /* ptybox's own, for ptybox_result_json() */
 };
+
+/* The whole result as one line of JSON (the fields above, plus the result's
+ * MIME bundle, display outputs and error), made on the first call: a caller
+ * that reads the fields never pays for it. Valid during on_result only; NULL
+ * when out of memory. */
+const char *ptybox_result_json(const struct ptybox_result *r);
 
 struct ptybox_callbacks {
 	/* The interpreter is up (first start and every restart). Optional. */

@@ -84,8 +84,15 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 	if (res->status != PTYBOX_OK)
 		r->failed++;
 	if (r->json) {
-		run_outs(1, res->json);
-		run_outs(1, "\n");
+		const char *line = ptybox_result_json(res);
+		if (line) {
+			run_outs(1, line);
+			run_outs(1, "\n");
+		} else {
+			cli_error("snippet %llu: out of memory for its result",
+				  (unsigned long long)res->id);
+			r->failed++;
+		}
 	} else {
 		if (res->value_text) {
 			run_outs(1, res->value_text);

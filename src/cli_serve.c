@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "protocol.h"
 #include "stdio_lines.h"
 
 #define SERVE_MAX_LINE ((size_t)96 << 20)
@@ -127,7 +128,7 @@ static void serve_on_result(ptybox_session *s, const struct ptybox_result *r, vo
 {
 	struct serve *sv = data;
 	struct serve_pending *p = sv->pending;
-	cJSON *o = cJSON_Parse(r->json);
+	cJSON *o = protocol_result_object(r);
 	if (p && p->seq == r->id) {
 		sv->pending = p->next;
 		if (!sv->pending)

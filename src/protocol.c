@@ -10,7 +10,11 @@
 #include "protocol.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,30 +202,67 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle, const cJSON *error,
-			   const cJSON *display)
+/* A number as printed by us: cJSON prints doubles through snprintf and sscanf
+ * to be exact, several microseconds for what these need no more than. */
+static bool protocol_add_raw(cJSON *o, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool protocol_add_raw(cJSON *o, const char *key, const char *fmt, ...)
 {
+	char num[48];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(num, sizeof(num), fmt, ap);
+	va_end(ap);
+	return n > 0 && (size_t)n < sizeof(num) && cJSON_AddRawToObject(o, key, num);
+}
+
+/* Members that refer to the result's strings and trees, not copies of them:
+ * deleting the object leaves those alone. */
+static cJSON *protocol_ref(const cJSON *item, cJSON *fallback)
+{
+	if (!item)
+		return fallback;
+	cJSON_Delete(fallback);
+	return cJSON_IsArray(item) ? cJSON_CreateArrayReference(item->child)
+				   : cJSON_CreateObjectReference(item->child);
+}
+
+cJSON *protocol_result_object(const struct ptybox_result *r)
+{
+	const struct ptybox_result_detail *d = r->detail;
+	double ms = isfinite(r->duration_ms) && r->duration_ms > 0 ? r->duration_ms : 0;
 	cJSON *o = cJSON_CreateObject();
-	if (!o)
+	bool ok = o && protocol_add_raw(o, "id", "%" PRIu64, r->id) &&
+		  cJSON_AddStringToObject(o, "status", ptybox_status_name(r->status)) &&
+		  cJSON_AddItemToObject(
+			  o, "stdout",
+			  cJSON_CreateStringReference(r->stdout_text ? r->stdout_text : "")) &&
+		  cJSON_AddItemToObject(
+			  o, "stderr",
+			  cJSON_CreateStringReference(r->stderr_text ? r->stderr_text : "")) &&
+		  cJSON_AddItemToObject(o, "result",
+					protocol_ref(d ? d->bundle : NULL, cJSON_CreateNull())) &&
+		  cJSON_AddItemToObject(o, "display",
+					protocol_ref(d ? d->display : NULL, cJSON_CreateArray())) &&
+		  cJSON_AddItemToObject(o, "error",
+					protocol_ref(d ? d->error : NULL, cJSON_CreateNull())) &&
+		  protocol_add_raw(o, "duration_ms", "%.3f", ms) &&
+		  cJSON_AddBoolToObject(o, "truncated", r->truncated) &&
+		  protocol_add_raw(o, "dropped_bytes", "%" PRIu64, r->dropped_bytes) &&
+		  cJSON_AddBoolToObject(o, "state_lost", r->state_lost) &&
+		  (r->message ? cJSON_AddStringToObject(o, "message", r->message) != NULL
+			      : cJSON_AddNullToObject(o, "message") != NULL);
+	if (!ok) {
+		cJSON_Delete(o);
 		return NULL;
-	cJSON_AddNumberToObject(o, "id", (double)r->id);
-	cJSON_AddStringToObject(o, "status", ptybox_status_name(r->status));
-	cJSON_AddStringToObject(o, "stdout", r->stdout_text ? r->stdout_text : "");
-	cJSON_AddStringToObject(o, "stderr", r->stderr_text ? r->stderr_text : "");
-	cJSON_AddItemToObject(o, "result",
-			      bundle ? cJSON_Duplicate(bundle, 1) : cJSON_CreateNull());
-	cJSON_AddItemToObject(o, "display",
-			      display ? cJSON_Duplicate(display, 1) : cJSON_CreateArray());
-	cJSON_AddItemToObject(o, "error", error ? cJSON_Duplicate(error, 1) : cJSON_CreateNull());
-	cJSON_AddNumberToObject(o, "duration_ms", round(r->duration_ms * 1000.0) / 1000.0);
-	cJSON_AddBoolToObject(o, "truncated", r->truncated);
-	cJSON_AddNumberToObject(o, "dropped_bytes", (double)r->dropped_bytes);
-	cJSON_AddBoolToObject(o, "state_lost", r->state_lost);
-	if (r->message)
-		cJSON_AddStringToObject(o, "message", r->message);
-	else
-		cJSON_AddNullToObject(o, "message");
-	char *s = cJSON_PrintUnformatted(o);
+	}
+	return o;
+}
+
+char *protocol_result_json(const struct ptybox_result *r)
+{
+	cJSON *o = protocol_result_object(r);
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
 	return s;
 }

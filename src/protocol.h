@@ -93,8 +93,14 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
-/* The result object as one line of JSON (no newline). Caller frees. */
-char *protocol_result_json(const struct ptybox_result *r, const cJSON *bundle, const cJSON *error,
-			   const cJSON *display);
+/* Behind struct ptybox_result: the parts of the result kept as JSON. */
+struct ptybox_result_detail {
+	const cJSON *bundle, *error, *display; /* each may be NULL */
+	char *json;			       /* ptybox_result_json(), once made */
+};
+/* The result as a JSON object (NULL when out of memory). Caller deletes. */
+cJSON *protocol_result_object(const struct ptybox_result *r);
+/* The same as one line of JSON (no newline). Caller frees with cJSON_free. */
+char *protocol_result_json(const struct ptybox_result *r);
 
 #endif

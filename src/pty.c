@@ -87,13 +87,18 @@ static void pty_hangup(struct pty *p)
 		p->cb->on_hangup(p);
 }
 
-static void pty_read_some(struct pty *p, int max_reads)
+/* Reads up to max_reads chunks. A short read took all the terminal had: with
+ * short_ends, it ends the turn (the poll says when there is more) rather than
+ * costing one more read to learn EAGAIN, while a result's reader waits. */
+static void pty_read_some(struct pty *p, int max_reads, bool short_ends)
 {
 	char buf[PTY_READ_CHUNK];
 	for (int i = 0; i < max_reads && !p->hung_up && !p->closing; i++) {
 		ssize_t n = read(p->master, buf, sizeof(buf));
 		if (n > 0) {
 			p->cb->on_data(p, buf, (size_t)n);
+			if (short_ends && (size_t)n < sizeof(buf))
+				return;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -144,7 +149,7 @@ static void pty_poll_cb(uv_poll_t *h, int status, int events)
 	if (events & UV_WRITABLE)
 		pty_flush_queue(p);
 	if (events & (UV_READABLE | UV_DISCONNECT))
-		pty_read_some(p, PTY_READS_PER_WAKEUP);
+		pty_read_some(p, PTY_READS_PER_WAKEUP, true);
 }
 
 static void pty_reap(struct pty *p)
@@ -217,7 +222,7 @@ int pty_resize(struct pty *p, unsigned short cols, unsigned short rows)
 void pty_drain(struct pty *p)
 {
 	/* Bounded: a process still writing cannot keep us here. */
-	pty_read_some(p, 64);
+	pty_read_some(p, 64, false);
 }
 
 /* In the child: only async-signal-safe calls from here on. */

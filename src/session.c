@@ -190,10 +190,11 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 		.state_lost = state_lost || s->state_lost_pending,
 		.message = message,
 	};
+	struct ptybox_result_detail detail = {
+		.bundle = bundle, .error = error, .display = e->display};
+	r.detail = &detail;
 	s->state_lost_pending = false;
 	s->frame_dropped = false;
-	char *json = protocol_result_json(&r, bundle, error, e->display);
-	r.json = json ? json : "{}";
 	if (s->state == S_RUNNING)
 		s->state = S_IDLE;
 	if (s->in)
@@ -202,7 +203,7 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 		ptybox_status_name(status));
 	if (s->cb.on_result)
 		s->cb.on_result(s, &r, s->data);
-	cJSON_free(json);
+	cJSON_free(detail.json);
 	free(traceback);
 	free(otext);
 	free(etext);
@@ -267,6 +268,13 @@ static void session_restart_cb(uv_timer_t *t)
 	s->in = NULL;
 	s->state_lost_pending = true;
 	session_start(s);
+}
+
+const char *ptybox_result_json(const struct ptybox_result *r)
+{
+	if (r->detail && !r->detail->json)
+		r->detail->json = protocol_result_json(r);
+	return r->detail ? r->detail->json : NULL;
 }
 
 static void session_pump(ptybox_session *s)

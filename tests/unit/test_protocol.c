@@ -322,7 +322,7 @@ static void test_result_json_has_every_field(void **state)
 		.state_lost = true,
 		.message = "timed out",
 	};
-	char *s = protocol_result_json(&r, NULL, NULL, NULL);
+	char *s = protocol_result_json(&r);
 	cJSON *o = cJSON_Parse(s);
 	assert_non_null(o);
 	assert_string_equal(protocol_str(o, "status"), "timeout");
