@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +119,15 @@ int protocol_request_line(const cJSON *req, char **out, size_t *outlen)
 	return rc;
 }
 
+/* An integer member printed exactly (cJSON prints numbers as doubles, through
+ * snprintf and sscanf: microseconds on every request). */
+static bool protocol_add_uint(cJSON *o, const char *key, uint64_t v)
+{
+	char num[24];
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	return cJSON_AddRawToObject(o, key, num) != NULL;
+}
+
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
 		       size_t *outlen)
 {
@@ -132,10 +140,9 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 	copy[len] = '\0';
 	cJSON *req = cJSON_CreateObject();
 	int rc = -ENOMEM;
-	if (req && cJSON_AddNumberToObject(req, "id", (double)id) &&
-	    cJSON_AddStringToObject(req, "op", "exec") &&
-	    cJSON_AddStringToObject(req, "code", copy) &&
-	    cJSON_AddNumberToObject(req, "max_output", (double)max_output))
+	if (req && protocol_add_uint(req, "id", id) && cJSON_AddStringToObject(req, "op", "exec") &&
+	    cJSON_AddItemToObject(req, "code", cJSON_CreateStringReference(copy)) &&
+	    protocol_add_uint(req, "max_output", max_output))
 		rc = protocol_request_line(req, out, outlen);
 	cJSON_Delete(req);
 	free(copy);
@@ -144,10 +151,10 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 {
-	/* The id printed as in the exec request (cJSON), so the driver sees them equal. */
+	/* The id printed as in the exec request, so the driver sees them equal. */
 	cJSON *req = cJSON_CreateObject();
 	char *json = NULL;
-	if (req && cJSON_AddNumberToObject(req, "id", (double)id) &&
+	if (req && protocol_add_uint(req, "id", id) &&
 	    cJSON_AddStringToObject(req, "op", "interrupt"))
 		json = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
@@ -202,18 +209,12 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* A number as printed by us: cJSON prints doubles through snprintf and sscanf
- * to be exact, several microseconds for what these need no more than. */
-static bool protocol_add_raw(cJSON *o, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool protocol_add_raw(cJSON *o, const char *key, const char *fmt, ...)
+/* Milliseconds to the microsecond, printed directly, like the integers. */
+static bool protocol_add_ms(cJSON *o, const char *key, double ms)
 {
 	char num[48];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(num, sizeof(num), fmt, ap);
-	va_end(ap);
-	return n > 0 && (size_t)n < sizeof(num) && cJSON_AddRawToObject(o, key, num);
+	snprintf(num, sizeof(num), "%.3f", isfinite(ms) && ms > 0 && ms < 1e15 ? ms : 0.0);
+	return cJSON_AddRawToObject(o, key, num) != NULL;
 }
 
 /* Members that refer to the result's strings and trees, not copies of them:
@@ -230,9 +231,8 @@ static cJSON *protocol_ref(const cJSON *item, cJSON *fallback)
 cJSON *protocol_result_object(const struct ptybox_result *r)
 {
 	const struct ptybox_result_detail *d = r->detail;
-	double ms = isfinite(r->duration_ms) && r->duration_ms > 0 ? r->duration_ms : 0;
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o && protocol_add_raw(o, "id", "%" PRIu64, r->id) &&
+	bool ok = o && protocol_add_uint(o, "id", r->id) &&
 		  cJSON_AddStringToObject(o, "status", ptybox_status_name(r->status)) &&
 		  cJSON_AddItemToObject(
 			  o, "stdout",
@@ -246,9 +246,9 @@ cJSON *protocol_result_object(const struct ptybox_result *r)
 					protocol_ref(d ? d->display : NULL, cJSON_CreateArray())) &&
 		  cJSON_AddItemToObject(o, "error",
 					protocol_ref(d ? d->error : NULL, cJSON_CreateNull())) &&
-		  protocol_add_raw(o, "duration_ms", "%.3f", ms) &&
+		  protocol_add_ms(o, "duration_ms", r->duration_ms) &&
 		  cJSON_AddBoolToObject(o, "truncated", r->truncated) &&
-		  protocol_add_raw(o, "dropped_bytes", "%" PRIu64, r->dropped_bytes) &&
+		  protocol_add_uint(o, "dropped_bytes", r->dropped_bytes) &&
 		  cJSON_AddBoolToObject(o, "state_lost", r->state_lost) &&
 		  (r->message ? cJSON_AddStringToObject(o, "message", r->message) != NULL
 			      : cJSON_AddNullToObject(o, "message") != NULL);

@@ -16,6 +16,18 @@
 #include "ptybox.h"
 
 /* Decodes one base64url request line back to its JSON. */
+/* The JSON text of a request line, NUL-terminated. Caller frees. */
+static char *decode_text(const char *line, size_t len)
+{
+	char *bin = malloc(len + 1);
+	size_t binlen;
+	assert_int_equal(sodium_base642bin((unsigned char *)bin, len, line, len - 1, NULL, &binlen,
+					   NULL, sodium_base64_VARIANT_URLSAFE),
+			 0);
+	bin[binlen] = '\0';
+	return bin;
+}
+
 static cJSON *decode_line(const char *line, size_t len)
 {
 	assert_true(len > 0 && line[len - 1] == '\n');
@@ -264,6 +276,24 @@ static void test_interrupt_line_is_ctrl_c_then_the_request(void **state)
 	free(line);
 }
 
+static void test_ids_are_exact_and_the_same_in_both_lines(void **state)
+{
+	/* The driver matches an interrupt to its snippet by id: any uint64 must
+	 * print as the same exact digits in both requests. */
+	char *exec, *intr;
+	size_t elen, ilen;
+	assert_int_equal(protocol_exec_line(UINT64_MAX, "x = 1", 5, UINT64_MAX, &exec, &elen), 0);
+	assert_int_equal(protocol_interrupt_line(UINT64_MAX, &intr, &ilen), 0);
+	char *e = decode_text(exec, elen), *i = decode_text(intr + 1, ilen - 1);
+	assert_non_null(strstr(e, "\"id\":18446744073709551615,"));
+	assert_non_null(strstr(e, "\"max_output\":18446744073709551615}"));
+	assert_non_null(strstr(i, "\"id\":18446744073709551615,"));
+	free(e);
+	free(i);
+	free(exec);
+	free(intr);
+}
+
 static void test_exec_line_rejects_nul(void **state)
 {
 	char *line = NULL;
@@ -349,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
 		cmocka_unit_test(test_interrupt_line_is_ctrl_c_then_the_request),
+		cmocka_unit_test(test_ids_are_exact_and_the_same_in_both_lines),
 		cmocka_unit_test(test_exec_line_rejects_nul),
 		cmocka_unit_test(test_parse_frames),
 		cmocka_unit_test(test_result_json_has_every_field),
