@@ -86,6 +86,7 @@ _CodeType = types.CodeType
 _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
 _sched_yield = getattr(os, "sched_yield", lambda: None)  # (not on every Unix)
+_perf_ns = time.perf_counter_ns
 try:                                  # the json package's own C accelerators, without
     import _json                      # importing json (and re) at start-up
 
@@ -108,7 +109,7 @@ try:                                  # the json package's own C accelerators, w
             obj, end = _scan(text, 0)
         except StopIteration as e:
             raise ValueError("not JSON (at character %d)" % e.value) from None
-        if text[end:].strip():
+        if end != len(text) and text[end:].strip():
             raise ValueError("extra data after the JSON value")
         return obj
 except (ImportError, AttributeError):
@@ -294,14 +295,17 @@ class Terminal:
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write."""
         with self.lock:
-            try:
-                n = os.writev(self.fd, parts)
-            except OSError:
-                n = self._retry(os.writev, parts)
-            if n < sum(map(len, parts)):
-                view = memoryview(b"".join(parts))[n:]
-                while view:
-                    view = view[self._retry(os.write, view):]
+            self._writev(parts, sum(map(len, parts)))
+
+    def _writev(self, parts, size):
+        try:
+            n = os.writev(self.fd, parts)
+        except OSError:
+            n = self._retry(os.writev, parts)
+        if n < size:
+            view = memoryview(b"".join(parts))[n:]
+            while view:
+                view = view[self._retry(os.write, view):]
 
     def _retry(self, call, arg):
         """call(fd, arg) through EINTR, EAGAIN (someone set O_NONBLOCK) and a
@@ -324,7 +328,9 @@ class Terminal:
 
     def send_payload(self, payload):
         """One frame of a payload made of parts that _payload() returned."""
-        self.write(self.start, payload, END)
+        start = self.start
+        with self.lock:
+            self._writev((start, payload, END), len(start) + len(payload) + len(END))
 
 
 # ---------------------------------------------------------------- capture
@@ -384,6 +390,7 @@ class Capture:
         self.fds += [(fd, _identity(fd)) for fd in (self.wake_r, self.wake_w)]
         self.io_lock = threading.Lock()
         self.streams = ()                    # (sys.stdout, sys.stderr) of the driver
+        self.bufs = ()                       # ... and their _TextBuffers
         self.broken = self.stopping = False
         self.sid, self.late, self.periods = None, True, 0
         self.fed = False                     # _feed() ran in this period
@@ -399,8 +406,8 @@ class Capture:
         with self.io_lock:
             if self.broken:                  # (also set when the pump thread ends)
                 return False
-            for s in self.streams:
-                if s._ptybox_buf.dirty:
+            for b in self.bufs:
+                if b.dirty:
                     self._flush_streams()    # text a thread added after the last flush
                     break
             events = self.drain_poll.poll(0)
@@ -459,8 +466,9 @@ class Capture:
                 head, tail_cap = max_output, 0
             else:
                 head, tail_cap = max_output // 2, max_output - max_output // 2
-            for p in self.pipes:
-                p.head_left, p.tail_cap = head, tail_cap
+            out, err = self.pipes
+            out.head_left = err.head_left = head
+            out.tail_cap = err.tail_cap = tail_cap
             return
         self.touched = False
         paused = False
@@ -909,7 +917,7 @@ class Driver:
         sys.stdout = sys.__stdout__ = out
         sys.stderr = sys.__stderr__ = err
         capture.streams = (out, err)
-        self.bufs = (out._ptybox_buf, err._ptybox_buf)
+        capture.bufs = self.bufs = (out._ptybox_buf, err._ptybox_buf)
         if self.stdin.closed:
             self.stdin = _NoStdin()
         sys.stdin = sys.__stdin__ = self.stdin
@@ -1266,11 +1274,11 @@ class Driver:
             capture.begin(sid, max_output)
 
         bufs = self.bufs
-        t0 = time.perf_counter()
+        t0 = _perf_ns()
         value, exc = self._call_user(self._run_code, sid, code)
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
-        duration = (time.perf_counter() - t0) * 1000.0
+        micros = (_perf_ns() - t0) // 1000
         if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
             _signal.signal(_signal.SIGINT, self.on_sigint)  # user code replaced it
 
@@ -1302,11 +1310,12 @@ class Driver:
             self._reset_late(max_output)
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
-                       b'"duration_ms":%r}' % (b"%d" % sid if type(sid) is int else _payload(sid),
-                                               round(duration, 3)))
+                       b'"duration_ms":%d.%03d}' % (b"%d" % sid if type(sid) is int
+                                                     else _payload(sid), micros // 1000,
+                                                     micros % 1000))
         else:
             payload = _payload({"type": "result", "id": sid, "status": status, "result": result,
-                                "error": error, "duration_ms": round(duration, 3)})
+                                "error": error, "duration_ms": micros / 1000})
         capture.end(sid, max_output, payload)
         self.result_pending = False
         # The result is in the terminal, but a kernel worker carries it to the
@@ -1321,7 +1330,7 @@ class Driver:
         self.snippets += 1
         if self.source_bytes > SOURCE_BUDGET:
             self._trim_sources()
-        self._check(thorough=duration >= 1.0 or not self.snippets & 15)
+        self._check(thorough=micros >= 1000 or not self.snippets & 15)
 
     # -- requests
     def interrupt(self, rid):
@@ -1337,9 +1346,9 @@ class Driver:
             self.sigint_idle -= 1
 
     def _parse(self, line):
+        """The request on a line, or None when it was rejected (and told so)."""
         try:
-            line = line.translate(_URLSAFE) + b"=" * (-len(line) % 4)
-            data = binascii.a2b_base64(line)
+            data = binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
             req = _loads(data.decode("utf-8"))
         except UnicodeDecodeError:           # say so under the request's id
             rid = None
@@ -1350,17 +1359,19 @@ class Driver:
             return self._reject(rid, "the request is not valid UTF-8")
         except (ValueError, TypeError) as e:
             return self._reject(None, "malformed request: %s" % e)
-        if not isinstance(req, dict):
+        if type(req) is not dict:
             return self._reject(None, "a request must be a JSON object")
-        op, rid = req.get("op"), req.get("id")
-        if op not in ("exec", "interrupt", "ping", "shutdown"):
-            return self._reject(rid, "unknown op %r" % (op,))
-        if op == "exec":
-            limit = req.setdefault("max_output", DEFAULT_MAX_OUTPUT)
-            if not isinstance(req.get("code"), str):
-                return self._reject(rid, "exec needs a string 'code'")
-            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
-                return self._reject(rid, "max_output must be an integer >= 0")
+        op = req.get("op")
+        if op == "exec":                     # (exact types: JSON makes no subclasses)
+            if "max_output" not in req:
+                req["max_output"] = DEFAULT_MAX_OUTPUT
+            limit = req["max_output"]
+            if type(req.get("code")) is not str:
+                return self._reject(req.get("id"), "exec needs a string 'code'")
+            if type(limit) is not int or limit < 0:
+                return self._reject(req.get("id"), "max_output must be an integer >= 0")
+        elif op not in ("interrupt", "ping", "shutdown"):
+            return self._reject(req.get("id"), "unknown op %r" % (op,))
         return req
 
     def _reject(self, rid, message):
