@@ -274,8 +274,9 @@ class Terminal:
 
     def read_line(self):
         """The next line without CR/LF, or None at end of file.  (The mode is
-        re-asserted after each snippet, the only time it can have changed.)
-        What was read stays here if a signal handler raises in the read."""
+        re-asserted after snippets, the only time it can have changed: see
+        Driver._check.)  What was read stays here if a signal handler raises
+        in the read."""
         while True:
             i = self.buf.find(b"\n", self.pos)
             if i >= 0:
