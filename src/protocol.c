@@ -128,24 +128,54 @@ static bool protocol_add_uint(cJSON *o, const char *key, uint64_t v)
 	return cJSON_AddRawToObject(o, key, num) != NULL;
 }
 
+/* Code up to this long is quoted on the stack: a small snippet's line costs two
+ * allocations (cJSON's string item and the line itself), not a dozen. */
+#define PROTOCOL_SMALL_CODE 512
+/* JSON quoting makes at most 6 bytes of one; cJSON wants 5 to spare. */
+#define PROTOCOL_SMALL_QUOTED (6 * PROTOCOL_SMALL_CODE + 2 + 5)
+
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
 		       size_t *outlen)
 {
 	if (memchr(code, '\0', len))
 		return -EINVAL;
-	char *copy = malloc(len + 1);
+	char small_code[PROTOCOL_SMALL_CODE + 1], small_quoted[PROTOCOL_SMALL_QUOTED];
+	char small_json[PROTOCOL_SMALL_QUOTED + 128];
+	bool small = len <= PROTOCOL_SMALL_CODE;
+	char *copy = small ? small_code : malloc(len + 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, code, len);
 	copy[len] = '\0';
-	cJSON *req = cJSON_CreateObject();
+	/* cJSON quotes the code; the rest of the object is printed around it. */
+	cJSON *str = cJSON_CreateStringReference(copy);
+	char *printed = NULL; /* cJSON's own buffer, for code too long for the stack */
+	const char *quoted = NULL;
+	if (str && small && cJSON_PrintPreallocated(str, small_quoted, sizeof(small_quoted), 0))
+		quoted = small_quoted;
+	else if (str)
+		quoted = printed = cJSON_PrintUnformatted(str);
+	cJSON_Delete(str);
 	int rc = -ENOMEM;
-	if (req && protocol_add_uint(req, "id", id) && cJSON_AddStringToObject(req, "op", "exec") &&
-	    cJSON_AddItemToObject(req, "code", cJSON_CreateStringReference(copy)) &&
-	    protocol_add_uint(req, "max_output", max_output))
-		rc = protocol_request_line(req, out, outlen);
-	cJSON_Delete(req);
-	free(copy);
+	if (quoted) {
+		char head[80], tail[48];
+		int hn = snprintf(head, sizeof(head),
+				  "{\"id\":%" PRIu64 ",\"op\":\"exec\",\"code\":", id);
+		int tn = snprintf(tail, sizeof(tail), ",\"max_output\":%" PRIu64 "}", max_output);
+		size_t qn = strlen(quoted), jn = (size_t)hn + qn + (size_t)tn;
+		char *json = jn < sizeof(small_json) ? small_json : malloc(jn + 1);
+		if (json) {
+			memcpy(json, head, (size_t)hn);
+			memcpy(json + hn, quoted, qn);
+			memcpy(json + hn + qn, tail, (size_t)tn);
+			rc = protocol_encode_text("", json, jn, out, outlen);
+			if (json != small_json)
+				free(json);
+		}
+	}
+	cJSON_free(printed);
+	if (copy != small_code)
+		free(copy);
 	return rc;
 }
 

@@ -259,6 +259,20 @@ static void test_exec_line_round_trips_any_code(void **state)
 	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble, 4096);
 	cJSON_Delete(o);
 	free(line);
+
+	/* long code (quoted off the stack), every byte needing an escape */
+	size_t n = 5000;
+	char *big = malloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (char)(1 + i % 31);
+	big[n] = '\0';
+	assert_int_equal(protocol_exec_line(8, big, n, 1, &line, &len), 0);
+	o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "code"), big);
+	assert_int_equal(cJSON_GetObjectItem(o, "id")->valuedouble, 8);
+	cJSON_Delete(o);
+	free(line);
+	free(big);
 }
 
 static void test_interrupt_line_is_ctrl_c_then_the_request(void **state)
