@@ -109,6 +109,9 @@ try:                                  # the json package's own C accelerators, w
             obj, end = _scan(text, 0)
         except StopIteration as e:
             raise ValueError("not JSON (at character %d)" % e.value) from None
+        except SystemError:                  # _json raises JSONDecodeError only once
+            import json                      # json.decoder is imported: let it say why
+            return json.loads(text)
         if end != len(text) and text[end:].strip():
             raise ValueError("extra data after the JSON value")
         return obj
@@ -239,11 +242,8 @@ class Terminal:
         self.set_raw()
 
     def check(self):
-        """True if our fd was closed or replaced (and is reopened now)."""
-        if _identity(self.fd) == self.ident:
-            return False
-        self.recover(self.fd)
-        return True
+        if _identity(self.fd) != self.ident:
+            self.recover(self.fd)
 
     def set_raw(self):
         """(Re-)assert raw mode; ^C still raises SIGINT and flushes nothing."""
@@ -274,9 +274,8 @@ class Terminal:
 
     def read_line(self):
         """The next line without CR/LF, or None at end of file.  (The mode is
-        re-asserted after snippets, the only time it can have changed: see
-        Driver._check.)  What was read stays here if a signal handler raises
-        in the read."""
+        re-asserted after each snippet, the only time it can have changed.)
+        What was read stays here if a signal handler raises in the read."""
         while True:
             i = self.buf.find(b"\n", self.pos)
             if i >= 0:
@@ -869,12 +868,11 @@ class Driver:
         across the terminal may be waiting for this CPU.  So a quick check
         takes five system calls: a poll that sees closed fds, the three dup2
         and the signal mask.  Whether a private fd was replaced takes an
-        fstat each, and the terminal's mode a tcgetattr: the thorough check
-        runs after snippets of 1 ms or more (anything that starts a process
-        or opens the terminal), after every 16th, and whenever the quick one
-        sees a problem.  A faster snippet that dup2()s over our fds or
-        changes the mode on purpose only confuses its own output for a while
-        (the terminal fd itself is checked after every result: execute())."""
+        fstat each: the thorough check runs after snippets of 1 ms or more
+        (anything that starts a process), after every 16th, and whenever the
+        quick one sees a problem.  A faster snippet that dup2()s over our
+        fds on purpose only confuses its own output for a while.  (The
+        terminal's fd and mode are checked around every result: execute().)"""
         self.checked = False
         capture = self.capture
         if not thorough:
@@ -1309,6 +1307,9 @@ class Driver:
             self._flush_stdio()
         if self.late_used:
             self._reset_late(max_output)
+        # User code may have closed or replaced our terminal fd: before the
+        # result goes, or it could go into a pipe that nobody reads.
+        self.term.check()
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
                        b'"duration_ms":%d.%03d}' % (b"%d" % sid if type(sid) is int
@@ -1319,15 +1320,13 @@ class Driver:
                                 "error": error, "duration_ms": micros / 1000})
         capture.end(sid, max_output, payload)
         self.result_pending = False
+        # User code may have changed the terminal's mode: put back now, before
+        # the client can have answered the result with a request.
+        self.term.set_raw()
         # The result is in the terminal, but a kernel worker carries it to the
         # client, and it may be queued on this CPU: let it run before the
         # checks below (several microseconds off the round trip).
         _sched_yield()
-        # Checked after the result: a terminal fd that user code replaced took
-        # it (and is reopened now), so it goes again; the client ignores a
-        # result for a snippet that is no longer running.
-        if self.term.check():
-            self.term.send_payload(payload)
         self.snippets += 1
         if self.source_bytes > SOURCE_BUDGET:
             self._trim_sources()

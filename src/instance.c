@@ -91,10 +91,12 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 	int st = in->wstatus;
 	if (in->setup_error[0])
 		snprintf(why, len, "%s", in->setup_error);
-	else if (in->terminal_lost)
+	else if (in->terminal_lost && !reason && in->ready_ns)
 		snprintf(why, len,
 			 "its terminal closed while it ran (its code closed or replaced "
 			 "the driver's terminal fd); killed");
+	else if (in->terminal_lost && !reason)
+		snprintf(why, len, "its terminal closed before the driver was ready; killed");
 	else if (!in->child_exited)
 		snprintf(why, len, "killed");
 	else if (reason)

@@ -205,23 +205,26 @@ class CrashTest(TestCase):
             self.assertTrue(results[2]["result"] == {"text/plain": "1"} or results[1]["state_lost"])
 
     def test_replacing_the_terminal_fd_does_not_lose_the_result(self):
-        # dup2 over the driver's terminal fd: the result goes into that file
-        # first, the check after it sees the change and sends it again (in
-        # the sandbox, whose init holds the terminal; elsewhere it closed).
+        # dup2 of a pipe that nobody reads over the driver's terminal fd: the
+        # driver sees it before the result, which would not fit in the pipe,
+        # and reopens the terminal (in the sandbox, whose init holds it;
+        # elsewhere the terminal closed).
         results, p = run_json(
             "x = 1",
             "import os, stat\n"
-            "n = os.open(os.devnull, os.O_RDWR)\n"
+            "r, w = os.pipe()\n"
             "for fd in range(3, 1 << 16):\n"
             "    try:\n"
-            "        if fd != n and stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
-            "            os.dup2(n, fd)\n"
+            "        if stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
+            "            os.dup2(w, fd)\n"
             "    except OSError:\n"
-            "        pass",
+            "        pass\n"
+            "'x' * 200000",                    # more than the pipe holds
             "x + 1", timeout=90)
         self.assertEqual(len(results), 3, p.stderr)
         if VIA == "local":
             self.assertEqual([r["status"] for r in results], ["ok", "ok", "ok"], p.stderr)
+            self.assertEqual(len(results[1]["result"]["text/plain"]), 200002)
             self.assertEqual(results[2]["result"], {"text/plain": "2"})
         else:                                # nothing else held the terminal: a crash, at once
             self.assertEqual(results[1]["status"], "crashed", results[1])
@@ -229,6 +232,18 @@ class CrashTest(TestCase):
             self.assertIn("terminal closed", results[1]["message"])
             self.assertLess(results[1]["duration_ms"], 5000)
             self.assertEqual(results[2]["error"]["name"], "NameError")
+
+    def test_terminal_mode_changed_by_code_is_put_back(self):
+        # Canonical mode would cut the next request at 4095 bytes.
+        results, p = run_json(
+            "import os, termios\n"
+            "fd = os.open('/dev/tty', os.O_RDWR)\n"
+            "a = termios.tcgetattr(fd)\n"
+            "a[3] |= termios.ICANON | termios.ECHO\n"
+            "termios.tcsetattr(fd, termios.TCSANOW, a)",
+            "s = '" + "y" * 6000 + "'\nlen(s)", timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "ok"], p.stdout)
+        self.assertEqual(results[1]["result"], {"text/plain": "6000"})
 
     def test_child_processes_start_with_default_signals(self):
         results, _ = run_json(
