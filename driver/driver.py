@@ -388,6 +388,10 @@ class Capture:
         self.wake_r, self.wake_w = _private(r), _private(w)
         self.fds = [(fd, _identity(fd)) for p in self.pipes for fd in (p.rfd, p.wfd)]
         self.fds += [(fd, _identity(fd)) for fd in (self.wake_r, self.wake_w)]
+        # The drain's poll also watches our other fds, for nothing: an event on
+        # one is a closed fd or a pipe whose other end is gone.
+        for fd in (self.pipes[0].wfd, self.pipes[1].wfd, self.wake_r, self.wake_w):
+            self.drain_poll.register(fd, 0)
         self.io_lock = threading.Lock()
         self.streams = ()                    # (sys.stdout, sys.stderr) of the driver
         self.bufs = ()                       # ... and their _TextBuffers
@@ -413,6 +417,8 @@ class Capture:
             events = self.drain_poll.poll(0)
             if events:
                 self._drain(events)
+                if self.broken:
+                    return False
             if self.fed:
                 self._finish()
             self._period(sid, False, max_output)
@@ -486,10 +492,11 @@ class Capture:
     def _drain(self, events=None):
         """Read what the pipes hold now (events: what drain_poll just said)."""
         for fd, ev in self.drain_poll.poll(0) if events is None else events:
-            if ev & select.POLLNVAL:
+            p = self.by_fd.get(fd)
+            if p is None or ev & select.POLLNVAL:
                 self.broken = True           # user code closed one of our fds
             else:
-                self._drain_pipe(self.by_fd[fd])
+                self._drain_pipe(p)
 
     def _drain_pipe(self, p):
         """Read what p holds now (FIONREAD bounds it: a writer that never
@@ -835,7 +842,6 @@ class Driver:
         self.sigint_seen = self.sigint_deferred = False
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
-        self.fd_poll = None                  # _check(): our private fds, for POLLNVAL
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
         self.late_lock = threading.Lock()
@@ -865,26 +871,27 @@ class Driver:
         SIGINT handler and sys.std* back.  Runs after the result is sent, but
         that is still the round trip: until this thread blocks in read(), the
         kernel worker that would carry the result (and then the next request)
-        across the terminal may be waiting for this CPU.  So a quick check
-        takes five system calls: a poll that sees closed fds, the three dup2
-        and the signal mask.  Whether a private fd was replaced takes an
-        fstat each: the thorough check runs after snippets of 1 ms or more
-        (anything that starts a process), after every 16th, and whenever the
-        quick one sees a problem.  A faster snippet that dup2()s over our
-        fds on purpose only confuses its own output for a while.  (The
-        terminal's fd and mode are checked around every result: execute().)"""
+        across the terminal may be waiting for this CPU.  So a quick check is
+        four system calls, the three dup2 and the signal mask: a closed fd of
+        ours fails a dup2 or shows in the next snippet's drain poll (see
+        Capture.begin).  Whether one was replaced takes an fstat each: the
+        thorough check runs after snippets of 1 ms or more (anything that
+        starts a process), after every 16th, and whenever the quick one
+        fails.  A faster snippet that dup2()s over our fds on purpose only
+        confuses its own output for a while.  (The terminal's fd and mode
+        are checked around every result: execute().)"""
         self.checked = False
         capture = self.capture
-        if not thorough:
-            fds = self.fd_poll
-            if fds is None:
-                fds = self.fd_poll = select.poll()
-                for fd, _ in capture.fds + [self.devnull]:
-                    fds.register(fd, 0)
-            # Polled for nothing: any event is a closed fd or a dead pipe end.
-            thorough = capture.broken or bool(fds.poll(0))
+        if not thorough and not capture.broken:
+            try:
+                os.dup2(self.devnull[0], 0)
+                os.dup2(capture.pipes[0].wfd, 1)
+                os.dup2(capture.pipes[1].wfd, 2)
+            except OSError:                  # one of ours is closed
+                thorough = True
+        else:
+            thorough = True
         if thorough:
-            self.fd_poll = None
             self.term.check()
             # User code may have changed the mode: re-asserted here, after the
             # result, which is safe in any mode short of OLCUC (no CR, LF or
@@ -895,9 +902,9 @@ class Driver:
                 capture = self.capture = Capture(self.term)
             if _identity(self.devnull[0]) != self.devnull[1]:
                 self.devnull = self._open_devnull()
-        os.dup2(self.devnull[0], 0)
-        os.dup2(capture.pipes[0].wfd, 1)
-        os.dup2(capture.pipes[1].wfd, 2)
+            os.dup2(self.devnull[0], 0)
+            os.dup2(capture.pipes[0].wfd, 1)
+            os.dup2(capture.pipes[1].wfd, 2)
         if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
             _signal.signal(_signal.SIGINT, self.on_sigint)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGINT,))

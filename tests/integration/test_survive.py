@@ -189,6 +189,27 @@ class CrashTest(TestCase):
         # either the driver survived (state kept) or it restarted and said so
         self.assertTrue(results[2]["result"] == {"text/plain": "1"} or results[1]["state_lost"])
 
+    def test_closing_any_one_private_fd_keeps_state_and_capture(self):
+        # The driver's pipes and /dev/null, one at a time, each by a snippet
+        # too short for the thorough check: the next one still has its output.
+        codes = ["x = 1\nimport os\n"
+                 "fds = sorted(int(f) for f in os.listdir('/proc/self/fd') if int(f) >= 3)\n"
+                 "fds = [fd for fd in fds if fd >= 100 and not os.isatty(fd)]\n"
+                 "len(fds)"]
+        for k in range(7):
+            codes += ["os.close(fds[%d])" % k,
+                      "fds = sorted(int(f) for f in os.listdir('/proc/self/fd') if int(f) >= 3)\n"
+                      "fds = [fd for fd in fds if fd >= 100 and not os.isatty(fd)]\n"
+                      "print('back'); _ = os.write(1, b'fd1\\n'); x + %d" % k]
+        results, p = run_json(*codes, timeout=120)
+        self.assertEqual(len(results), 15, p.stderr)
+        self.assertEqual(results[0]["result"], {"text/plain": "7"})
+        for k in range(7):
+            r = results[2 + 2 * k]
+            self.assertEqual((r["status"], r["stdout"], r["state_lost"]),
+                             ("ok", "fd1\nback\n", False), (k, results[1 + 2 * k]))
+            self.assertEqual(r["result"], {"text/plain": str(1 + k)})
+
     def test_closing_every_fd_keeps_the_state_in_the_sandbox(self):
         # The driver's own terminal fd goes too: in the sandbox its init holds
         # the terminal, so the driver reopens it; without one the terminal
