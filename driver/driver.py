@@ -849,7 +849,7 @@ class Driver:
         self.late_used, self.late_max = True, None   # late_left needs a reset
         self.sources, self.source_bytes = deque(), 0
         self.unregistered = {}               # sources for linecache, once it is imported
-        self.code_cache = {}                 # source -> (body, last expression, filename)
+        self.code_cache = {}                 # source -> (body, last expression, nested code?)
         self.module = types.ModuleType("__main__")
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
@@ -1162,7 +1162,7 @@ class Driver:
         if hit is None:
             body, last = self._compile(code, filename)
         else:
-            body, last, first, nested = hit
+            body, last, nested = hit
             if nested:
                 body = _renamed(body, filename)
                 last = None if last is None else _renamed(last, filename)
@@ -1195,7 +1195,7 @@ class Driver:
                 self.code_cache.clear()
             nested = any(type(c) is _CodeType for k in (body, last) if k is not None
                          for c in k.co_consts)
-            self.code_cache[code] = (body, last, filename, nested)
+            self.code_cache[code] = (body, last, nested)
         return body, last
 
     def _register_source(self, filename, code):

@@ -45,7 +45,7 @@ struct instance {
 	uv_loop_t *loop;
 	struct transport *transport;
 	struct pty pty;
-	uv_timer_t timer; /* the boot deadline, then the drain deadline */
+	uv_timer_t timer; /* the boot deadline, the hung-up-yet-alive grace, the drain deadline */
 	uv_poll_t setup;  /* the child's set-up verdict, without blocking the loop */
 	int setup_fd;
 	char setup_error[256];
