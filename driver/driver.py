@@ -293,8 +293,11 @@ class Terminal:
                 return None
 
     def write(self, *parts):
-        """Write the parts as one unit: one writev, finished on a partial write."""
+        """Write the parts as one unit: one writev, finished on a partial write.
+        Checks the fd first: the pump sends while user code runs, and a pipe
+        that user code put in our fd's place would block it for good."""
         with self.lock:
+            self.check()
             self._writev(parts, sum(map(len, parts)))
 
     def _writev(self, parts, size):
@@ -1314,9 +1317,12 @@ class Driver:
             self._flush_stdio()
         if self.late_used:
             self._reset_late(max_output)
-        # User code may have closed or replaced our terminal fd: before the
-        # result goes, or it could go into a pipe that nobody reads.
+        # User code may have closed or replaced our terminal fd, or changed
+        # its mode: put right before the result goes, or it could go into a
+        # pipe that nobody reads, and the client's next request could arrive
+        # in the user's mode.
         self.term.check()
+        self.term.set_raw()
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
                        b'"duration_ms":%d.%03d}' % (b"%d" % sid if type(sid) is int
@@ -1327,9 +1333,6 @@ class Driver:
                                 "error": error, "duration_ms": micros / 1000})
         capture.end(sid, max_output, payload)
         self.result_pending = False
-        # User code may have changed the terminal's mode: put back now, before
-        # the client can have answered the result with a request.
-        self.term.set_raw()
         # The result is in the terminal, but a kernel worker carries it to the
         # client, and it may be queued on this CPU: let it run before the
         # checks below (several microseconds off the round trip).

@@ -254,17 +254,47 @@ class CrashTest(TestCase):
             self.assertLess(results[1]["duration_ms"], 5000)
             self.assertEqual(results[2]["error"]["name"], "NameError")
 
-    def test_terminal_mode_changed_by_code_is_put_back(self):
-        # Canonical mode would cut the next request at 4095 bytes.
+    def test_output_sent_while_a_pipe_sits_on_the_terminal_fd(self):
+        # The pump forwards output while the snippet runs: into the pipe, had
+        # it not checked the fd first, until the pipe was full and it blocked.
         results, p = run_json(
-            "import os, termios\n"
-            "fd = os.open('/dev/tty', os.O_RDWR)\n"
-            "a = termios.tcgetattr(fd)\n"
-            "a[3] |= termios.ICANON | termios.ECHO\n"
-            "termios.tcsetattr(fd, termios.TCSANOW, a)",
-            "s = '" + "y" * 6000 + "'\nlen(s)", timeout=60)
-        self.assertEqual([r["status"] for r in results], ["ok", "ok"], p.stdout)
-        self.assertEqual(results[1]["result"], {"text/plain": "6000"})
+            "x = 1",
+            "import os, stat, time\n"
+            "r, w = os.pipe()\n"
+            "for fd in range(3, 1 << 16):\n"
+            "    try:\n"
+            "        if stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
+            "            os.dup2(w, fd)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "for i in range(40):\n"
+            "    _ = os.write(1, b'x' * 8192)\n"
+            "    time.sleep(0.002)",
+            "x + 1", extra=("--timeout", "20"), timeout=90)
+        self.assertEqual(len(results), 3, p.stderr)
+        if VIA == "local":
+            self.assertEqual([r["status"] for r in results], ["ok", "ok", "ok"], p.stderr)
+            self.assertEqual(len(results[1]["stdout"]), 40 * 8192)
+            self.assertEqual(results[2]["result"], {"text/plain": "2"})
+        else:                                # the terminal closed: a crash, at once
+            self.assertEqual(results[1]["status"], "crashed", results[1])
+            self.assertLess(results[1]["duration_ms"], 5000)
+
+    def test_terminal_mode_changed_by_code_is_put_back(self):
+        # Canonical mode would cut the next request at 4095 bytes. The mode is
+        # put back before the result, so the client's next request, sent the
+        # moment the result comes, never meets it: 20 times over.
+        codes = ["import os, termios\n"
+                 "fd = os.open('/dev/tty', os.O_RDWR)\n"
+                 "a = termios.tcgetattr(fd)\n"
+                 "a[3] |= termios.ICANON | termios.ECHO"]
+        for i in range(20):
+            codes += ["termios.tcsetattr(fd, termios.TCSANOW, a)",
+                      "s = '" + "y" * 6000 + "'\nlen(s) + %d" % i]
+        results, p = run_json(*codes, timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok"] * 41, p.stdout)
+        for i in range(20):
+            self.assertEqual(results[2 + 2 * i]["result"], {"text/plain": str(6000 + i)})
 
     def test_child_processes_start_with_default_signals(self):
         results, _ = run_json(
