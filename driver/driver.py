@@ -882,7 +882,7 @@ class Driver:
         starts a process), after every 16th, and whenever the quick one
         fails.  A faster snippet that dup2()s over our fds on purpose only
         confuses its own output for a while.  (The terminal's fd and mode
-        are checked around every result: execute().)"""
+        are checked before every result: execute().)"""
         self.checked = False
         capture = self.capture
         if not thorough and not capture.broken:
@@ -896,10 +896,7 @@ class Driver:
             thorough = True
         if thorough:
             self.term.check()
-            # User code may have changed the mode: re-asserted here, after the
-            # result, which is safe in any mode short of OLCUC (no CR, LF or
-            # tab is ever raw in a frame).
-            self.term.set_raw()
+            self.term.set_raw()              # (also before every result: execute())
             if not capture.healthy():
                 capture.close()
                 capture = self.capture = Capture(self.term)
