@@ -246,7 +246,9 @@ class Terminal:
             self.recover(self.fd)
 
     def set_raw(self):
-        """(Re-)assert raw mode; ^C still raises SIGINT and flushes nothing."""
+        """(Re-)assert raw mode; ^C still raises SIGINT and flushes nothing.
+        Frames written in a mode user code set are safe short of OLCUC: no
+        CR, LF or tab is ever raw in a frame."""
         fd = self.fd
         try:
             old = termios.tcgetattr(fd)
