@@ -1260,7 +1260,8 @@ class Driver:
         # The hot path: a snippet that prints little, raises nothing and leaves
         # the process as it found it costs a few attribute tests beyond running
         # it.  What may be slow runs only when a test says it is needed, and
-        # the checks of what user code may have broken run after the result.
+        # the checks of what user code may have broken run after the result
+        # (but for the terminal's fd and mode, which are checked before it).
         self.result_pending = True
         if not self.checked:
             self._check()                    # the last one was cut short
@@ -1276,7 +1277,7 @@ class Driver:
         capture = self.capture
         if not capture.begin(sid, max_output):
             self.running = None
-            self._check()                    # the pump died: rebuilt, try once more
+            self._check()                    # pump gone or an fd closed: rebuilt, again
             self.running = sid
             capture = self.capture
             capture.begin(sid, max_output)
