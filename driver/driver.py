@@ -245,6 +245,19 @@ class Terminal:
         if _identity(self.fd) != self.ident:
             self.recover(self.fd)
 
+    def ensure(self):
+        """Before a result: our fd is still a terminal in our mode, or made so.
+        One tcgetattr: a closed fd or one that is no longer a terminal fails
+        it, a changed mode differs; only another terminal put in our fd's
+        place in the very same mode passes, until the thorough check."""
+        try:
+            mode = termios.tcgetattr(self.fd)
+        except termios.error:
+            mode = None
+        if mode != self.raw:
+            self.check()
+            self.set_raw()
+
     def set_raw(self):
         """(Re-)assert raw mode; ^C still raises SIGINT and flushes nothing.
         Frames written in a mode user code set are safe short of OLCUC: no
@@ -1321,8 +1334,7 @@ class Driver:
         # its mode: put right before the result goes, or it could go into a
         # pipe that nobody reads, and the client's next request could arrive
         # in the user's mode.
-        self.term.check()
-        self.term.set_raw()
+        self.term.ensure()
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
                        b'"duration_ms":%d.%03d}' % (b"%d" % sid if type(sid) is int
