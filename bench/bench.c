@@ -472,6 +472,29 @@ static double pb_rt_us(struct pb *b)
 }
 
 /* n round trips each, in alternating blocks so that drift hits both alike. */
+/* How much the p50 ratio moves within the run: the ratio of each block pair's
+ * medians (measured back to back), at p10, p50 and p90. Information only; the
+ * verdict stays the ratio of the whole series' medians. */
+static void block_ratios(const struct series *v, int n, const char *via, bool after)
+{
+	int nb = (n + BLOCK - 1) / BLOCK;
+	double *r = malloc(sizeof(double) * (size_t)nb), tmp[BLOCK];
+	if (!r)
+		die("out of memory");
+	for (int i = 0, blk = 0; i < n; i += BLOCK, blk++) {
+		size_t m = (size_t)(n - i < BLOCK ? n - i : BLOCK);
+		memcpy(tmp, v->p + i, m * sizeof(double));
+		double p = median(tmp, m);
+		memcpy(tmp, v->f + i, m * sizeof(double));
+		r[blk] = p / median(tmp, m);
+	}
+	printf("  .. round trip p50 ratio per block of %d %-9s via %-5s p10 %.2f  p50 %.2f  p90 "
+	       "%.2f\n",
+	       BLOCK, after ? "after" : "", via, quantile(r, (size_t)nb, 0.1),
+	       quantile(r, (size_t)nb, 0.5), quantile(r, (size_t)nb, 0.9));
+	free(r);
+}
+
 static void rt_series(const struct config *c, struct pb *b, struct floor *f, const struct series *v,
 		      struct warm *pw, struct warm *fw, bool after)
 {
@@ -498,6 +521,7 @@ static void rt_series(const struct config *c, struct pb *b, struct floor *f, con
 		pw->rt_cpu_us = pcpu / n;
 		fw->rt_cpu_us = fcpu / n;
 	}
+	block_ratios(v, n, b->via, after);
 	double pp50 = quantile(v->p, (size_t)n, 0.5), pp99 = quantile(v->p, (size_t)n, 0.99);
 	double fp50 = quantile(v->f, (size_t)n, 0.5), fp99 = quantile(v->f, (size_t)n, 0.99);
 	if (after) {
