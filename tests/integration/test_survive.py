@@ -225,6 +225,20 @@ class CrashTest(TestCase):
         else:
             self.assertTrue(results[2]["result"] == {"text/plain": "1"} or results[1]["state_lost"])
 
+    def test_a_driver_whose_terminal_closed_is_killed_at_once(self):
+        # Outside the sandbox nothing else holds the terminal: closing the
+        # driver's fd hangs it up while the driver runs on, unreachable. The
+        # client kills it half a second later rather than at the timeout.
+        p = run("run", "--via", "none", "--json", "--timeout", "0", "-c", "x = 1",
+                "-c", "import os, time\nos.closerange(3, 1 << 16)\ntime.sleep(30)",
+                "-c", "x", via=False, timeout=60)
+        results = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+        self.assertEqual([r["status"] for r in results], ["ok", "crashed", "error"], p.stderr)
+        self.assertIn("its terminal closed while it ran", results[1]["message"])
+        self.assertTrue(results[1]["state_lost"])
+        self.assertLess(results[1]["duration_ms"], 5000)
+        self.assertEqual(results[2]["error"]["name"], "NameError")
+
     def test_replacing_the_terminal_fd_does_not_lose_the_result(self):
         # dup2 of a pipe that nobody reads over the driver's terminal fd: the
         # driver sees it before the result, which would not fit in the pipe,
