@@ -109,16 +109,6 @@ static int protocol_encode_text(const char *prefix, const char *json, size_t jle
 	return 0;
 }
 
-int protocol_request_line(const cJSON *req, char **out, size_t *outlen)
-{
-	char *json = cJSON_PrintUnformatted(req);
-	if (!json)
-		return -ENOMEM;
-	int rc = protocol_encode_text("", json, strlen(json), out, outlen);
-	cJSON_free(json);
-	return rc;
-}
-
 /* An integer member printed exactly (cJSON prints numbers as doubles, through
  * snprintf and sscanf: microseconds on every request). */
 static bool protocol_add_uint(cJSON *o, const char *key, uint64_t v)

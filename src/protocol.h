@@ -79,8 +79,6 @@ bool protocol_boot_code_fits(const char *rest, size_t len, const char *magic);
  * frees *out. */
 int protocol_boot_lines(const char *form, const unsigned char *data, size_t len, char **out,
 			size_t *outlen);
-/* One request line: base64url of the JSON object, then '\n'. Caller frees. */
-int protocol_request_line(const cJSON *req, char **out, size_t *outlen);
 /* The exec request for a snippet. -EINVAL if code has a NUL byte. */
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
 		       size_t *outlen);

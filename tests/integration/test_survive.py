@@ -8,6 +8,16 @@ import unittest
 
 from ptybox_test import VIA, Serve, TestCase, run, run_json
 
+# A pipe that nobody reads, put over every terminal fd (the driver's own among them).
+PIPE_OVER_TERMINAL = ("import os, stat\n"
+                      "r, w = os.pipe()\n"
+                      "for fd in range(3, 1 << 16):\n"
+                      "    try:\n"
+                      "        if stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
+                      "            os.dup2(w, fd)\n"
+                      "    except OSError:\n"
+                      "        pass\n")
+
 
 class ForgeryTest(TestCase):
     def test_printed_markers_and_fake_frames_are_just_output(self):
@@ -246,15 +256,7 @@ class CrashTest(TestCase):
         # elsewhere the terminal closed).
         results, p = run_json(
             "x = 1",
-            "import os, stat\n"
-            "r, w = os.pipe()\n"
-            "for fd in range(3, 1 << 16):\n"
-            "    try:\n"
-            "        if stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
-            "            os.dup2(w, fd)\n"
-            "    except OSError:\n"
-            "        pass\n"
-            "'x' * 200000",                    # more than the pipe holds
+            PIPE_OVER_TERMINAL + "'x' * 200000",                    # more than the pipe holds
             "x + 1", timeout=90)
         self.assertEqual(len(results), 3, p.stderr)
         if VIA == "local":
@@ -273,14 +275,7 @@ class CrashTest(TestCase):
         # it not checked the fd first, until the pipe was full and it blocked.
         results, p = run_json(
             "x = 1",
-            "import os, stat, time\n"
-            "r, w = os.pipe()\n"
-            "for fd in range(3, 1 << 16):\n"
-            "    try:\n"
-            "        if stat.S_ISCHR(os.fstat(fd).st_mode) and os.isatty(fd):\n"
-            "            os.dup2(w, fd)\n"
-            "    except OSError:\n"
-            "        pass\n"
+            PIPE_OVER_TERMINAL + "import time\n"
             "for i in range(40):\n"
             "    _ = os.write(1, b'x' * 8192)\n"
             "    time.sleep(0.002)",
