@@ -305,6 +305,57 @@ class CrashTest(TestCase):
         for i in range(20):
             self.assertEqual(results[2 + 2 * i]["result"], {"text/plain": str(6000 + i)})
 
+    def test_what_a_fast_snippet_breaks_is_put_back_for_the_next(self):
+        # Each breaker is far under 1 ms and never the 1st, 17th, ... snippet
+        # (so the quick check follows it, not the thorough one) and the next
+        # snippet must find stdio, fds 0-2, input(), display() and __main__
+        # as a fresh session has them.
+        breakers = [
+            "import io, sys; sys.stdout = io.StringIO()",
+            "import sys; sys.stdout.close()",
+            "import sys; sys.stderr.detach()",
+            "import sys; sys.stdout.buffer.close()",
+            "import sys; sys.__stdout__ = sys.__stderr__ = None",
+            "import sys; sys.stdin = None",
+            "import os; os.dup2(os.open(os.devnull, os.O_WRONLY), 1)",
+            "import os; os.close(2)",
+            "import builtins; builtins.input = builtins.display = len",
+            "import sys; sys.modules['__main__'] = sys",
+        ]
+        check = ("import sys, os, builtins\n"
+                 "print('out'); print('err', file=sys.stderr); _ = os.write(1, b'fd1\\n')\n"
+                 "try:\n"
+                 "    input()\n"
+                 "except EOFError:\n"
+                 "    pass\n"
+                 "(sys.__stdout__ is sys.stdout, sys.stdin is sys.__stdin__,\n"
+                 " callable(display), builtins.input is not len,\n"
+                 " sys.modules['__main__'].__dict__ is globals())")
+        codes = ["pass"]
+        for b in breakers:
+            codes += [b, check]
+        results, p = run_json(*codes, timeout=90)
+        self.assertEqual(len(results), 1 + 2 * len(breakers), p.stderr)
+        for i, b in enumerate(breakers):
+            r = results[2 * i + 2]
+            self.assertEqual((r["status"], r["stdout"], r["stderr"], r["state_lost"]),
+                             ("ok", "fd1\nout\n", "err\n", False), (b, results[2 * i + 1], r))
+            self.assertEqual(r["result"], {"text/plain": "(True, True, True, True, True)"}, b)
+
+    def test_sigint_blocked_or_ignored_by_a_snippet_interrupts_the_next(self):
+        # The SIGINT handler and mask are put back before the next snippet:
+        # its timeout interrupts it (state kept), no kill needed.
+        for breaker in ("import signal; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])",
+                        "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)",
+                        "import signal; signal.signal(signal.SIGINT, lambda *a: None)"):
+            with self.subTest(breaker=breaker):
+                results, _ = run_json("x = 'kept'", breaker, "while True: pass", "x",
+                                      extra=["--timeout", "1", "--kill-grace", "5"])
+                self.assertEqual(results[1]["status"], "ok")
+                self.assertEqual((results[2]["status"], results[2]["state_lost"]),
+                                 ("timeout", False))
+                self.assertEqual(results[3]["result"], {"text/plain": "'kept'"})
+
     def test_child_processes_start_with_default_signals(self):
         results, _ = run_json(
             "import subprocess\n"
