@@ -303,7 +303,10 @@ class Terminal:
             if self.pos < len(self.buf):
                 self.parts.append(self.buf[self.pos:])
             self.buf, self.pos = b"", 0
-            self.buf = self._retry(os.read, TTY_READ)
+            try:
+                self.buf = os.read(self.fd, TTY_READ)
+            except OSError:
+                self.buf = self._retry(os.read, TTY_READ)
             if not self.buf:
                 return None
 
@@ -369,14 +372,16 @@ class _Pipe:
         self.decoder = _decoder()
         self.tail = deque()
         self.frame = (-1, b"", b"")          # (period, payload head, payload tail): _feed
-        self.reset(None, None)
+        # The budget of period number `period` (Capture._budget): head_left,
+        # bytes still forwarded live (None: all); tail_cap, the size of the
+        # tail ring kept after the head (0: drop and pause instead).
+        self.period, self.head_left, self.tail_cap = -1, None, None
+        self.reset()
 
-    def reset(self, head, tail_cap):
-        """head: bytes still forwarded live (None: all); tail_cap: size of the
-        tail ring kept after the head (0: drop and pause instead)."""
+    def reset(self):
+        """Pristine for a new period (the budget is set apart)."""
         if self.decoder.buffer:
             self.decoder.reset()
-        self.head_left, self.tail_cap = head, tail_cap
         if self.tail:
             self.tail.clear()
         self.tail_len = self.dropped = 0
@@ -415,6 +420,7 @@ class Capture:
         self.bufs = ()                       # ... and their _TextBuffers
         self.broken = self.stopping = False
         self.sid, self.late, self.periods = None, True, 0
+        self.max_output = DEFAULT_MAX_OUTPUT # of this period
         self.fed = False                     # _feed() ran in this period
         self.touched = True                  # _feed() ran since the pipes' last reset
         self._period(None, True, DEFAULT_MAX_OUTPUT)
@@ -428,10 +434,9 @@ class Capture:
         with self.io_lock:
             if self.broken:                  # (also set when the pump thread ends)
                 return False
-            for b in self.bufs:
-                if b.dirty:
-                    self._flush_streams()    # text a thread added after the last flush
-                    break
+            out, err = self.bufs
+            if out.dirty or err.dirty:
+                self._flush_streams()        # text a thread added after the last flush
             events = self.drain_poll.poll(0)
             if events:
                 self._drain(events)
@@ -481,31 +486,29 @@ class Capture:
 
     # -- io_lock held
     def _period(self, sid, late, max_output):
-        self.sid, self.late = sid, late
+        self.sid, self.late, self.max_output = sid, late, max_output
         self.periods += 1
-        if not self.touched:                 # nothing to reset but the budgets
-            if not max_output:
-                head = tail_cap = None
-            elif late:
-                head, tail_cap = max_output, 0
-            else:
-                head, tail_cap = max_output // 2, max_output - max_output // 2
-            out, err = self.pipes
-            out.head_left = err.head_left = head
-            out.tail_cap = err.tail_cap = tail_cap
+        if not self.touched:                 # pristine pipes: _budget() when first fed
             return
         self.touched = False
         paused = False
         for p in self.pipes:
             paused = paused or p.paused
-            if not max_output:
-                p.reset(None, None)
-            elif late:
-                p.reset(max_output, 0)
-            else:
-                p.reset(max_output // 2, max_output - max_output // 2)
+            p.reset()
+            self._budget(p)
         if paused:
             self._wake()                     # the pump polls that pipe again
+
+    def _budget(self, p):
+        """p's budget for this period (head forwarded live, tail ring after it)."""
+        max_output = self.max_output
+        p.period = self.periods
+        if not max_output:
+            p.head_left = p.tail_cap = None
+        elif self.late:
+            p.head_left, p.tail_cap = max_output, 0
+        else:
+            p.head_left, p.tail_cap = max_output // 2, max_output - max_output // 2
 
     def _drain(self, events=None):
         """Read what the pipes hold now (events: what drain_poll just said)."""
@@ -541,6 +544,8 @@ class Capture:
     def _feed(self, p, data):
         """Forward data within the head budget; ring or count the rest."""
         self.fed = self.touched = True
+        if p.period != self.periods:
+            self._budget(p)
         if p.head_left is None or len(data) <= p.head_left:
             if p.head_left is not None:
                 p.head_left -= len(data)
@@ -655,6 +660,8 @@ class Capture:
                     deadline = time.monotonic() + FLUSH_DELAY / 10 if busy else None
 
     def _read_batch(self, p):
+        if p.period != self.periods:
+            self._budget(p)
         limit = BATCH if p.head_left is None or p.head_left > 0 else BIG_READ
         chunks, total = [], 0
         while total < limit:
@@ -1172,7 +1179,17 @@ class Driver:
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
         filename = "<snippet-%s>" % sid
-        self._register_source(filename, code)
+        # Tracebacks (and inspect) show snippet lines.  Until something imports
+        # linecache (slow to import), sources wait in unregistered; old ones go
+        # past a budget after the result (_trim_sources).
+        linecache = sys.modules.get("linecache")
+        if linecache is None or self.unregistered:
+            self.unregistered[filename] = code
+            self._flush_sources()
+        else:
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        self.sources.append((filename, len(code)))
+        self.source_bytes += len(code)
         hit = self.code_cache.get(code)
         if hit is None:
             body, last = self._compile(code, filename)
@@ -1212,19 +1229,6 @@ class Driver:
                          for c in k.co_consts)
             self.code_cache[code] = (body, last, nested)
         return body, last
-
-    def _register_source(self, filename, code):
-        """Tracebacks (and inspect) show snippet lines.  Until something imports
-        linecache (slow to import), sources wait here; old ones go past a
-        budget after the result (_trim_sources)."""
-        linecache = sys.modules.get("linecache")
-        if linecache is None or self.unregistered:
-            self.unregistered[filename] = code
-            self._flush_sources()
-        else:
-            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        self.sources.append((filename, len(code)))
-        self.source_bytes += len(code)
 
     def _trim_sources(self):
         while self.source_bytes > SOURCE_BUDGET and len(self.sources) > 1:
@@ -1301,27 +1305,12 @@ class Driver:
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
         micros = (_perf_ns() - t0) // 1000
-        if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
-            _signal.signal(_signal.SIGINT, self.on_sigint)  # user code replaced it
-
-        result = None
-        if exc is None and value is not None:
-            self.ns["_"] = value
-            result, exc = self._call_user(self._mime, value, max_output)
-        if exc is None:
-            status, error = "ok", None
-        else:
-            interrupted = isinstance(exc, KeyboardInterrupt) and self.sigint_seen
-            status = "interrupted" if interrupted else "error"
-            error, failed = self._call_user(self._error, exc)
-            if failed is not None:
-                error = {"name": type(exc).__name__, "value": "<unprintable>", "traceback": []}
         out, err = capture.streams
-        if sys.stdout is not out or sys.stderr is not err:
-            self._flush_user_stdio()
-        if "matplotlib.pyplot" in sys.modules:
-            self._show_figures()
-            self._flush_user_stdio()
+        if (exc is None and value is None and sys.stdout is out and sys.stderr is err
+                and "matplotlib.pyplot" not in sys.modules):
+            status, result = "ok", None      # (and no more user code to run)
+        else:
+            status, result, error = self._conclude(value, exc, max_output)
         # From here on, threads of this snippet write late output.  Text that
         # one of them buffered just before and the flush below misses goes
         # out as late output too (the pump's timer, or begin() at the latest).
@@ -1353,6 +1342,32 @@ class Driver:
         if self.source_bytes > SOURCE_BUDGET:
             self._trim_sources()
         self._check(thorough=micros >= 1000 or not self.snippets & 15)
+
+    def _conclude(self, value, exc, max_output):
+        """(status, result, error) of a snippet that returned a value, raised,
+        replaced sys.stdout/err or uses pyplot: the user code that this
+        still runs (repr, traceback, flushes, figures) is interruptible."""
+        if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
+            _signal.signal(_signal.SIGINT, self.on_sigint)  # user code replaced it
+        result = None
+        if exc is None and value is not None:
+            self.ns["_"] = value
+            result, exc = self._call_user(self._mime, value, max_output)
+        if exc is None:
+            status, error = "ok", None
+        else:
+            interrupted = isinstance(exc, KeyboardInterrupt) and self.sigint_seen
+            status = "interrupted" if interrupted else "error"
+            error, failed = self._call_user(self._error, exc)
+            if failed is not None:
+                error = {"name": type(exc).__name__, "value": "<unprintable>", "traceback": []}
+        out, err = self.capture.streams
+        if sys.stdout is not out or sys.stderr is not err:
+            self._flush_user_stdio()
+        if "matplotlib.pyplot" in sys.modules:
+            self._show_figures()
+            self._flush_user_stdio()
+        return status, result, error
 
     # -- requests
     def interrupt(self, rid):
