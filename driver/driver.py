@@ -31,8 +31,8 @@ to it - close fds, change the terminal mode, replace sys.stdout, ignore
 SIGINT, start threads and processes that outlive it, print fake frames.  So
 driver state lives in objects the user's namespace does not name, every
 resource the protocol needs is a private duplicate, checked (and fds 0-2,
-the SIGINT handler and sys.std* put back) after each result, SIGINT raises
-only while user code runs, and nothing the
+the SIGINT handler and sys.std* put back) before each snippet (the terminal
+before each result), SIGINT raises only while user code runs, and nothing the
 user prints reaches the terminal except inside a frame whose JSON payload
 cannot contain a marker.  The driver's threads block signals, which go to the
 main thread, where their handlers run anyway.
@@ -50,9 +50,11 @@ it alone, without waiting for other threads: it reads requests itself (while
 a snippet runs the client sends nothing but ^C and its interrupt request),
 switches capture periods (under the capture's io_lock, which the pump holds
 while it reads and sends), sends small frames from pre-formatted bytes,
-compiles a repeated snippet once, and does its checks after the result,
-few and cheap: until it blocks in read() again, the kernel worker that
-carries the result to the client may be waiting for its CPU.
+compiles a repeated snippet once, and does its checks before the next
+snippet, few and cheap: it blocks in read() right after the result, so that
+the kernel worker that carries the result to the client, and the client,
+find its CPU free (measured: checks after the result cost the round trip
+about twice their own time).
 Standard library only; runs on Python 3.8 and later.
 """
 
@@ -85,7 +87,6 @@ _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
 _CodeType = types.CodeType
 _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
-_sched_yield = getattr(os, "sched_yield", lambda: None)  # (not on every Unix)
 _perf_ns = time.perf_counter_ns
 try:                                  # the json package's own C accelerators, without
     import _json                      # importing json (and re) at start-up
@@ -245,16 +246,16 @@ class Terminal:
         if _identity(self.fd) != self.ident:
             self.recover(self.fd)
 
-    def ensure(self):
+    def ensure(self, thorough=False):
         """Before a result: our fd is still a terminal in our mode, or made so.
         One tcgetattr: a closed fd or one that is no longer a terminal fails
         it, a changed mode differs; only another terminal put in our fd's
-        place in the very same mode passes, until the thorough check."""
+        place in the very same mode passes, unless thorough (an fstat)."""
         try:
             mode = termios.tcgetattr(self.fd)
         except termios.error:
             mode = None
-        if mode != self.raw:
+        if mode != self.raw or thorough:
             self.check()
             self.set_raw()
 
@@ -709,11 +710,14 @@ class _TextBuffer:
     chunks.  Writers only append (atomic under the GIL: no lock on print()'s
     path); whoever empties it holds lock until the bytes are in the pipe (or
     in the capture), so the order is kept.  dirty: something may be in it;
-    eager: 1 to flush at each line end (line_buffering), 2 at each write."""
-    __slots__ = ("chunks", "size", "dirty", "closed", "lock", "errors", "eager")
+    eager: 1 to flush at each line end (line_buffering), 2 at each write;
+    gone: its stream is closed, detached, or its sink closed or dead (the
+    quick check replaces it on this flag alone)."""
+    __slots__ = ("chunks", "size", "dirty", "closed", "gone", "lock", "errors", "eager")
 
     def __init__(self, errors):
         self.chunks, self.size, self.dirty, self.closed = [], 0, False, False
+        self.gone = False
         self.lock = threading.RLock()        # re-entrant: a signal handler may print
         self.errors, self.eager = errors, 0
 
@@ -738,6 +742,10 @@ class _FdSink(io.RawIOBase):
 
     def fileno(self):
         return self.fd
+
+    def close(self):
+        self.buf.gone = True
+        io.RawIOBase.close(self)
 
     def write(self, b):
         """Bytes, after the text written before them."""
@@ -786,7 +794,11 @@ class _OutStream(io.TextIOWrapper):
         try:
             io.TextIOWrapper.close(self)     # flush() first
         finally:
-            self._ptybox_buf.closed = True
+            self._ptybox_buf.closed = self._ptybox_buf.gone = True
+
+    def detach(self):
+        self._ptybox_buf.gone = True
+        return io.TextIOWrapper.detach(self)
 
     def reconfigure(self, **kwargs):
         io.TextIOWrapper.reconfigure(self, **kwargs)
@@ -862,6 +874,7 @@ class Driver:
         self.last_id = None                  # id that idle output belongs to
         self.result_pending = False
         self.checked = False                 # _check() ran since the last snippet
+        self.check_thorough = True           # ... and must be thorough
         self.on_sigint = self._on_sigint     # one bound method: compared by identity
         self.armed = False                   # SIGINT raises KeyboardInterrupt
         self.sigint_seen = self.sigint_deferred = False
@@ -890,22 +903,20 @@ class Driver:
         self._reset_late(DEFAULT_MAX_OUTPUT)
         self._check()
 
-    # -- checked and re-installed after every result, before the next snippet
+    # -- checked and re-installed before every snippet
     def _check(self, thorough=True):
         """Reopen or rebuild what user code closed or replaced, put fds 0-2, the
-        SIGINT handler and sys.std* back.  Runs after the result is sent, but
-        that is still the round trip: until this thread blocks in read(), the
-        kernel worker that would carry the result (and then the next request)
-        across the terminal may be waiting for this CPU.  So a quick check is
-        four system calls, the three dup2 and the signal mask: a closed fd of
-        ours fails a dup2 or shows in the next snippet's drain poll (see
-        Capture.begin).  Whether one was replaced takes an fstat each: the
-        thorough check runs after snippets of 1 ms or more (anything that
-        starts a process), after every 16th, and whenever the quick one
-        fails.  A faster snippet that dup2()s over our fds on purpose only
-        confuses its own output for a while.  (The terminal's fd and mode
-        are checked before every result: execute().)"""
-        self.checked = False
+        SIGINT handler, its mask and sys.std* back.  Runs before each snippet,
+        on the round trip, so a quick check is four system calls, the three
+        dup2 and the signal mask: a closed fd of ours fails a dup2 or shows
+        in the snippet's drain poll (see Capture.begin).  Whether one was
+        replaced takes an fstat each: the thorough check runs after snippets
+        of 1 ms or more (anything that starts a process), after every 16th,
+        and whenever the quick one fails or was cut short.  A faster snippet
+        that dup2()s over our fds on purpose only confuses its own output for
+        a while.  (The terminal's fd and mode are checked before every
+        result: execute().)"""
+        self.checked, self.check_thorough = False, True
         capture = self.capture
         if not thorough and not capture.broken:
             try:
@@ -930,28 +941,43 @@ class Driver:
         if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
             _signal.signal(_signal.SIGINT, self.on_sigint)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGINT,))
-        self._install()
+        self._install(thorough)
         self.checked = True
 
-    def _install(self):
-        """sys.std*, __main__, input() and display(), as each snippet finds them."""
+    def _install(self, thorough=True):
+        """sys.std*, __main__, input() and display(), as each snippet finds them.
+        Quick: our streams are replaced only if flagged gone, and the rest is
+        compared before it is assigned (assignments to modules are slow)."""
         capture = self.capture
-        streams = self.streams
-        out, err = streams.get("stdout"), streams.get("stderr")
-        if not _usable(out):
-            out = streams["stdout"] = self._make_stream(1, "stdout")
-        if not _usable(err):
-            err = streams["stderr"] = self._make_stream(2, "stderr")
-        sys.stdout = sys.__stdout__ = out
-        sys.stderr = sys.__stderr__ = err
-        capture.streams = (out, err)
-        capture.bufs = self.bufs = (out._ptybox_buf, err._ptybox_buf)
-        if self.stdin.closed:
-            self.stdin = _NoStdin()
-        sys.stdin = sys.__stdin__ = self.stdin
-        sys.modules["__main__"] = self.module
-        builtins.input = _no_input
-        builtins.display = self.display
+        try:                                 # (a new capture has none)
+            out, err = capture.streams
+            fresh = thorough or out._ptybox_buf.gone or err._ptybox_buf.gone
+        except ValueError:
+            fresh = True
+        if fresh:
+            out, err = self._stream("stdout", 1), self._stream("stderr", 2)
+            capture.streams = (out, err)
+            capture.bufs = self.bufs = (out._ptybox_buf, err._ptybox_buf)
+            if self.stdin.closed:
+                self.stdin = _NoStdin()
+        stdin, display, module = self.stdin, self.display, self.module
+        if (fresh or sys.stdout is not out or sys.stderr is not err or sys.stdin is not stdin
+                or sys.__stdout__ is not out or sys.__stderr__ is not err
+                or sys.__stdin__ is not stdin or builtins.input is not _no_input
+                or builtins.display is not display or sys.modules.get("__main__") is not module):
+            sys.stdout = sys.__stdout__ = out
+            sys.stderr = sys.__stderr__ = err
+            sys.stdin = sys.__stdin__ = stdin
+            sys.modules["__main__"] = module
+            builtins.input = _no_input
+            builtins.display = display
+
+    def _stream(self, name, fd):
+        """Our sys.stdout or sys.stderr: the one we have, or a new one."""
+        s = self.streams.get(name)
+        if not _usable(s):
+            s = self.streams[name] = self._make_stream(fd, name)
+        return s
 
     def _before_fork(self):
         """fork() in user code: flush first, or the child would write the
@@ -1001,7 +1027,7 @@ class Driver:
             try:
                 s.flush()
             except BaseException as e:
-                s._ptybox_sink.dead = True
+                s._ptybox_sink.dead = s._ptybox_buf.gone = True
                 del self.streams[name]
                 failure = failure or e
         return failure
@@ -1276,13 +1302,16 @@ class Driver:
     def execute(self, sid, code, max_output):
         # The hot path: a snippet that prints little, raises nothing and leaves
         # the process as it found it costs a few attribute tests beyond running
-        # it.  What may be slow runs only when a test says it is needed, and
-        # the checks of what user code may have broken run after the result
-        # (but for the terminal's fd and mode, which are checked before it).
+        # it.  What may be slow runs only when a test says it is needed.  What
+        # user code may have broken is put right before the next snippet (but
+        # the terminal, before the result): work between the result and the
+        # read of the next request is on the round trip too, for the kernel
+        # worker and the client that the result wakes would wait for this CPU
+        # or be woken on another one, which costs more.
         self.result_pending = True
         if not self.checked:
-            self._check()                    # the last one was cut short
-        self.checked = False                 # user code runs: check after the result
+            self._check(self.check_thorough)
+        self.checked = False                 # user code runs: check before the next
         if self.late_used or max_output != self.late_max:
             self._reset_late(max_output)
         self.sigint_seen = self.sigint_deferred = False
@@ -1322,8 +1351,11 @@ class Driver:
         # User code may have closed or replaced our terminal fd, or changed
         # its mode: put right before the result goes, or it could go into a
         # pipe that nobody reads, and the client's next request could arrive
-        # in the user's mode.
-        self.term.ensure()
+        # in the user's mode or be read from another terminal.  The thorough
+        # check runs after snippets of 1 ms or more (anything that starts a
+        # process) and after every 16th (see _check).
+        thorough = micros >= 1000 or not self.snippets & 15
+        self.term.ensure(thorough)
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
                        b'"duration_ms":%d.%03d}' % (b"%d" % sid if type(sid) is int
@@ -1334,14 +1366,10 @@ class Driver:
                                 "error": error, "duration_ms": micros / 1000})
         capture.end(sid, max_output, payload)
         self.result_pending = False
-        # The result is in the terminal, but a kernel worker carries it to the
-        # client, and it may be queued on this CPU: let it run before the
-        # checks below (several microseconds off the round trip).
-        _sched_yield()
         self.snippets += 1
+        self.check_thorough = thorough
         if self.source_bytes > SOURCE_BUDGET:
             self._trim_sources()
-        self._check(thorough=micros >= 1000 or not self.snippets & 15)
 
     def _conclude(self, value, exc, max_output):
         """(status, result, error) of a snippet that returned a value, raised,
