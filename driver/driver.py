@@ -31,8 +31,8 @@ to it - close fds, change the terminal mode, replace sys.stdout, ignore
 SIGINT, start threads and processes that outlive it, print fake frames.  So
 driver state lives in objects the user's namespace does not name, every
 resource the protocol needs is a private duplicate, checked (and fds 0-2,
-the SIGINT handler and sys.std* put back) before each snippet (the terminal
-before each result), SIGINT raises only while user code runs, and nothing the
+the SIGINT handler and sys.std* put back) after each result (the terminal
+before it), SIGINT raises only while user code runs, and nothing the
 user prints reaches the terminal except inside a frame whose JSON payload
 cannot contain a marker.  The driver's threads block signals, which go to the
 main thread, where their handlers run anyway.
@@ -50,11 +50,10 @@ it alone, without waiting for other threads: it reads requests itself (while
 a snippet runs the client sends nothing but ^C and its interrupt request),
 switches capture periods (under the capture's io_lock, which the pump holds
 while it reads and sends), sends small frames from pre-formatted bytes,
-compiles a repeated snippet once, and does its checks before the next
-snippet, few and cheap: it blocks in read() right after the result, so that
-the kernel worker that carries the result to the client, and the client,
-find its CPU free (measured: checks after the result cost the round trip
-about twice their own time).
+compiles a repeated snippet once, and does its checks after the result,
+while the client handles it: few and cheap, for a client that sends its
+next request at once (a benchmark, a script of snippets) still waits for
+them, and the kernel worker that carries the result may wait for this CPU.
 Standard library only; runs on Python 3.8 and later.
 """
 
@@ -76,6 +75,7 @@ SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
+THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 END = b":ptybox>>>"
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
@@ -874,7 +874,7 @@ class Driver:
         self.last_id = None                  # id that idle output belongs to
         self.result_pending = False
         self.checked = False                 # _check() ran since the last snippet
-        self.check_thorough = True           # ... and must be thorough
+        self.thorough_at = 0                 # _perf_ns() of the last thorough one
         self.on_sigint = self._on_sigint     # one bound method: compared by identity
         self.armed = False                   # SIGINT raises KeyboardInterrupt
         self.sigint_seen = self.sigint_deferred = False
@@ -906,17 +906,18 @@ class Driver:
     # -- checked and re-installed before every snippet
     def _check(self, thorough=True):
         """Reopen or rebuild what user code closed or replaced, put fds 0-2, the
-        SIGINT handler, its mask and sys.std* back.  Runs before each snippet,
-        on the round trip, so a quick check is four system calls, the three
-        dup2 and the signal mask: a closed fd of ours fails a dup2 or shows
-        in the snippet's drain poll (see Capture.begin).  Whether one was
-        replaced takes an fstat each: the thorough check runs after snippets
-        of 1 ms or more (anything that starts a process), after every 16th,
-        and whenever the quick one fails or was cut short.  A faster snippet
-        that dup2()s over our fds on purpose only confuses its own output for
-        a while.  (The terminal's fd and mode are checked before every
-        result: execute().)"""
-        self.checked, self.check_thorough = False, True
+        SIGINT handler, its mask and sys.std* back.  Runs after the result, but
+        a client that sends its next request at once still waits for it, so a
+        quick check is four system calls, the three dup2 and the signal mask:
+        a closed fd of ours fails a dup2 or shows in the next snippet's drain
+        poll (see Capture.begin).  Whether one was replaced takes an fstat
+        each, some 40 us in all: the thorough check runs after snippets of
+        1 ms or more (anything that starts a process), at least every
+        THOROUGH_EVERY of snippets, and whenever the quick one fails.  A
+        faster snippet that dup2()s over our fds on purpose only confuses its
+        own output for a while.  (The terminal's fd and mode are checked
+        before every result: execute().)"""
+        self.checked = False
         capture = self.capture
         if not thorough and not capture.broken:
             try:
@@ -928,6 +929,7 @@ class Driver:
         else:
             thorough = True
         if thorough:
+            self.thorough_at = _perf_ns()
             self.term.check()
             self.term.set_raw()              # (also before every result: execute())
             if not capture.healthy():
@@ -1302,16 +1304,13 @@ class Driver:
     def execute(self, sid, code, max_output):
         # The hot path: a snippet that prints little, raises nothing and leaves
         # the process as it found it costs a few attribute tests beyond running
-        # it.  What may be slow runs only when a test says it is needed.  What
-        # user code may have broken is put right before the next snippet (but
-        # the terminal, before the result): work between the result and the
-        # read of the next request is on the round trip too, for the kernel
-        # worker and the client that the result wakes would wait for this CPU
-        # or be woken on another one, which costs more.
+        # it.  What may be slow runs only when a test says it is needed, and
+        # the checks of what user code may have broken run after the result
+        # (but for the terminal's fd and mode, which are checked before it).
         self.result_pending = True
         if not self.checked:
-            self._check(self.check_thorough)
-        self.checked = False                 # user code runs: check before the next
+            self._check()                    # the last one was cut short
+        self.checked = False                 # user code runs: check after the result
         if self.late_used or max_output != self.late_max:
             self._reset_late(max_output)
         self.sigint_seen = self.sigint_deferred = False
@@ -1333,7 +1332,8 @@ class Driver:
         value, exc = self._call_user(self._run_code, sid, code)
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
-        micros = (_perf_ns() - t0) // 1000
+        t1 = _perf_ns()
+        micros = (t1 - t0) // 1000
         out, err = capture.streams
         if (exc is None and value is None and sys.stdout is out and sys.stderr is err
                 and "matplotlib.pyplot" not in sys.modules):
@@ -1351,10 +1351,9 @@ class Driver:
         # User code may have closed or replaced our terminal fd, or changed
         # its mode: put right before the result goes, or it could go into a
         # pipe that nobody reads, and the client's next request could arrive
-        # in the user's mode or be read from another terminal.  The thorough
-        # check runs after snippets of 1 ms or more (anything that starts a
-        # process) and after every 16th (see _check).
-        thorough = micros >= 1000 or not self.snippets & 15
+        # in the user's mode or be read from another terminal (which only the
+        # thorough check tells, see _check).
+        thorough = micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY
         self.term.ensure(thorough)
         if status == "ok" and result is None:
             payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
@@ -1367,9 +1366,9 @@ class Driver:
         capture.end(sid, max_output, payload)
         self.result_pending = False
         self.snippets += 1
-        self.check_thorough = thorough
         if self.source_bytes > SOURCE_BUDGET:
             self._trim_sources()
+        self._check(thorough)
 
     def _conclude(self, value, exc, max_output):
         """(status, result, error) of a snippet that returned a value, raised,
