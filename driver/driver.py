@@ -88,6 +88,8 @@ _CodeType = types.CodeType
 _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
 _perf_ns = time.perf_counter_ns
+_dup2 = os.dup2
+_SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
 try:                                  # the json package's own C accelerators, without
     import _json                      # importing json (and re) at start-up
 
@@ -892,6 +894,7 @@ class Driver:
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
         self.devnull = self._open_devnull()
+        self.std_sources = ()                # what fds 0-2 are dup2()ed from: _check
         self.capture = Capture(term)
         self.stdin, self.streams = _NoStdin(), {}
         self.display = self._display_builtin()
@@ -920,10 +923,11 @@ class Driver:
         self.checked = False
         capture = self.capture
         if not thorough and not capture.broken:
+            fd0, fd1, fd2 = self.std_sources
             try:
-                os.dup2(self.devnull[0], 0)
-                os.dup2(capture.pipes[0].wfd, 1)
-                os.dup2(capture.pipes[1].wfd, 2)
+                _dup2(fd0, 0)
+                _dup2(fd1, 1)
+                _dup2(fd2, 2)
             except OSError:                  # one of ours is closed
                 thorough = True
         else:
@@ -937,12 +941,12 @@ class Driver:
                 capture = self.capture = Capture(self.term)
             if _identity(self.devnull[0]) != self.devnull[1]:
                 self.devnull = self._open_devnull()
-            os.dup2(self.devnull[0], 0)
-            os.dup2(capture.pipes[0].wfd, 1)
-            os.dup2(capture.pipes[1].wfd, 2)
-        if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
-            _signal.signal(_signal.SIGINT, self.on_sigint)
-        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, (_signal.SIGINT,))
+            self.std_sources = (self.devnull[0], capture.pipes[0].wfd, capture.pipes[1].wfd)
+            for fd, source in enumerate(self.std_sources):
+                os.dup2(source, fd)
+        if _signal.getsignal(_SIGINT) is not self.on_sigint:
+            _signal.signal(_SIGINT, self.on_sigint)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT_ONLY)
         self._install(thorough)
         self.checked = True
 
