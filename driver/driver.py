@@ -72,7 +72,8 @@ TTY_READ = 64 << 10
 TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
 FLUSH_DELAY = 0.05                # ... and at most this long (seconds) after a write
 SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
-SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache
+SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
+SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
@@ -888,8 +889,8 @@ class Driver:
         self.late_left, self.late_dropped = {}, {}
         self.late_used, self.late_max = True, None   # late_left needs a reset
         self.sources, self.source_bytes = deque(), 0
-        self.unregistered = {}               # sources for linecache, once it is imported
-        self.code_cache = {}                 # source -> (body, last expression, nested code?)
+        self.unregistered = {}               # linecache entries, once it is imported
+        self.code_cache = {}                 # source -> (body, last expression, nested code?, lines)
         self.module = types.ModuleType("__main__")
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
@@ -1211,22 +1212,24 @@ class Driver:
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
         filename = "<snippet-%s>" % sid
+        hit = self.code_cache.get(code)
+        lines = code.splitlines(True) if hit is None else hit[3]
         # Tracebacks (and inspect) show snippet lines.  Until something imports
         # linecache (slow to import), sources wait in unregistered; old ones go
         # past a budget after the result (_trim_sources).
         linecache = sys.modules.get("linecache")
+        entry = (len(code), None, lines, filename)
         if linecache is None or self.unregistered:
-            self.unregistered[filename] = code
+            self.unregistered[filename] = entry
             self._flush_sources()
         else:
-            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+            linecache.cache[filename] = entry
         self.sources.append((filename, len(code)))
         self.source_bytes += len(code)
-        hit = self.code_cache.get(code)
         if hit is None:
-            body, last = self._compile(code, filename)
+            body, last = self._compile(code, filename, lines)
         else:
-            body, last, nested = hit
+            body, last, nested, _ = hit
             if nested:
                 body = _renamed(body, filename)
                 last = None if last is None else _renamed(last, filename)
@@ -1237,7 +1240,7 @@ class Driver:
         exec(body, self.ns)
         return None if last is None else eval(last, self.ns)
 
-    def _compile(self, code, filename):
+    def _compile(self, code, filename, lines):
         """Parse once; compile the body, and the last statement apart when it is
         an expression.  Kept for a repeated snippet unless compiling it wrote
         to stderr (a SyntaxWarning is shown each time, as before)."""
@@ -1259,11 +1262,12 @@ class Driver:
                 self.code_cache.clear()
             nested = any(type(c) is _CodeType for k in (body, last) if k is not None
                          for c in k.co_consts)
-            self.code_cache[code] = (body, last, nested)
+            self.code_cache[code] = (body, last, nested, lines)
         return body, last
 
     def _trim_sources(self):
-        while self.source_bytes > SOURCE_BUDGET and len(self.sources) > 1:
+        while ((self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT)
+               and len(self.sources) > 1):
             old, n = self.sources.popleft()
             self.source_bytes -= n
             linecache = sys.modules.get("linecache")
@@ -1274,9 +1278,8 @@ class Driver:
         linecache = sys.modules.get("linecache")
         if linecache is None or not self.unregistered:
             return
-        cache, pending, self.unregistered = linecache.cache, self.unregistered, {}
-        for filename, code in pending.items():
-            cache[filename] = (len(code), None, code.splitlines(True), filename)
+        linecache.cache.update(self.unregistered)
+        self.unregistered = {}
 
     def _error(self, exc):
         """name, value and traceback of exc (each part cut to max_output bytes)."""
@@ -1370,7 +1373,7 @@ class Driver:
         capture.end(sid, max_output, payload)
         self.result_pending = False
         self.snippets += 1
-        if self.source_bytes > SOURCE_BUDGET:
+        if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
             self._trim_sources()
         self._check(thorough)
 
