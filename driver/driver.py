@@ -1266,8 +1266,9 @@ class Driver:
         return body, last
 
     def _trim_sources(self):
-        while ((self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT)
-               and len(self.sources) > 1):
+        """The oldest go, down to 7/8 of both budgets (not one per snippet)."""
+        while ((self.source_bytes > SOURCE_BUDGET // 8 * 7
+                or len(self.sources) > SOURCE_COUNT // 8 * 7) and len(self.sources) > 1):
             old, n = self.sources.popleft()
             self.source_bytes -= n
             linecache = sys.modules.get("linecache")
