@@ -916,8 +916,10 @@ class Driver:
         a closed fd of ours fails a dup2 or shows in the next snippet's drain
         poll (see Capture.begin).  Whether one was replaced takes an fstat
         each, some 40 us in all: the thorough check runs after snippets of
-        1 ms or more (anything that starts a process), at least every
-        THOROUGH_EVERY of snippets, and whenever the quick one fails.  A
+        1 ms or more (anything that starts a process), after any snippet
+        that ends THOROUGH_EVERY or more after the last thorough check (so
+        after every one but in a fast series), and whenever the quick one
+        fails or was cut short.  A
         faster snippet that dup2()s over our fds on purpose only confuses its
         own output for a while.  (The terminal's fd and mode are checked
         before every result: execute().)"""
