@@ -58,31 +58,10 @@
 #define PTYBOX_BENCH_BUILD_TYPE "unknown"
 #endif
 
-#define PYTHON	     "/usr/bin/python3"
-#define MIB	     ((size_t)1 << 20)
-#define SENTINEL     "\x02OK\n"
-#define SENTINEL_LEN (sizeof(SENTINEL) - 1)
+#define PYTHON "/usr/bin/python3"
+#define MIB    ((size_t)1 << 20)
 
-/* The floor: the least a PTY-driven Python exec loop can cost. */
-static const char floor_py[] = "import os, sys, tty\n"
-			       "tty.setraw(0)\n"
-			       "g = {'__name__': '__main__'}\n"
-			       "rest = b''\n"
-			       "os.write(1, b'\\x02OK\\n')\n"
-			       "while True:\n"
-			       "    parts = []\n"
-			       "    i = rest.find(b'\\n')\n"
-			       "    while i < 0:\n"
-			       "        parts.append(rest)\n"
-			       "        rest = os.read(0, 1 << 16)\n"
-			       "        if not rest:\n"
-			       "            raise SystemExit\n"
-			       "        i = rest.find(b'\\n')\n"
-			       "    parts.append(rest[:i])\n"
-			       "    rest = rest[i + 1:]\n"
-			       "    exec(b''.join(parts), g)\n"
-			       "    sys.stdout.flush()\n"
-			       "    os.write(1, b'\\x02OK\\n')\n";
+#include "floor.h"
 
 static const char rt_code[] = "x = 1";
 /* The throughput that matters: print() in a loop, as user code does. */

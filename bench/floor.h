@@ -1,0 +1,33 @@
+/*
+ * floor.h - the floor that ptybox_bench and ptybox_driver_bench measure
+ * against: the least a PTY-driven Python exec loop can cost. Run as
+ * `python3 -I -c floor_py` on a terminal: raw mode, then for each request
+ * line, exec it and write SENTINEL (no capture, no framing).
+ */
+#ifndef PTYBOX_BENCH_FLOOR_H
+#define PTYBOX_BENCH_FLOOR_H
+
+#define SENTINEL     "\x02OK\n" /* what floor_py writes when ready and after each line */
+#define SENTINEL_LEN (sizeof(SENTINEL) - 1)
+
+static const char floor_py[] = "import os, sys, tty\n"
+			       "tty.setraw(0)\n"
+			       "g = {'__name__': '__main__'}\n"
+			       "rest = b''\n"
+			       "os.write(1, b'\\x02OK\\n')\n"
+			       "while True:\n"
+			       "    parts = []\n"
+			       "    i = rest.find(b'\\n')\n"
+			       "    while i < 0:\n"
+			       "        parts.append(rest)\n"
+			       "        rest = os.read(0, 1 << 16)\n"
+			       "        if not rest:\n"
+			       "            raise SystemExit\n"
+			       "        i = rest.find(b'\\n')\n"
+			       "    parts.append(rest[:i])\n"
+			       "    rest = rest[i + 1:]\n"
+			       "    exec(b''.join(parts), g)\n"
+			       "    sys.stdout.flush()\n"
+			       "    os.write(1, b'\\x02OK\\n')\n";
+
+#endif
