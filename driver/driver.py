@@ -90,6 +90,8 @@ _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
 _perf_ns = time.perf_counter_ns
 _dup2 = os.dup2
+_SYS = sys.__dict__                   # (user code may delete sys.stdout, sys.modules ...)
+_MODULES = sys.modules                # the interpreter's own, whatever sys.modules names
 _SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
 try:                                  # the json package's own C accelerators, without
     import _json                      # importing json (and re) at start-up
@@ -714,8 +716,7 @@ class _TextBuffer:
     path); whoever empties it holds lock until the bytes are in the pipe (or
     in the capture), so the order is kept.  dirty: something may be in it;
     eager: 1 to flush at each line end (line_buffering), 2 at each write;
-    gone: its stream is closed, detached, or its sink closed or dead (the
-    quick check replaces it on this flag alone)."""
+    gone: its stream was closed, or dropped when its fd failed."""
     __slots__ = ("chunks", "size", "dirty", "closed", "gone", "lock", "errors", "eager")
 
     def __init__(self, errors):
@@ -747,8 +748,9 @@ class _FdSink(io.RawIOBase):
         return self.fd
 
     def close(self):
-        self.buf.gone = True
-        io.RawIOBase.close(self)
+        """Flushes only: a wrapper the user made around sys.stdout.buffer
+        closes it when collected, and sys.stdout would go with it."""
+        self.flush_text()
 
     def write(self, b):
         """Bytes, after the text written before them."""
@@ -799,10 +801,6 @@ class _OutStream(io.TextIOWrapper):
         finally:
             self._ptybox_buf.closed = self._ptybox_buf.gone = True
 
-    def detach(self):
-        self._ptybox_buf.gone = True
-        return io.TextIOWrapper.detach(self)
-
     def reconfigure(self, **kwargs):
         io.TextIOWrapper.reconfigure(self, **kwargs)
         buf = self._ptybox_buf
@@ -840,10 +838,10 @@ def _writer(stream, driver, name):
 
 
 def _usable(stream):
-    """False if stream is None, closed or detached."""
+    """False if stream is None, closed, detached, dropped or missing our parts."""
     try:
-        return stream is not None and not stream.closed
-    except ValueError:                       # detached
+        return not (stream.closed or stream._ptybox_buf.gone or stream._ptybox_sink.dead)
+    except (AttributeError, ValueError):     # (None, or parts deleted; detached)
         return False
 
 
@@ -907,7 +905,7 @@ class Driver:
         self._reset_late(DEFAULT_MAX_OUTPUT)
         self._check()
 
-    # -- checked and re-installed before every snippet
+    # -- checked and re-installed after every result, before the next snippet
     def _check(self, thorough=True):
         """Reopen or rebuild what user code closed or replaced, put fds 0-2, the
         SIGINT handler, its mask and sys.std* back.  Runs after the result, but
@@ -958,26 +956,29 @@ class Driver:
         Quick: our streams are replaced only if flagged gone, and the rest is
         compared before it is assigned (assignments to modules are slow)."""
         capture = self.capture
-        try:                                 # (a new capture has none)
+        try:                                 # (a new capture has none; detached: ValueError)
             out, err = capture.streams
-            fresh = thorough or out._ptybox_buf.gone or err._ptybox_buf.gone
-        except ValueError:
+            fresh = (thorough or out.closed or err.closed or out._ptybox_buf.gone
+                     or err._ptybox_buf.gone)
+        except (AttributeError, ValueError):
             fresh = True
         if fresh:
             out, err = self._stream("stdout", 1), self._stream("stderr", 2)
             capture.streams = (out, err)
             capture.bufs = self.bufs = (out._ptybox_buf, err._ptybox_buf)
-            if self.stdin.closed:
-                self.stdin = _NoStdin()
-        stdin, display, module = self.stdin, self.display, self.module
-        if (fresh or sys.stdout is not out or sys.stderr is not err or sys.stdin is not stdin
-                or sys.__stdout__ is not out or sys.__stderr__ is not err
-                or sys.__stdin__ is not stdin or builtins.input is not _no_input
-                or builtins.display is not display or sys.modules.get("__main__") is not module):
+        if self.stdin.closed:
+            self.stdin = _NoStdin()
+        stdin, display, module, get = self.stdin, self.display, self.module, _SYS.get
+        if (fresh or get("stdout") is not out or get("stderr") is not err
+                or get("stdin") is not stdin or get("__stdout__") is not out
+                or get("__stderr__") is not err or get("__stdin__") is not stdin
+                or get("modules") is not _MODULES or builtins.input is not _no_input
+                or builtins.display is not display or _MODULES.get("__main__") is not module):
             sys.stdout = sys.__stdout__ = out
             sys.stderr = sys.__stderr__ = err
             sys.stdin = sys.__stdin__ = stdin
-            sys.modules["__main__"] = module
+            sys.modules = _MODULES
+            _MODULES["__main__"] = module
             builtins.input = _no_input
             builtins.display = display
 
@@ -1148,7 +1149,7 @@ class Driver:
 
     def _show_figures(self):
         """Like Jupyter's inline backend: every open pyplot figure, then close it."""
-        plt = sys.modules.get("matplotlib.pyplot")
+        plt = _MODULES.get("matplotlib.pyplot")
         if plt is None or not hasattr(plt, "get_fignums"):
             return
         nums, exc = self._call_user(plt.get_fignums)
@@ -1219,7 +1220,7 @@ class Driver:
         # Tracebacks (and inspect) show snippet lines.  Until something imports
         # linecache (slow to import), sources wait in unregistered; old ones go
         # past a budget after the result (_trim_sources).
-        linecache = sys.modules.get("linecache")
+        linecache = _MODULES.get("linecache")
         entry = (len(code), None, lines, filename)
         if linecache is None or self.unregistered:
             self.unregistered[filename] = entry
@@ -1273,12 +1274,12 @@ class Driver:
                 or len(self.sources) > SOURCE_COUNT // 8 * 7) and len(self.sources) > 1):
             old, n = self.sources.popleft()
             self.source_bytes -= n
-            linecache = sys.modules.get("linecache")
+            linecache = _MODULES.get("linecache")
             if self.unregistered.pop(old, None) is None and linecache is not None:
                 linecache.cache.pop(old, None)
 
     def _flush_sources(self):
-        linecache = sys.modules.get("linecache")
+        linecache = _MODULES.get("linecache")
         if linecache is None or not self.unregistered:
             return
         linecache.cache.update(self.unregistered)
@@ -1344,9 +1345,11 @@ class Driver:
             exc = self._flush_stdio()        # a write that fails fails the snippet
         t1 = _perf_ns()
         micros = (t1 - t0) // 1000
+        if _signal.getsignal(_SIGINT) is not self.on_sigint:
+            _signal.signal(_SIGINT, self.on_sigint)  # user code replaced it
         out, err = capture.streams
-        if (exc is None and value is None and sys.stdout is out and sys.stderr is err
-                and "matplotlib.pyplot" not in sys.modules):
+        if (exc is None and value is None and _SYS.get("stdout") is out
+                and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES):
             status, result = "ok", None      # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
@@ -1384,8 +1387,6 @@ class Driver:
         """(status, result, error) of a snippet that returned a value, raised,
         replaced sys.stdout/err or uses pyplot: the user code that this
         still runs (repr, traceback, flushes, figures) is interruptible."""
-        if _signal.getsignal(_signal.SIGINT) is not self.on_sigint:
-            _signal.signal(_signal.SIGINT, self.on_sigint)  # user code replaced it
         result = None
         if exc is None and value is not None:
             self.ns["_"] = value
@@ -1399,9 +1400,9 @@ class Driver:
             if failed is not None:
                 error = {"name": type(exc).__name__, "value": "<unprintable>", "traceback": []}
         out, err = self.capture.streams
-        if sys.stdout is not out or sys.stderr is not err:
+        if _SYS.get("stdout") is not out or _SYS.get("stderr") is not err:
             self._flush_user_stdio()
-        if "matplotlib.pyplot" in sys.modules:
+        if "matplotlib.pyplot" in _MODULES:
             self._show_figures()
             self._flush_user_stdio()
         return status, result, error
@@ -1550,7 +1551,7 @@ class _DeferredSite:
         if path is not None:
             return None                      # a submodule: its package was found
         self.load()
-        return sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name, None, target)
+        return _MODULES["_frozen_importlib_external"].PathFinder.find_spec(name, None, target)
 
     def load(self):
         self.driver.site = None
@@ -1584,7 +1585,7 @@ def main():
         os._exit(2)
     term.start = b"<<<ptybox:" + nonce + b":"
     driver = Driver(term)
-    if sys.flags.no_site and "site" not in sys.modules:
+    if sys.flags.no_site and "site" not in _MODULES:
         driver.site = _DeferredSite(driver)
     term.send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(),
                "python": sys.version.split()[0]})

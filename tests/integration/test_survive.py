@@ -306,15 +306,23 @@ class CrashTest(TestCase):
             self.assertEqual(results[2 + 2 * i]["result"], {"text/plain": str(6000 + i)})
 
     def test_what_a_fast_snippet_breaks_is_put_back_for_the_next(self):
-        # Each breaker is far under 1 ms and never the 1st, 17th, ... snippet
-        # (so the quick check follows it, not the thorough one) and the next
-        # snippet must find stdio, fds 0-2, input(), display() and __main__
-        # as a fresh session has them.
+        # Each breaker is far under 1 ms and follows another at once (so the
+        # quick check follows it, not the thorough one: that one runs after
+        # the first snippet, and 10 ms after the last), and the next snippet
+        # must find stdio, fds 0-2, input(), display() and __main__ as a
+        # fresh session has them.
         breakers = [
             "import io, sys; sys.stdout = io.StringIO()",
             "import sys; sys.stdout.close()",
             "import sys; sys.stderr.detach()",
             "import sys; sys.stdout.buffer.close()",
+            "import io, sys; io.TextIOWrapper.detach(sys.stdout)",
+            "import io, sys; io.RawIOBase.close(sys.stderr.buffer)",
+            "import io, sys; sys.stdout = io.TextIOWrapper(sys.stdout.buffer, encoding='utf-8')",
+            "import sys; del sys.stdout._ptybox_buf",
+            "import sys; del sys.stdout",
+            "import sys; del sys.modules",
+            "import sys; sys.stdin.close()",
             "import sys; sys.__stdout__ = sys.__stderr__ = None",
             "import sys; sys.stdin = None",
             "import os; os.dup2(os.open(os.devnull, os.O_WRONLY), 1)",
@@ -330,7 +338,7 @@ class CrashTest(TestCase):
                  "    pass\n"
                  "(sys.__stdout__ is sys.stdout, sys.stdin is sys.__stdin__,\n"
                  " callable(display), builtins.input is not len,\n"
-                 " sys.modules['__main__'].__dict__ is globals())")
+                 " sys.modules['__main__'].__dict__ is globals(), sys.stdin.closed)")
         codes = ["pass"]
         for b in breakers:
             codes += [b, check]
@@ -340,7 +348,8 @@ class CrashTest(TestCase):
             r = results[2 * i + 2]
             self.assertEqual((r["status"], r["stdout"], r["stderr"], r["state_lost"]),
                              ("ok", "fd1\nout\n", "err\n", False), (b, results[2 * i + 1], r))
-            self.assertEqual(r["result"], {"text/plain": "(True, True, True, True, True)"}, b)
+            self.assertEqual(r["result"], {"text/plain": "(True, True, True, True, True, False)"},
+                             b)
 
     def test_sigint_blocked_or_ignored_by_a_snippet_interrupts_the_next(self):
         # The SIGINT handler and mask are put back before the next snippet:
