@@ -1,10 +1,12 @@
 /*
- * sandbox_internal.h - what sandbox.c shares with sandbox_seccomp.c and
+ * sandbox_internal.h - what the sandbox's files share with each other: sandbox.c
+ * (the lifecycle), sandbox_plan.c, sandbox_child.c, sandbox_seccomp.c and
  * sandbox_cgroup.c; nothing outside the sandbox includes it.
  *
- * The seccomp program and the session's cgroups are each built by their own
- * file before fork; sandbox.c embeds the results in struct sandbox and only
- * hands them to the kernel (or to the cgroups' tasks files) in the child.
+ * The plan, the seccomp program and the session's cgroups are each built by
+ * their own file before fork; sandbox.c embeds the results in struct sandbox
+ * and sandbox_child.c only hands them to the kernel (or to the cgroups' tasks
+ * files) in the child.
  */
 #ifndef PTYBOX_SANDBOX_INTERNAL_H
 #define PTYBOX_SANDBOX_INTERNAL_H
@@ -13,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "sandbox.h"
@@ -72,5 +75,79 @@ const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs);
 /* Removes the session's directories (retrying briefly while they are busy) and
  * frees the strings. The processes must be gone. */
 void sandbox_cgroup_remove(struct sandbox_cgroups *cgs);
+
+/* The sandbox itself: sandbox.c owns it from sandbox_new to sandbox_free,
+ * sandbox_plan.c fills in its plan, sandbox_child.c walks it after fork. */
+
+#define SB_ID	    1000   /* uid and gid inside */
+#define SB_STAGE    "/tmp" /* where the new root is assembled (private mount ns) */
+#define SB_HOSTNAME "ptybox"
+
+enum sandbox_op_kind {
+	OP_MKDIR,   /* path, mode */
+	OP_TOUCH,   /* path: an empty file for a file bind mount */
+	OP_WRITE,   /* path, data, len */
+	OP_SYMLINK, /* src (the target) at path */
+	OP_BIND,    /* src onto path, then remount with flags (plus what the kernel locked),
+		     * the mounts below it included */
+	OP_MOUNT,   /* src (fstype) at path, flags, data */
+};
+
+struct sandbox_op {
+	enum sandbox_op_kind kind;
+	const char *src;
+	const char *path;
+	const char *data;
+	size_t len;
+	unsigned long flags;
+	mode_t mode;
+	const char *what;  /* error label: "bind /usr" */
+	const char *what2; /* OP_BIND: label of the remount */
+};
+
+/* Shared with the outer child (MAP_SHARED before fork; exec drops it). */
+struct sandbox_shared {
+	pid_t init_pid; /* the namespace's init, host pid; 0 once the outer child reaped it */
+};
+
+struct sandbox_rlimit {
+	int resource;
+	rlim_t value;
+	const char *what;
+};
+
+struct sandbox {
+	struct sandbox_options opts;
+	pid_t parent;
+	bool root;
+	unsigned long clone_flags;
+	char uid_map[48], gid_map[48];
+	struct sandbox_op *ops;
+	size_t nops, capops;
+	char **strs; /* every string the plan points to */
+	size_t nstrs, capstrs;
+	char **env;
+	const char *path; /* PATH for argv[0] lookup, from env */
+	struct sandbox_rlimit rl[5];
+	size_t nrl;
+	struct sock_fprog prog;
+	struct sandbox_cgroups cgroups;
+	struct sandbox_shared *shared;
+	pid_t child;	 /* the outer child, from sandbox_after_fork */
+	int child_pidfd; /* the same, immune to pid reuse once the caller has reaped it */
+};
+
+/* The plan (sandbox_plan.c): parent, before fork, called by sandbox_new. What it
+ * formats belongs to sb (freed by sandbox_free). */
+
+/* Appends the root filesystem's steps to sb->ops, in the order the child runs
+ * them; 0 or -ENOMEM. */
+int sandbox_plan(struct sandbox *sb);
+/* Copies opts.env into sb->env (and points sb->opts.env at it) and sets sb->path,
+ * where argv[0] is looked up; 0 or -ENOMEM. */
+int sandbox_plan_env(struct sandbox *sb);
+/* Adds one of the rlimits (at most 5) the driver sets before its exec; what is the
+ * label of its error. */
+void sandbox_plan_rlimit(struct sandbox *sb, int resource, uint64_t value, const char *what);
 
 #endif

@@ -1,0 +1,610 @@
+/*
+ * sandbox_child.c - the sandbox's child side, from fork to the driver's exec.
+ *
+ * Owns sandbox_child_exec and everything it runs: the outer child, init and
+ * the driver until its exec. pty.c forks, transport.c calls sandbox_child_exec
+ * in the child (already the PTY's session leader), and from there on the code
+ * only walks what sandbox_new prepared: the plan's steps (sandbox_plan.c),
+ * the uid/gid maps, the rlimits, the compiled seccomp program and the
+ * cgroups' paths. It reports the first failing step on err_fd as
+ * "step: reason", then _exit(125).
+ *
+ * Everything here is async-signal-safe: no malloc, no stdio, no locks, no
+ * libseccomp. The fork copied one thread of a process that has others
+ * (libuv's thread pool, the library's callers), and a lock one of them held
+ * at that moment (the allocator's, stdio's) would never be released in the
+ * child; the driver moreover runs on init's memory (CLONE_VM) until its exec.
+ * Hence the hand-rolled string helpers, error lines and PATH search below.
+ *
+ * Processes, as the host sees them:
+ *
+ *   ptybox
+ *    └ outer child O   session leader of the PTY; stays in the host's namespaces:
+ *      │               joins the cgroups, writes init's uid/gid maps (it is in
+ *      │               the parent user namespace, so the parent never has to
+ *      │               help and sandbox_after_fork never blocks), then waits and
+ *      │               exits with init's status.
+ *      └ init I        pid 1 of new user, mount, pid, net, ipc, uts and cgroup
+ *        │             namespaces: builds the root, pivots, drops every
+ *        │             capability, reaps, exits with the driver's status
+ *        │             (signal death: 128+sig), which takes the whole pid
+ *        │             namespace down with it.
+ *        └ driver D    pid 2: own process group in the terminal's foreground, so
+ *                      ^C reaches it and its children but neither I nor O;
+ *                      rlimits, no_new_privs, seccomp, exec. Started vfork-style
+ *                      (shares I's memory until its exec; I waits meanwhile).
+ *
+ * Each hop sets PR_SET_PDEATHSIG(SIGKILL) after its last credential change
+ * (commit_creds clears it): killing O kills I, and the kernel kills every
+ * process of a pid namespace whose init dies.
+ *
+ * Identity: inside uid/gid 1000 ("sandbox") is the only mapped id. As host root
+ * it maps to nobody/nogroup (65534) and supplementary groups are dropped first;
+ * otherwise to the caller's own uid/gid. Inside uid 0 does not exist, so
+ * setresuid(1000) keeps the namespace capabilities that the mounts need
+ * (the kernel's setuid fixup only clears them when leaving the namespace's
+ * uid 0); they are dropped explicitly before the driver is forked.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sandbox_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SB_EXIT_SETUP	125	     /* a set-up step failed; the reason is on err_fd */
+#define SB_DRIVER_STACK (256 * 1024) /* the driver's stack until its exec */
+
+/* mount_setattr (Linux 5.12), for headers that predate it. */
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV  0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Child side: async-signal-safe only. No malloc, no stdio, no locks.
+ */
+
+/* Ignored by the outer child (and so by init) until the driver puts them back to
+ * default: a ^C before the driver owns the foreground must not take down the session
+ * leader, and the hang-up when the master closes must not kill it before it has
+ * passed init's status on (it dies by PDEATHSIG or sandbox_kill_all anyway). */
+static const int sandbox_held_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
+
+static size_t sandbox_cat(char *buf, size_t cap, size_t at, const char *s)
+{
+	while (s && *s && at + 1 < cap)
+		buf[at++] = *s++;
+	return at;
+}
+
+static char *sandbox_utoa(unsigned long v, char *end)
+{
+	*--end = '\0';
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+/* "what arg: reason\n" on err_fd, then _exit. strerrordesc_np reads a static
+ * table: no locale, no allocation. */
+static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+	__attribute__((noreturn));
+static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+{
+	char buf[PATH_MAX + 256], num[24];
+	const char *desc = strerrordesc_np(errnum);
+	size_t n = sandbox_cat(buf, sizeof(buf) - 1, 0, what);
+
+	if (arg) {
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, " ");
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, arg);
+	}
+	n = sandbox_cat(buf, sizeof(buf) - 1, n, ": ");
+	if (desc) {
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, desc);
+	} else {
+		n = sandbox_cat(buf, sizeof(buf) - 1, n, "error ");
+		n = sandbox_cat(buf, sizeof(buf) - 1, n,
+				sandbox_utoa((unsigned long)errnum, num + sizeof(num)));
+	}
+	buf[n++] = '\n';
+	if (err_fd >= 0)
+		(void)!write(err_fd, buf, n);
+	_exit(SB_EXIT_SETUP);
+}
+
+/* The outer child fails after init exists: init must not outlive it unreaped. */
+static void sandbox_fail_reap(int err_fd, const char *what, const char *arg, int errnum, pid_t init)
+	__attribute__((noreturn));
+static void sandbox_fail_reap(int err_fd, const char *what, const char *arg, int errnum, pid_t init)
+{
+	kill(init, SIGKILL);
+	while (waitpid(init, NULL, 0) < 0 && errno == EINTR)
+		;
+	sandbox_fail(err_fd, what, arg, errnum);
+}
+
+static int sandbox_write_all(const char *path, const char *data, size_t len, int flags, mode_t mode)
+{
+	int fd = open(path, flags | O_WRONLY | O_CLOEXEC, mode);
+	int rc = 0;
+
+	if (fd < 0)
+		return -1;
+	while (len) {
+		ssize_t n = write(fd, data, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = -1;
+			break;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if (rc < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return close(fd);
+}
+
+static pid_t sandbox_clone(unsigned long flags)
+{
+	/* The raw system call: fork-like (no new stack), no atfork handlers, and the only
+	 * way to ask for the namespaces at once. */
+	return (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+/* Mount flags that a bind inherits and a remount must repeat (the kernel locks
+ * atime flags and friends in a user namespace). */
+static unsigned long sandbox_locked_flags(const char *path)
+{
+	struct statfs st;
+	unsigned long f = 0;
+
+	if (statfs(path, &st) < 0)
+		return 0;
+	if (st.f_flags & ST_RDONLY)
+		f |= MS_RDONLY;
+	if (st.f_flags & ST_NOSUID)
+		f |= MS_NOSUID;
+	if (st.f_flags & ST_NODEV)
+		f |= MS_NODEV;
+	if (st.f_flags & ST_NOEXEC)
+		f |= MS_NOEXEC;
+	if (st.f_flags & ST_NOATIME)
+		f |= MS_NOATIME;
+	if (st.f_flags & ST_NODIRATIME)
+		f |= MS_NODIRATIME;
+	if (st.f_flags & ST_RELATIME)
+		f |= MS_RELATIME;
+	return f;
+}
+
+/* Gives every mount below path (not path itself) the MS_RDONLY, MS_NOSUID, MS_NODEV
+ * and MS_NOEXEC of flags; 0 or -1 with errno. */
+static int sandbox_remount_below(const char *path, unsigned long flags)
+{
+	struct {
+		uint64_t attr_set, attr_clr, propagation, userns_fd;
+	} attr = {0, 0, 0, 0};
+
+	if (flags & MS_RDONLY)
+		attr.attr_set |= MOUNT_ATTR_RDONLY;
+	if (flags & MS_NOSUID)
+		attr.attr_set |= MOUNT_ATTR_NOSUID;
+	if (flags & MS_NODEV)
+		attr.attr_set |= MOUNT_ATTR_NODEV;
+	if (flags & MS_NOEXEC)
+		attr.attr_set |= MOUNT_ATTR_NOEXEC;
+	/* AT_RECURSIVE: path and every mount below it (path has them already). */
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr));
+}
+
+static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
+{
+	bool rec = false;
+	int fd;
+
+	switch (op->kind) {
+	case OP_MKDIR:
+		if (mkdir(op->path, op->mode) < 0 && errno != EEXIST)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		if (chmod(op->path, op->mode) < 0) /* past the umask: /tmp wants 1777 */
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		break;
+	case OP_TOUCH:
+		fd = open(op->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, op->mode);
+		if (fd < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		close(fd);
+		break;
+	case OP_WRITE:
+		if (sandbox_write_all(op->path, op->data, op->len, O_CREAT | O_EXCL, op->mode) < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		break;
+	case OP_SYMLINK:
+		if (symlink(op->src, op->path) < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		break;
+	case OP_BIND:
+		/* Non-recursive where the kernel allows it, so mounts under a bound folder
+		 * stay out; but a tree with locked submounts (all of the host's, in our
+		 * user namespace) can only be bound whole. */
+		if (mount(op->src, op->path, NULL, MS_BIND, NULL) < 0) {
+			if (errno != EINVAL ||
+			    mount(op->src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0)
+				sandbox_fail(err_fd, op->what, NULL, errno);
+			rec = true;
+		}
+		if (mount(NULL, op->path, NULL,
+			  MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path),
+			  NULL) < 0)
+			sandbox_fail(err_fd, op->what2, NULL, errno);
+		/* A remount changes one mount: the ones it took along (a host's
+		 * /usr/local...) would stay writable. Without mount_setattr the sandbox
+		 * does not start rather than start with them so. */
+		if (rec && sandbox_remount_below(op->path, op->flags) < 0)
+			sandbox_fail(err_fd, op->what2, "(the mounts below)", errno);
+		break;
+	case OP_MOUNT:
+		if (mount(op->src, op->path, op->src, op->flags, op->data) < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		break;
+	}
+}
+
+static void sandbox_drop_caps(int err_fd)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	int cap;
+
+	for (cap = 0; cap < 64; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL)
+			break; /* past the kernel's last capability */
+		sandbox_fail(err_fd, "drop capability from the bounding set", NULL, errno);
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		sandbox_fail(err_fd, "clear ambient capabilities", NULL, errno);
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		sandbox_fail(err_fd, "capset", NULL, errno);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_NO_NEW_PRIVS", NULL, errno);
+}
+
+static void sandbox_loopback_up(int err_fd)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		sandbox_fail(err_fd, "bring up lo: socket", NULL, errno);
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		sandbox_fail(err_fd, "bring up lo", NULL, errno);
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		sandbox_fail(err_fd, "bring up lo", NULL, errno);
+	close(s);
+}
+
+static void sandbox_pivot(int err_fd)
+{
+	if (chdir(SB_STAGE) < 0)
+		sandbox_fail(err_fd, "chdir", "to the new root", errno);
+	/* pivot_root(".", ".") stacks the old root on the new one; detaching it
+	 * leaves nothing of the host's mount table behind. */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		sandbox_fail(err_fd, "pivot_root", NULL, errno);
+	if (umount2(".", MNT_DETACH) < 0)
+		sandbox_fail(err_fd, "detach the old root", NULL, errno);
+	if (chdir("/") < 0)
+		sandbox_fail(err_fd, "chdir", "/", errno);
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | sandbox_locked_flags("/"),
+		  NULL) < 0)
+		sandbox_fail(err_fd, "remount / read-only", NULL, errno);
+	if (chdir("/tmp") < 0)
+		sandbox_fail(err_fd, "chdir", "/tmp", errno);
+}
+
+static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
+	__attribute__((noreturn));
+static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
+{
+	char buf[PATH_MAX];
+	const char *p = sb->path;
+	int saved = ENOENT;
+
+	if (strchr(argv[0], '/')) {
+		execve(argv[0], argv, sb->env);
+		sandbox_fail(err_fd, "exec", argv[0], errno);
+	}
+	/* execvpe may allocate; this is its loop, on the stack. */
+	for (;;) {
+		size_t k = strcspn(p, ":"), n = 0;
+
+		if (k == 0)
+			n = sandbox_cat(buf, sizeof(buf), n, ".");
+		else if (k < sizeof(buf) - 2) {
+			memcpy(buf, p, k);
+			n = k;
+		}
+		if (n) {
+			n = sandbox_cat(buf, sizeof(buf), n, "/");
+			n = sandbox_cat(buf, sizeof(buf), n, argv[0]);
+			buf[n] = '\0';
+			execve(buf, argv, sb->env);
+			if (errno == EACCES)
+				saved = EACCES;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				sandbox_fail(err_fd, "exec", buf, errno);
+		}
+		if (!p[k])
+			break;
+		p += k + 1;
+	}
+	sandbox_fail(err_fd, "exec", argv[0], saved);
+}
+
+/* pid 2: the driver. Its own foreground process group, limits, filter, exec. */
+static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err_fd)
+	__attribute__((noreturn));
+static void sandbox_driver(const struct sandbox *sb, char *const argv[], int err_fd)
+{
+	struct sigaction sa;
+	sigset_t none;
+	pid_t self;
+	size_t i;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+	if (setpgid(0, 0) < 0)
+		sandbox_fail(err_fd, "setpgid", NULL, errno);
+	/* SIGTTOU is still ignored (from the outer child), so a background group may do this. */
+	self = getpid();
+	if (ioctl(0, TIOCSPGRP, &self) < 0 && errno != ENOTTY)
+		sandbox_fail(err_fd, "tcsetpgrp", NULL, errno);
+	umask(022);
+	for (i = 0; i < sb->nrl; i++) {
+		struct rlimit rl;
+		if (getrlimit(sb->rl[i].resource, &rl) < 0)
+			sandbox_fail(err_fd, sb->rl[i].what, NULL, errno);
+		if (rl.rlim_max != RLIM_INFINITY && sb->rl[i].value > rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max; /* cannot raise a hard limit; keep the host's */
+		else
+			rl.rlim_cur = rl.rlim_max = sb->rl[i].value;
+		if (setrlimit(sb->rl[i].resource, &rl) < 0)
+			sandbox_fail(err_fd, sb->rl[i].what, NULL, errno);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (i = 0; i < sizeof(sandbox_held_signals) / sizeof(sandbox_held_signals[0]); i++)
+		sigaction(sandbox_held_signals[i], &sa, NULL);
+	/* An ignored SIGXFSZ survives exec: writes past RLIMIT_FSIZE fail with EFBIG. */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGXFSZ, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_NO_NEW_PRIVS", NULL, errno);
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0) < 0)
+		sandbox_fail(err_fd, "seccomp", NULL, errno);
+	sandbox_exec(sb, argv, err_fd);
+}
+
+struct sandbox_driver_args {
+	const struct sandbox *sb;
+	char *const *argv;
+	int err_fd;
+};
+
+static int sandbox_driver_main(void *p)
+{
+	const struct sandbox_driver_args *a = p;
+
+	sandbox_driver(a->sb, a->argv, a->err_fd);
+}
+
+/* Starts the driver the way posix_spawn does: sharing init's memory on a stack of
+ * its own (CLONE_VM) while init waits (CLONE_VFORK) until it has exec'd or failed.
+ * A fork would copy init's page tables, a copy of ptybox's whole heap: milliseconds
+ * in a busy server. Only our code runs in the driver before its exec. */
+static pid_t sandbox_spawn_driver(const struct sandbox *sb, char *const argv[], int err_fd)
+{
+	struct sandbox_driver_args a = {sb, argv, err_fd};
+	long page = sysconf(_SC_PAGESIZE);
+	char *stack;
+	pid_t pid;
+	int e;
+
+	stack = mmap(NULL, SB_DRIVER_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -1;
+	/* a guard page: an overflow faults instead of writing into init's memory */
+	if (mprotect(stack, (size_t)page, PROT_NONE) < 0) {
+		e = errno;
+		munmap(stack, SB_DRIVER_STACK);
+		errno = e;
+		return -1;
+	}
+	pid = clone(sandbox_driver_main, stack + SB_DRIVER_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD,
+		    &a);
+	e = errno;
+	munmap(stack, SB_DRIVER_STACK); /* the driver has exec'd or exited by now */
+	errno = e;
+	return pid;
+}
+
+/* pid 1 of the new namespaces. */
+static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
+	__attribute__((noreturn));
+static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
+{
+	struct pollfd pfd = {sync_fd, POLLIN, 0};
+	pid_t driver;
+	ssize_t n;
+	size_t i;
+	char c;
+	int st;
+
+	do
+		n = read(sync_fd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(SB_EXIT_SETUP); /* the outer child failed and said why */
+	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
+		sandbox_fail(err_fd, "setresgid", "1000", errno);
+	if (setresuid(SB_ID, SB_ID, SB_ID) < 0)
+		sandbox_fail(err_fd, "setresuid", "1000", errno);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
+		_exit(SB_EXIT_SETUP); /* the outer child died before PDEATHSIG was armed */
+	close(sync_fd);
+	/* Non-dumpable: the sandbox's code runs as the same uid, and must not reach
+	 * into its unfiltered init through /proc/1/mem. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_DUMPABLE", NULL, errno);
+	if (sethostname(SB_HOSTNAME, sizeof(SB_HOSTNAME) - 1) < 0)
+		sandbox_fail(err_fd, "sethostname", SB_HOSTNAME, errno);
+	if (sb->clone_flags & CLONE_NEWNET)
+		sandbox_loopback_up(err_fd);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		sandbox_fail(err_fd, "make / private", NULL, errno);
+	for (i = 0; i < sb->nops; i++)
+		sandbox_run_op(&sb->ops[i], err_fd);
+	sandbox_pivot(err_fd);
+	sandbox_drop_caps(err_fd);
+
+	driver = sandbox_spawn_driver(sb, argv, err_fd);
+	if (driver < 0)
+		sandbox_fail(err_fd, "fork", "the driver", errno);
+	close(err_fd);
+	/* fd 0, the terminal, stays open until the driver is gone: if the driver's
+	 * code closes every fd it has, the terminal lives on and the driver reopens
+	 * it (/dev/tty) instead of the client seeing a hang-up. Nothing here reads
+	 * or polls it, so it costs no wake-ups. */
+	close(1);
+	close(2);
+	/* The same filter for init, in case code of the sandbox ever reached it. */
+	(void)prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0);
+	for (;;) {
+		pid_t r = waitpid(-1, &st, 0);
+		if (r == driver)
+			break;
+		if (r < 0 && errno != EINTR)
+			_exit(SB_EXIT_SETUP);
+	}
+	/* Exiting takes every other process of the namespace with it. */
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
+{
+	char path[64], num[24], *pidstr;
+	const char *failed = NULL;
+	struct sigaction sa;
+	int sync[2], st;
+	pid_t init;
+	size_t i;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+	if (getppid() != sb->parent)
+		_exit(SB_EXIT_SETUP); /* ptybox is already gone */
+	if (sandbox_cgroup_join(&sb->cgroups, &failed) < 0)
+		sandbox_fail(err_fd, "join cgroup", failed, errno);
+	/* Supplementary groups would keep their host meaning inside; setgroups is denied there. */
+	if (sb->root && setgroups(0, NULL) < 0)
+		sandbox_fail(err_fd, "setgroups", NULL, errno);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	for (i = 0; i < sizeof(sandbox_held_signals) / sizeof(sandbox_held_signals[0]); i++)
+		sigaction(sandbox_held_signals[i], &sa, NULL);
+	if (pipe2(sync, O_CLOEXEC) < 0)
+		sandbox_fail(err_fd, "pipe", NULL, errno);
+
+	init = sandbox_clone(sb->clone_flags);
+	if (init < 0)
+		sandbox_fail(err_fd, "clone", "(new namespaces)", errno);
+	if (init == 0) {
+		close(sync[1]);
+		sandbox_init(sb, argv, err_fd, sync[0]);
+	}
+	close(sync[0]);
+	__atomic_store_n(&sb->shared->init_pid, init, __ATOMIC_SEQ_CST);
+
+	/* init's user namespace: only SB_ID is mapped; the outer child has the
+	 * rights to say so because it stayed in the parent namespace. */
+	pidstr = sandbox_utoa((unsigned long)init, num + sizeof(num));
+	{
+		static const char *const files[] = {"setgroups", "uid_map", "gid_map"};
+		const char *bodies[] = {"deny", sb->uid_map, sb->gid_map};
+		for (i = 0; i < 3; i++) {
+			size_t n = sandbox_cat(path, sizeof(path), 0, "/proc/");
+			n = sandbox_cat(path, sizeof(path), n, pidstr);
+			n = sandbox_cat(path, sizeof(path), n, "/");
+			n = sandbox_cat(path, sizeof(path), n, files[i]);
+			path[n] = '\0';
+			if (sandbox_write_all(path, bodies[i], strlen(bodies[i]), 0, 0) < 0)
+				sandbox_fail_reap(err_fd, "write", path, errno, init);
+		}
+	}
+	if (write(sync[1], "g", 1) != 1)
+		sandbox_fail_reap(err_fd, "start init", NULL, errno, init);
+	/* sync[1] stays open: init polls it to learn whether we are still alive. */
+	close(err_fd);
+	close(0);
+	close(1);
+	close(2);
+	for (;;) {
+		pid_t r = waitpid(init, &st, 0);
+		if (r == init)
+			break;
+		if (r < 0 && errno != EINTR)
+			_exit(SB_EXIT_SETUP);
+	}
+	__atomic_store_n(&sb->shared->init_pid, 0, __ATOMIC_SEQ_CST);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
