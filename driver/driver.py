@@ -740,6 +740,7 @@ class _FdSink(io.RawIOBase):
 
     def __init__(self, fd, name, buf):
         self.fd, self.name, self.dead, self.buf = fd, name, False, buf
+        self.closing = False                 # its _OutStream closes it
 
     def writable(self):
         return True
@@ -748,9 +749,13 @@ class _FdSink(io.RawIOBase):
         return self.fd
 
     def close(self):
-        """Flushes only: a wrapper the user made around sys.stdout.buffer
-        closes it when collected, and sys.stdout would go with it."""
-        self.flush_text()
+        """Only its own stream closes it: a wrapper the user made around
+        sys.stdout.buffer closes it when collected, and sys.stdout would go
+        with it (anyone else only flushes)."""
+        if self.closing:
+            io.RawIOBase.close(self)
+        else:
+            self.flush_text()
 
     def write(self, b):
         """Bytes, after the text written before them."""
@@ -796,6 +801,7 @@ class _OutStream(io.TextIOWrapper):
         _text_flush(self)                    # anything written around write()
 
     def close(self):
+        self._ptybox_sink.closing = True
         try:
             io.TextIOWrapper.close(self)     # flush() first
         finally:
