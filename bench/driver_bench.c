@@ -7,10 +7,11 @@
  * one or more driver files side by side, each on its own pseudo-terminal,
  * under one minimal blocking client (write an exec request for "x = 1", read
  * until the frame ends), alternating blocks of 100 round trips so that drift
- * hits all alike. Each run starts fresh processes; the summary is the median
- * over runs of each driver's p50 ratio to the floor and of its CPU time per
- * round trip (all its threads, from /proc/PID/task/TID/schedstat). Compare
- * two versions of the driver in one go:
+ * hits all alike. The client blocks in read(2), as ptybox_bench's floor
+ * client does (an alarm(2) bounds each wait). Each run starts fresh
+ * processes; the summary is the median over runs of each driver's p50 ratio
+ * to the floor and of its CPU time per round trip (all its threads, from
+ * /proc/PID/task/TID/schedstat). Compare two versions of the driver in one go:
  *
  *     ptybox_driver_bench [-n ROUND_TRIPS] [-r RUNS] driver/driver.py /tmp/old.py
  *
@@ -20,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,7 +40,7 @@
 #define PYTHON	    "/usr/bin/python3"
 #define MAX_SUBJECT 8
 #define BLOCK	    100
-#define DEADLINE_MS 10000
+#define DEADLINE_S  10
 
 struct subject {
 	const char *name; /* "floor" or a driver file */
@@ -111,25 +111,29 @@ static double cpu_ns(pid_t pid)
 	return total;
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig; /* only to interrupt read(2): no SA_RESTART */
+}
+
 /* Reads from s until `until` appears in what was read (since the call). */
 static void read_until(struct subject *s, const char *until)
 {
 	static char buf[1 << 16];
 	size_t have = 0, keep = strlen(until);
+	alarm(DEADLINE_S);
 	for (;;) {
-		struct pollfd p = {.fd = s->master, .events = POLLIN};
-		int rc = poll(&p, 1, DEADLINE_MS);
-		if (rc == 0)
-			die("%s: nothing within %d ms", s->name, DEADLINE_MS);
-		if (rc < 0 && errno != EINTR)
-			die("poll: %s", strerror(errno));
 		ssize_t n = read(s->master, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			die("%s: nothing within %d s", s->name, DEADLINE_S);
 		if (n <= 0)
 			die("%s: %s", s->name, n < 0 ? strerror(errno) : "end of file");
 		have += (size_t)n;
 		buf[have] = '\0';
-		if (strstr(buf, until))
+		if (strstr(buf, until)) {
+			alarm(0);
 			return;
+		}
 		if (have > sizeof(buf) / 2) { /* keep what may start `until` */
 			memmove(buf, buf + have - keep, keep);
 			have = keep;
@@ -274,6 +278,9 @@ int main(int argc, char **argv)
 			die("out of memory");
 	}
 	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
 	for (int r = 0; r < runs; r++)
 		run(n, r);
 	printf("\nmedian of %d runs of %d round trips (x = 1), each against the floor in the same "
