@@ -64,7 +64,7 @@ import os, select, sys, termios, threading, time, types
 from _collections import deque
 
 PROTOCOL = 1
-DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet, as the client's default
+DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet: PROTOCOL_DEFAULT_MAX_OUTPUT
 BATCH = 256 << 10                 # bytes per stream frame while output is forwarded live
 BIG_READ = 1 << 20                # read size once output is only counted (tail, drain)
 PIPE_SIZE = 1 << 20
@@ -1375,10 +1375,10 @@ class Driver:
         thorough = micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY
         self.term.ensure(thorough)
         if status == "ok" and result is None:
-            payload = (b'{"type":"result","id":%s,"status":"ok","result":null,"error":null,'
-                       b'"duration_ms":%d.%03d}' % (b"%d" % sid if type(sid) is int
-                                                     else _payload(sid), micros // 1000,
-                                                     micros % 1000))
+            # result and error left out when null: the client parses less
+            payload = (b'{"type":"result","id":%s,"status":"ok","duration_ms":%d.%03d}'
+                       % (b"%d" % sid if type(sid) is int else _payload(sid),
+                          micros // 1000, micros % 1000))
         else:
             payload = _payload({"type": "result", "id": sid, "status": status, "result": result,
                                 "error": error, "duration_ms": micros / 1000})
