@@ -10,7 +10,6 @@
 #include "protocol.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -109,12 +108,27 @@ static int protocol_encode_text(const char *prefix, const char *json, size_t jle
 	return 0;
 }
 
+/* v in decimal at out (room for 20 digits); returns the length. Not snprintf:
+ * on every request, its locale and stream machinery cost more than the rest
+ * of the line when the caches are cold, which they are after each wait. */
+static size_t protocol_put_uint(char *out, uint64_t v)
+{
+	char rev[20];
+	size_t n = 0;
+	do
+		rev[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (size_t i = 0; i < n; i++)
+		out[i] = rev[n - 1 - i];
+	return n;
+}
+
 /* An integer member printed exactly (cJSON prints numbers as doubles, through
  * snprintf and sscanf: microseconds on every request). */
 static bool protocol_add_uint(cJSON *o, const char *key, uint64_t v)
 {
 	char num[24];
-	snprintf(num, sizeof(num), "%" PRIu64, v);
+	num[protocol_put_uint(num, v)] = '\0';
 	return cJSON_AddRawToObject(o, key, num) != NULL;
 }
 
@@ -148,16 +162,27 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 	cJSON_Delete(str);
 	int rc = -ENOMEM;
 	if (quoted) {
+		static const char id_key[] = "{\"id\":", op_code[] = ",\"op\":\"exec\",\"code\":",
+				  max_key[] = ",\"max_output\":";
 		char head[80], tail[48];
-		int hn = snprintf(head, sizeof(head),
-				  "{\"id\":%" PRIu64 ",\"op\":\"exec\",\"code\":", id);
-		int tn = snprintf(tail, sizeof(tail), ",\"max_output\":%" PRIu64 "}", max_output);
-		size_t qn = strlen(quoted), jn = (size_t)hn + qn + (size_t)tn;
+		size_t hn = sizeof(id_key) - 1, tn = sizeof(max_key) - 1;
+		memcpy(head, id_key, hn);
+		hn += protocol_put_uint(head + hn, id);
+		memcpy(head + hn, op_code, sizeof(op_code) - 1);
+		hn += sizeof(op_code) - 1;
+		if (max_output != PROTOCOL_DEFAULT_MAX_OUTPUT) {
+			memcpy(tail, max_key, tn);
+			tn += protocol_put_uint(tail + tn, max_output);
+		} else {
+			tn = 0;
+		}
+		tail[tn++] = '}';
+		size_t qn = strlen(quoted), jn = hn + qn + tn;
 		char *json = jn < sizeof(small_json) ? small_json : malloc(jn + 1);
 		if (json) {
-			memcpy(json, head, (size_t)hn);
+			memcpy(json, head, hn);
 			memcpy(json + hn, quoted, qn);
-			memcpy(json + hn + qn, tail, (size_t)tn);
+			memcpy(json + hn + qn, tail, tn);
 			rc = protocol_encode_text("", json, jn, out, outlen);
 			if (json != small_json)
 				free(json);

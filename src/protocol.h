@@ -40,6 +40,8 @@
  * echo of standard base64 together. */
 #define PROTOCOL_NONCE_PROMPT "PTYBOX/1 NONCE?"
 #define PROTOCOL_NONCE_BYTES  16
+/* The driver's max_output when a request has none: exec lines leave it out. */
+#define PROTOCOL_DEFAULT_MAX_OUTPUT ((uint64_t)4 << 20)
 
 #endif
 
@@ -79,7 +81,9 @@ bool protocol_boot_code_fits(const char *rest, size_t len, const char *magic);
  * frees *out. */
 int protocol_boot_lines(const char *form, const unsigned char *data, size_t len, char **out,
 			size_t *outlen);
-/* The exec request for a snippet. -EINVAL if code has a NUL byte. */
+/* The exec request for a snippet (max_output left out when it is the
+ * driver's default: a shorter line costs less to encode, send and decode).
+ * -EINVAL if code has a NUL byte. */
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
 		       size_t *outlen);
 /* ^C, then the interrupt request naming snippet id (the driver learns from it

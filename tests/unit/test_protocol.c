@@ -260,6 +260,27 @@ static void test_exec_line_round_trips_any_code(void **state)
 	cJSON_Delete(o);
 	free(line);
 
+	/* the driver's default goes without saying; any other value is sent */
+	assert_int_equal(protocol_exec_line(9, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT, &line, &len),
+			 0);
+	o = decode_line(line, len);
+	assert_null(cJSON_GetObjectItem(o, "max_output"));
+	assert_string_equal(protocol_str(o, "code"), "x");
+	cJSON_Delete(o);
+	free(line);
+	assert_int_equal(
+		protocol_exec_line(9, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT - 1, &line, &len), 0);
+	o = decode_line(line, len);
+	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble,
+			 PROTOCOL_DEFAULT_MAX_OUTPUT - 1);
+	cJSON_Delete(o);
+	free(line);
+	assert_int_equal(protocol_exec_line(9, "x", 1, 0, &line, &len), 0);
+	o = decode_line(line, len);
+	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble, 0);
+	cJSON_Delete(o);
+	free(line);
+
 	/* long code (quoted off the stack), every byte needing an escape */
 	size_t n = 5000;
 	char *big = malloc(n + 1);
