@@ -183,19 +183,42 @@ int pty_write_take(struct pty *p, char *buf, size_t len)
 		free(buf);
 		return -ENOBUFS;
 	}
+	size_t off = 0;
+	bool written = !p->wq_head;
+	if (written) {
+		/* Nothing queued: write at once; only what the terminal does not
+		 * take now is queued (a request is usually taken whole). */
+		ssize_t n;
+		do
+			n = write(p->master, buf, len);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			log_msg("pty: write: %s", strerror(errno));
+			free(buf);
+			return 0; /* as a failed queued write: the hang-up or exit follows */
+		}
+		off = n > 0 ? (size_t)n : 0;
+		if (off == len) {
+			free(buf);
+			return 0;
+		}
+	}
 	struct pty_wbuf *w = malloc(sizeof(*w));
 	if (!w) {
 		free(buf);
 		return -ENOMEM;
 	}
-	*w = (struct pty_wbuf){.buf = buf, .len = len};
+	*w = (struct pty_wbuf){.buf = buf, .len = len, .off = off};
 	if (p->wq_tail)
 		p->wq_tail->next = w;
 	else
 		p->wq_head = w;
 	p->wq_tail = w;
-	p->wq_bytes += len;
-	pty_flush_queue(p);
+	p->wq_bytes += len - off;
+	if (written)
+		pty_update_poll(p); /* the terminal is full: wait until it takes more */
+	else
+		pty_flush_queue(p);
 	return 0;
 }
 
