@@ -87,7 +87,7 @@ void ptybox_options_init(struct ptybox_options *o)
 		.timeout = 30,
 		.kill_grace = 2,
 		.boot_timeout = 20,
-		.max_output = 4 << 20,
+		.max_output = PROTOCOL_DEFAULT_MAX_OUTPUT,
 		.memory = 1ULL << 30,
 		.tmp_size = 256ULL << 20,
 		.max_file_size = 256ULL << 20,
@@ -168,8 +168,9 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 	uv_timer_stop(&s->timer);
 	size_t olen = 0, elen = 0;
 	uint64_t odrop = 0, edrop = 0;
-	char *otext = outbuf_take(&s->out, &olen, &odrop);
-	char *etext = outbuf_take(&s->err, &elen, &edrop);
+	/* (Most snippets print nothing: no allocation for that.) */
+	char *otext = s->out.total ? outbuf_take(&s->out, &olen, &odrop) : NULL;
+	char *etext = s->err.total ? outbuf_take(&s->err, &elen, &edrop) : NULL;
 	char *traceback = session_join_traceback(error);
 	if (duration_ms < 0)
 		duration_ms = (double)(uv_hrtime() - e->sent_ns) / 1e6;
