@@ -232,6 +232,8 @@ class Terminal:
         self.buf, self.pos = b"", 0
         self.parts = []                      # the start of a line that spans reads
         self.raw = None                      # the attributes set_raw() last set
+        self.mode = bytearray(256)           # what TCGETS gives (ensure)
+        self.raw_mode = None                 # ... in the mode set_raw() set
         self.set_raw()
 
     def recover(self, bad_fd=None):
@@ -253,14 +255,17 @@ class Terminal:
 
     def ensure(self, thorough=False):
         """Before a result: our fd is still a terminal in our mode, or made so.
-        One tcgetattr: a closed fd or one that is no longer a terminal fails
+        One TCGETS: a closed fd or one that is no longer a terminal fails
         it, a changed mode differs; only another terminal put in our fd's
-        place in the very same mode passes, unless thorough (an fstat)."""
+        place in the very same mode passes, unless thorough (an fstat).
+        Into a kept buffer, compared as bytes: tcgetattr() builds some forty
+        objects, on the way to every result."""
+        mode = self.mode
         try:
-            mode = termios.tcgetattr(self.fd)
-        except termios.error:
+            fcntl.ioctl(self.fd, termios.TCGETS, mode)
+        except OSError:
             mode = None
-        if mode != self.raw or thorough:
+        if mode != self.raw_mode or thorough:
             self.check()
             self.set_raw()
 
@@ -274,6 +279,7 @@ class Terminal:
         except termios.error:
             return
         if old == self.raw:
+            self._note_mode()
             return
         iflag, oflag, cflag, lflag, ispeed, ospeed, cc = old
         t = termios
@@ -292,6 +298,17 @@ class Terminal:
             except termios.error:
                 return
         self.raw = new
+        self._note_mode()
+
+    def _note_mode(self):
+        """Our mode as ensure() will read it: the struct of TCGETS, whatever
+        its size on this machine, at the start of a zeroed buffer."""
+        buf = bytearray(len(self.mode))
+        try:
+            fcntl.ioctl(self.fd, termios.TCGETS, buf)
+        except OSError:
+            buf = None
+        self.raw_mode = buf
 
     def read_line(self):
         """The next line without CR/LF, or None at end of file.  (The mode is
@@ -443,11 +460,16 @@ class Capture:
             out, err = self.bufs
             if out.dirty or err.dirty:
                 self._flush_streams()        # text a thread added after the last flush
-            events = self.drain_poll.poll(0)
-            if events:
-                self._drain(events)
-                if self.broken:
-                    return False
+            # The last end() left the pipes empty (and saw any fd of ours
+            # closed): unless the pump has fed something since, all they can
+            # hold is a write racing with this request, which is the new
+            # snippet's either way.  A system call less on every request.
+            if self.touched:
+                events = self.drain_poll.poll(0)
+                if events:
+                    self._drain(events)
+                    if self.broken:
+                        return False
             if self.fed:
                 self._finish()
             self._period(sid, False, max_output)
@@ -917,9 +939,9 @@ class Driver:
         SIGINT handler, its mask and sys.std* back.  Runs after the result, but
         a client that sends its next request at once still waits for it, so a
         quick check is four system calls, the three dup2 and the signal mask:
-        a closed fd of ours fails a dup2 or shows in the next snippet's drain
-        poll (see Capture.begin).  Whether one was replaced takes an fstat
-        each, some 40 us in all: the thorough check runs after snippets of
+        a closed fd of ours fails a dup2, stops the pump (a POLLNVAL) or shows
+        in the drain poll of Capture.end.  Whether one was replaced takes an
+        fstat each, some 40 us in all: the thorough check runs after snippets of
         1 ms or more (anything that starts a process), after any snippet
         that ends THOROUGH_EVERY or more after the last thorough check (so
         after every one but in a fast series), and whenever the quick one
