@@ -147,6 +147,37 @@ static int transport_set_argv(struct transport *t, const char *const *argv)
 	return 0;
 }
 
+/* " 'K=V' ..." for the far side's env(1): each --env single-quoted for the
+ * shell that reads the remote command line ('\'' for a quote inside). "" when
+ * there are none; NULL when out of memory. */
+static char *transport_remote_env(char *const *env)
+{
+	size_t n = 1;
+	for (char *const *e = env; e && *e; e++)
+		for (const char *c = *e; *c; c++)
+			n += *c == '\'' ? 4 : 1;
+	for (char *const *e = env; e && *e; e++)
+		n += 3; /* a space and two quotes */
+	char *out = malloc(n), *o = out;
+	if (!out)
+		return NULL;
+	for (char *const *e = env; e && *e; e++) {
+		*o++ = ' ';
+		*o++ = '\'';
+		for (const char *c = *e; *c; c++) {
+			if (*c == '\'') {
+				memcpy(o, "'\\''", 4);
+				o += 4;
+			} else {
+				*o++ = *c;
+			}
+		}
+		*o++ = '\'';
+	}
+	*o = '\0';
+	return out;
+}
+
 int transport_new(const struct transport_options *o, struct transport **out, char *err,
 		  size_t errlen)
 {
@@ -161,7 +192,16 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 	}
 	/* Debian's interpreter: the sandbox sees only the system's folders. */
 	const char *python = o->python ? o->python : "/usr/bin/python3";
-	char *remote = NULL;
+	char *remote = NULL, *renv = NULL;
+	/* Over ssh and exec the local allow-list stays here (the far side has its
+	 * own PATH and HOME), but --env goes along, through env(1). */
+	const char *env_cmd = "";
+	if ((o->kind == TRANSPORT_SSH || o->kind == TRANSPORT_EXEC) && o->env_extra &&
+	    *o->env_extra) {
+		if (!(renv = transport_remote_env(o->env_extra)))
+			goto nomem;
+		env_cmd = "env";
+	}
 	switch (o->kind) {
 	case TRANSPORT_LOCAL:
 	case TRANSPORT_NONE:
@@ -169,9 +209,12 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 								 PROTOCOL_BOOTSTRAP, NULL});
 		break;
 	case TRANSPORT_SSH: {
-		if (asprintf(&remote, "exec %s -I -S -c '%s'", o->python ? o->python : "python3",
-			     PROTOCOL_BOOTSTRAP) < 0)
-			goto nomem;
+		if (asprintf(&remote, "exec %s%s %s -I -S -c '%s'", env_cmd, renv ? renv : "",
+			     o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0) {
+			remote = NULL;
+			rc = -ENOMEM;
+			break;
+		}
 		char host[256], port[16] = "";
 		snprintf(host, sizeof(host), "%s", o->target);
 		char *colon = strrchr(host, ':');
@@ -186,13 +229,18 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 		break;
 	}
 	case TRANSPORT_EXEC:
-		if (asprintf(&remote, "exec %s %s -I -S -c '%s'", o->target,
-			     o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0)
-			goto nomem;
+		if (asprintf(&remote, "exec %s %s%s %s -I -S -c '%s'", o->target, env_cmd,
+			     renv ? renv : "", o->python ? o->python : "python3",
+			     PROTOCOL_BOOTSTRAP) < 0) {
+			remote = NULL;
+			rc = -ENOMEM;
+			break;
+		}
 		rc = transport_set_argv(t, (const char *const[]){"/bin/sh", "-c", remote, NULL});
 		break;
 	}
 	free(remote);
+	free(renv);
 	if (rc < 0)
 		goto nomem;
 

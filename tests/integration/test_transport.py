@@ -17,6 +17,14 @@ class ExecTransportTest(TestCase):
         self.assertEqual(results[0]["stdout"], "<<<ptybox:" + "x" * 40 + "\n")
         self.assertEqual(results[2]["result"], {"text/plain": "42"})
 
+    def test_env_reaches_the_code_through_the_command(self):
+        # env -i: like `docker exec`, the command does not pass ours along
+        value = "a 'b' \"c\" $HOME \\"
+        p = run("run", "--via", "exec:env -i sh -c 'exec \"$0\" \"$@\"'",
+                "--env", "V=" + value, "-c", "import os; print(os.environ['V'])", via=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, value + "\n")
+
     def test_a_command_that_fails_says_why(self):
         for word in ("no such pod", "nope"):
             p = run("run", "--via", "exec:sh -c 'echo %s >&2; exit 4'" % word, "-c", "1",

@@ -1,0 +1,131 @@
+"""The ssh transport against a real sshd on loopback: the same session as in
+the sandbox, with the terminal at the far end of `ssh -tt`."""
+import getpass
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from ptybox_test import TestCase, run
+
+SSHD = "/usr/sbin/sshd"
+
+
+class LoopbackSshd:
+    """sshd on 127.0.0.1 with throwaway keys, and an `ssh` on PATH that uses them
+    (ptybox runs plain `ssh`; the wrapper adds `-F` with our client config)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ptybox-sshd-")
+        self.proc = None
+        d = self.dir
+        for key in ("host", "client"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                            os.path.join(d, key)], check=True, timeout=30)
+        shutil.copy(os.path.join(d, "client.pub"), os.path.join(d, "authorized_keys"))
+        with socket.socket() as s:               # a free port, for sshd to take
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        with open(os.path.join(d, "sshd_config"), "w") as f:
+            f.write("Port %d\nListenAddress 127.0.0.1\nHostKey %s/host\n"
+                    "AuthorizedKeysFile %s/authorized_keys\nPasswordAuthentication no\n"
+                    "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                    "PermitRootLogin prohibit-password\nPidFile %s/sshd.pid\n"
+                    % (self.port, d, d, d))
+        with open(os.path.join(d, "ssh_config"), "w") as f:
+            f.write("Host *\n  IdentityFile %s/client\n  UserKnownHostsFile /dev/null\n"
+                    "  StrictHostKeyChecking no\n  LogLevel ERROR\n" % d)
+        os.mkdir(os.path.join(d, "bin"))
+        wrapper = os.path.join(d, "bin", "ssh")
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\nexec %s -F %s/ssh_config "$@"\n' % (shutil.which("ssh"), d))
+        os.chmod(wrapper, 0o755)
+        if os.geteuid() == 0:
+            os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation
+        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", os.path.join(d, "sshd_config")],
+                                     stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._await_listening(deadline=time.monotonic() + 20)
+        self.env = dict(os.environ, PATH=os.path.join(d, "bin") + ":" + os.environ["PATH"])
+        self.via = "ssh://%s@127.0.0.1:%d" % (getpass.getuser(), self.port)
+
+    def _await_listening(self, deadline):
+        said = b""
+        while b"Server listening" not in said:
+            left = deadline - time.monotonic()
+            r = select.select([self.proc.stderr], [], [], max(0, left))[0] if left > 0 else []
+            chunk = os.read(self.proc.stderr.fileno(), 4096) if r else b""
+            if not chunk:
+                self.close()
+                raise RuntimeError("sshd did not start: %s" % said.decode(errors="replace"))
+            said += chunk
+
+    def close(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc:
+            self.proc.stderr.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class SshTransportTest(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sshd = LoopbackSshd()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sshd.close()
+
+    def ptybox(self, *args, timeout=60):
+        return run(*args, via=False, env=self.sshd.env, timeout=timeout)
+
+    def json_lines(self, p):
+        return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+
+    def test_a_session_runs_at_the_far_end_and_keeps_its_state(self):
+        p = self.ptybox("run", "--json", "--via", self.sshd.via,
+                        "-c", "print('hello, world!')", "-c", "x = 10", "-c", "y = 5",
+                        "-c", "import os; os.write(1, b'fd %d\\n' % os.getppid()); x + y",
+                        "-c", "1 / 0")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        r = self.json_lines(p)
+        self.assertEqual([x["status"] for x in r], ["ok", "ok", "ok", "ok", "error"])
+        self.assertEqual(r[0]["stdout"], "hello, world!\n")
+        self.assertEqual(r[3]["result"], {"text/plain": "15"})
+        self.assertRegex(r[3]["stdout"], r"^fd \d+\n$")
+        self.assertEqual(r[4]["error"]["name"], "ZeroDivisionError")
+        self.assertFalse(any(x["state_lost"] for x in r))
+
+    def test_env_reaches_the_code_quoted_as_given(self):
+        value = "it's \"quoted\" $HOME \\ `id` ; exit 3"
+        p = self.ptybox("run", "--via", self.sshd.via, "--env", "GREETING=" + value,
+                        "--env", "EMPTY=", "-c",
+                        "import os; print(repr((os.environ['GREETING'], os.environ['EMPTY'])))")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, repr((value, "")) + "\n")
+
+    def test_a_timeout_interrupts_over_ssh_and_keeps_the_state(self):
+        t0 = time.monotonic()
+        p = self.ptybox("run", "--json", "--timeout", "1", "--via", self.sshd.via,
+                        "-c", "x = 7", "-c", "while True: pass", "-c", "x * 6")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        r = self.json_lines(p)
+        self.assertEqual([x["status"] for x in r], ["ok", "timeout", "ok"])
+        self.assertEqual(r[1]["error"]["name"], "KeyboardInterrupt")
+        self.assertFalse(r[1]["state_lost"])
+        self.assertEqual(r[2]["result"], {"text/plain": "42"})
+        self.assertLess(time.monotonic() - t0, 20)
+
+
+if __name__ == "__main__":
+    unittest.main()
