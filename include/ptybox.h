@@ -77,6 +77,11 @@ struct ptybox_result {
  * that reads the fields never pays for it. Valid during on_result only; NULL
  * when out of memory. */
 const char *ptybox_result_json(const struct ptybox_result *r);
+/* Rich outputs (display() and pyplot figures), in the order the code made
+ * them: how many, and item i's content for one MIME type ("text/plain",
+ * "image/png" as base64), or NULL when it has none. Valid during on_result. */
+size_t ptybox_result_display_count(const struct ptybox_result *r);
+const char *ptybox_result_display(const struct ptybox_result *r, size_t i, const char *mime);
 
 struct ptybox_callbacks {
 	/* The interpreter is up (first start and every restart). Optional. */

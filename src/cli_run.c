@@ -77,6 +77,26 @@ static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, cons
 	run_out(name[3] == 'o' ? 1 : 2, text, len);
 }
 
+/* Rich outputs as a terminal can show them, like Jupyter's console: the
+ * text/plain form (a figure's repr, say); an image without one is named. */
+static void run_displays(const struct ptybox_result *res)
+{
+	size_t n = ptybox_result_display_count(res);
+	for (size_t i = 0; i < n; i++) {
+		const char *text = ptybox_result_display(res, i, "text/plain");
+		const char *png = ptybox_result_display(res, i, "image/png");
+		if (text) {
+			run_outs(1, text);
+			run_outs(1, "\n");
+		} else if (png) {
+			char note[64];
+			snprintf(note, sizeof(note), "[image/png, %zu bytes]\n",
+				 strlen(png) / 4 * 3);
+			run_outs(1, note);
+		}
+	}
+}
+
 static void run_on_result(ptybox_session *s, const struct ptybox_result *res, void *data)
 {
 	struct run *r = data;
@@ -94,6 +114,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			r->failed++;
 		}
 	} else {
+		run_displays(res);
 		if (res->value_text) {
 			run_outs(1, res->value_text);
 			run_outs(1, "\n");

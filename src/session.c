@@ -278,6 +278,18 @@ const char *ptybox_result_json(const struct ptybox_result *r)
 	return r->detail ? r->detail->json : NULL;
 }
 
+size_t ptybox_result_display_count(const struct ptybox_result *r)
+{
+	return r->detail ? (size_t)cJSON_GetArraySize(r->detail->display) : 0;
+}
+
+const char *ptybox_result_display(const struct ptybox_result *r, size_t i, const char *mime)
+{
+	if (!r->detail || i >= ptybox_result_display_count(r))
+		return NULL;
+	return protocol_str(cJSON_GetArrayItem(r->detail->display, (int)i), mime);
+}
+
 static void session_pump(ptybox_session *s)
 {
 	if (s->state != S_IDLE || !s->head)

@@ -1,6 +1,8 @@
 """`ptybox run`: what a person at a shell and a script see."""
+import base64
 import json
 import os
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -133,6 +135,54 @@ class JsonTest(TestCase):
         self.assertTrue(any("1/0" in line for line in results[3]["error"]["traceback"]))
         self.assertFalse(any(r["state_lost"] or r["truncated"] for r in results))
         self.assertEqual(p.returncode, 1)
+
+
+class DisplayTest(TestCase):
+    """Rich output: display() and pyplot figures, as data (--json) and as a
+    terminal shows them (text/plain, like Jupyter's console)."""
+
+    PLOT = ("import matplotlib.pyplot as plt\n"
+            "fig = plt.figure(figsize=(4, 3)); plt.plot([1, 2, 3], [4, 1, 9])\n"
+            "print('plotted')")
+
+    def png_size(self, b64):
+        png = base64.b64decode(b64, validate=True)
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertEqual(png[12:16], b"IHDR")
+        return struct.unpack(">II", png[16:24])
+
+    def test_an_open_figure_is_shown_once_as_a_png(self):
+        results, p = run_json(self.PLOT, "plt.get_fignums()", "plt.plot([0, 1]); plt.show()")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        first, after, shown = results
+        self.assertEqual(first["stdout"], "plotted\n")
+        self.assertEqual(len(first["display"]), 1, first)
+        width, height = self.png_size(first["display"][0]["image/png"])
+        self.assertTrue(200 < width < 1000 and 150 < height < 800, (width, height))
+        self.assertIn("Figure", first["display"][0]["text/plain"])
+        # shown means closed, as in a notebook: nothing left for the next snippet
+        self.assertEqual(after["result"], {"text/plain": "[]"})
+        self.assertEqual(after["display"], [])
+        self.assertEqual(len(shown["display"]), 1, shown)
+        self.png_size(shown["display"][0]["image/png"])
+
+    def test_display_sends_each_object_with_its_png(self):
+        code = ("class Dot:\n"
+                "    def _repr_png_(self): return b'\\x89PNG not really'\n"
+                "    def __repr__(self): return 'Dot()'\n"
+                "display(Dot(), 'text', 7)")
+        results, p = run_json(code)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(results[0]["display"], [
+            {"text/plain": "Dot()",
+             "image/png": base64.b64encode(b"\x89PNG not really").decode()},
+            {"text/plain": "'text'"}, {"text/plain": "7"}])
+
+    def test_a_terminal_gets_the_text_of_each_display(self):
+        p = run("run", "-c", self.PLOT, "-c", "display('shown', 3); 'value'")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"^plotted\n<Figure size \d+x\d+ with 1 Axes>\n"
+                                   r"'shown'\n3\n'value'\n$")
 
 
 class HelpTest(TestCase):
