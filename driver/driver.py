@@ -479,12 +479,14 @@ class Capture:
         """Snippet sid ended (its stdio flushed): drain, send its tail, go idle,
         then send its result (under io_lock: no late frame of sid before it)."""
         with self.io_lock:
-            if not self.broken:
-                events = self.drain_poll.poll(0)
-                if events:
-                    self._drain(events)
-                if self.fed:
-                    self._finish()
+            # Even when broken (an fd of ours closed, the pump gone): the
+            # pipes still hold the snippet's output, and _drain passes over
+            # what is closed.
+            events = self.drain_poll.poll(0)
+            if events:
+                self._drain(events)
+            if self.fed:
+                self._finish()
             self._period(sid, True, max_output)
             self.term.send_payload(result)
 
@@ -677,6 +679,8 @@ class Capture:
                 try:
                     while os.read(self.wake_r, 4096):
                         pass
+                    self.broken = True       # end of file: user code closed wake_w
+                    return                   # (else every poll would say so at once)
                 except BlockingIOError:
                     pass
             with self.io_lock:

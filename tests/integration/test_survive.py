@@ -117,6 +117,61 @@ class CaptureTest(TestCase):
         self.assertEqual(results[3]["result"], {"text/plain": repr(text)})
 
 
+    # The driver's private fds (numbered from 1000): the write end of the pipe
+    # behind fd 1, and the write end of the pump's wake-up pipe.
+    FIND_OURS = (
+        "import os, fcntl, stat\n"
+        "def ours(match):\n"
+        "    for f in sorted(int(x) for x in os.listdir('/proc/self/fd')):\n"
+        "        if f < 1000: continue\n"
+        "        try: st = os.fstat(f)\n"
+        "        except OSError: continue\n"
+        "        w = fcntl.fcntl(f, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY\n"
+        "        if w and stat.S_ISFIFO(st.st_mode) and match(st.st_ino): return f\n"
+        "pipes = {os.fstat(1).st_ino, os.fstat(2).st_ino}\n")
+
+    def test_output_survives_the_code_closing_our_end_of_its_pipe(self):
+        s = Serve("--max-output", "1000")
+        try:
+            r = s.exec(self.FIND_OURS + "os.close(ours(lambda ino: ino == os.fstat(1).st_ino))\n"
+                       "display(1)\n"
+                       "_ = os.write(1, b'h' * 600 + b't' * 1400)", id="b")
+            self.assertEqual(r["status"], "ok", r)
+            self.assertEqual(r["display"], [{"text/plain": "1"}])
+            self.assertEqual(r["stdout"], "h" * 500 + "\n[ptybox: 1000 bytes of output dropped]\n"
+                             + "t" * 500)
+            self.assertTrue(r["truncated"])
+            self.assertEqual(r["dropped_bytes"], 1000)
+            r = s.exec("print('next'); display(2)", id="c")
+            self.assertEqual((r["stdout"], r["display"]), ("next\n", [{"text/plain": "2"}]))
+        finally:
+            self.assertEqual(s.close(), 0)
+
+    def test_a_closed_wake_up_pipe_leaves_no_thread_spinning(self):
+        # A thread of the driver that spins shows in its CPU ticks while the
+        # snippet sleeps (the measure, not a wait).
+        ticks = ("def ticks():\n"
+                 "    r = {}\n"
+                 "    for t in os.listdir('/proc/self/task'):\n"
+                 "        try: f = open('/proc/self/task/%s/stat' % t).read()\n"
+                 "        except OSError: continue\n"
+                 "        f = f.rsplit(')', 1)[1].split()\n"
+                 "        r[t] = int(f[11]) + int(f[12])\n"
+                 "    return r\n")
+        s = Serve()
+        try:
+            r = s.exec(self.FIND_OURS + ticks +
+                       "os.close(ours(lambda ino: ino not in pipes))\n"
+                       "import time; a = ticks(); time.sleep(0.5); b = ticks()\n"
+                       "max(b[t] - a.get(t, 0) for t in b)", id="a")
+            self.assertEqual(r["status"], "ok", r)
+            self.assertLess(int(r["result"]["text/plain"]), 15, r)  # of some 50 ticks
+            r = s.exec("import os; _ = os.write(1, b'raw\\n'); print('text')", id="b")
+            self.assertEqual(r["stdout"], "raw\ntext\n")
+        finally:
+            self.assertEqual(s.close(), 0)
+
+
 class ExitAndInputTest(TestCase):
     def test_sys_exit_is_an_error_and_state_lives(self):
         results, _ = run_json("x = 7", "import sys; sys.exit(3)", "x")
