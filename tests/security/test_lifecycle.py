@@ -142,10 +142,14 @@ class LifecycleChecks:
         try:
             for i in range(2):  # the first sandbox, and one from a restart
                 self.assertOk(s.exec(
-                    "import subprocess, threading, time\n"
+                    "import subprocess, sys, threading, time\n"
                     "t = threading.Thread(target=time.sleep, args=(1000,), daemon=True)\n"
                     "t.start()\n"
-                    "child = subprocess.Popen(['sleep', '1000'])\n"
+                    # Popen returns before the kernel has set up the child's
+                    # environment (/proc/PID/environ): wait until it runs.
+                    "child = subprocess.Popen([sys.executable, '-c', 'import time; "
+                    "print(1, flush=True); time.sleep(1000)'], stdout=subprocess.PIPE)\n"
+                    "child.stdout.readline()\n"
                     "'up'", id=2 * i + 1))
                 dirs = cgroup_dirs_of(s.p.pid)
                 self.assertTrue(dirs)
@@ -155,7 +159,7 @@ class LifecycleChecks:
                 self.assertEqual(len(want), 1, dirs)
                 path = want.pop()
                 pids = [p for p in host_pids_with(mark) if p != s.p.pid]
-                self.assertGreaterEqual(len(pids), 4, pids)  # outer child, init, driver, sleep
+                self.assertGreaterEqual(len(pids), 4, pids)  # outer child, init, driver, child
                 threads = 0
                 for pid in pids:
                     for tid in os.listdir("/proc/%d/task" % pid):
