@@ -77,11 +77,6 @@ struct ptybox_result {
  * that reads the fields never pays for it. Valid during on_result only; NULL
  * when out of memory. */
 const char *ptybox_result_json(const struct ptybox_result *r);
-/* Rich outputs (display() and pyplot figures), in the order the code made
- * them: how many, and item i's content for one MIME type ("text/plain",
- * "image/png" as base64), or NULL when it has none. Valid during on_result. */
-size_t ptybox_result_display_count(const struct ptybox_result *r);
-const char *ptybox_result_display(const struct ptybox_result *r, size_t i, const char *mime);
 
 struct ptybox_callbacks {
 	/* The interpreter is up (first start and every restart). Optional. */
@@ -91,6 +86,13 @@ struct ptybox_callbacks {
 	void (*on_stream)(ptybox_session *s, uint64_t id, const char *name, const char *text,
 			  size_t len, bool late, void *data);
 	void (*on_result)(ptybox_session *s, const struct ptybox_result *r, void *data);
+	/* A rich output (display(), a pyplot figure) of a snippet run with
+	 * stream=true, as it comes, in order with its output: bundle is a JSON
+	 * object from MIME type to content, e.g. {"text/plain":"..","image/png":
+	 * BASE64}. It is in the result too. Those of snippets that already ended
+	 * come with late=true, stream or not. Optional. */
+	void (*on_display)(ptybox_session *s, uint64_t id, const char *bundle, bool late,
+			   void *data);
 	/* The session cannot go on (could not start, or keeps dying at start).
 	 * Queued snippets are dropped; close the session. */
 	void (*on_fatal)(ptybox_session *s, const char *message, void *data);

@@ -16,7 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "protocol.h"
 
 #define RUN_MAX_SNIPPETS 4096
 #define RUN_MAX_FILE	 ((size_t)256 << 20)
@@ -77,24 +80,25 @@ static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, cons
 	run_out(name[3] == 'o' ? 1 : 2, text, len);
 }
 
-/* Rich outputs as a terminal can show them, like Jupyter's console: the
+/* Rich output as a terminal can show it, like Jupyter's console: its
  * text/plain form (a figure's repr, say); an image without one is named. */
-static void run_displays(const struct ptybox_result *res)
+static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, bool late,
+			   void *data)
 {
-	size_t n = ptybox_result_display_count(res);
-	for (size_t i = 0; i < n; i++) {
-		const char *text = ptybox_result_display(res, i, "text/plain");
-		const char *png = ptybox_result_display(res, i, "image/png");
-		if (text) {
-			run_outs(1, text);
-			run_outs(1, "\n");
-		} else if (png) {
-			char note[64];
-			snprintf(note, sizeof(note), "[image/png, %zu bytes]\n",
-				 strlen(png) / 4 * 3);
-			run_outs(1, note);
-		}
+	struct run *r = data;
+	if (r->json)
+		return;
+	cJSON *o = cJSON_Parse(bundle);
+	const char *text = protocol_str(o, "text/plain"), *png = protocol_str(o, "image/png");
+	if (text) {
+		run_outs(1, text);
+		run_outs(1, "\n");
+	} else if (png) {
+		char note[64];
+		snprintf(note, sizeof(note), "[image/png, %zu bytes]\n", strlen(png) / 4 * 3);
+		run_outs(1, note);
 	}
+	cJSON_Delete(o);
 }
 
 static void run_on_result(ptybox_session *s, const struct ptybox_result *res, void *data)
@@ -114,7 +118,6 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			r->failed++;
 		}
 	} else {
-		run_displays(res);
 		if (res->value_text) {
 			run_outs(1, res->value_text);
 			run_outs(1, "\n");
@@ -273,6 +276,7 @@ int cli_run(int argc, char **argv)
 	int rc = ptybox_session_new(r.loop, &so.o,
 				    &(struct ptybox_callbacks){
 					    .on_stream = run_on_stream,
+					    .on_display = run_on_display,
 					    .on_result = run_on_result,
 					    .on_fatal = run_on_fatal,
 				    },

@@ -124,6 +124,20 @@ static void serve_on_stream(ptybox_session *s, uint64_t seq, const char *name, c
 	serve_emit(o);
 }
 
+static void serve_on_display(ptybox_session *s, uint64_t seq, const char *bundle, bool late,
+			     void *data)
+{
+	struct serve *sv = data;
+	const cJSON *id = serve_history(sv, seq);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+	cJSON_AddStringToObject(o, "event", "display");
+	cJSON_AddItemToObject(o, "data", cJSON_Parse(bundle));
+	if (late)
+		cJSON_AddBoolToObject(o, "late", 1);
+	serve_emit(o);
+}
+
 static void serve_on_result(ptybox_session *s, const struct ptybox_result *r, void *data)
 {
 	struct serve *sv = data;
@@ -335,6 +349,7 @@ int cli_serve(int argc, char **argv)
 	int rc = ptybox_session_new(sv.loop, &so.o,
 				    &(struct ptybox_callbacks){
 					    .on_stream = serve_on_stream,
+					    .on_display = serve_on_display,
 					    .on_result = serve_on_result,
 					    .on_ready = serve_on_ready,
 					    .on_fatal = serve_on_fatal,

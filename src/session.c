@@ -278,18 +278,6 @@ const char *ptybox_result_json(const struct ptybox_result *r)
 	return r->detail ? r->detail->json : NULL;
 }
 
-size_t ptybox_result_display_count(const struct ptybox_result *r)
-{
-	return r->detail ? (size_t)cJSON_GetArraySize(r->detail->display) : 0;
-}
-
-const char *ptybox_result_display(const struct ptybox_result *r, size_t i, const char *mime)
-{
-	if (!r->detail || i >= ptybox_result_display_count(r))
-		return NULL;
-	return protocol_str(cJSON_GetArrayItem(r->detail->display, (int)i), mime);
-}
-
 static void session_pump(ptybox_session *s)
 {
 	if (s->state != S_IDLE || !s->head)
@@ -339,6 +327,22 @@ static void session_on_display(ptybox_session *s, struct exec *e, cJSON *root)
 	cJSON_DetachItemViaPointer(root, data);
 	cJSON_AddItemToArray(e->display, data);
 	e->display_bytes += bytes;
+}
+
+static void session_on_display_frame(ptybox_session *s, struct protocol_frame *f)
+{
+	struct exec *e = s->state == S_RUNNING ? s->head : NULL;
+	bool late = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "late"));
+	bool own = e && f->has_id && f->id == e->id && !late;
+	const cJSON *data = cJSON_GetObjectItemCaseSensitive(f->root, "data");
+	if (s->cb.on_display && f->has_id && cJSON_IsObject(data) && (own ? e->stream : true)) {
+		char *bundle = cJSON_PrintUnformatted(data);
+		if (bundle)
+			s->cb.on_display(s, f->id, bundle, !own, s->data);
+		cJSON_free(bundle);
+	}
+	if (own)
+		session_on_display(s, e, f->root);
 }
 
 static void session_on_stream(ptybox_session *s, struct protocol_frame *f)
@@ -412,13 +416,9 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 		log_msg("session: unparsable frame of %zu bytes", len);
 		return;
 	}
-	struct exec *e = s->head;
 	switch (f.type) {
 	case FRAME_STREAM: session_on_stream(s, &f); break;
-	case FRAME_DISPLAY:
-		if (s->state == S_RUNNING && e && f.has_id && f.id == e->id)
-			session_on_display(s, e, f.root);
-		break;
+	case FRAME_DISPLAY: session_on_display_frame(s, &f); break;
 	case FRAME_RESULT: session_on_result(s, &f); break;
 	case FRAME_ERROR: session_on_driver_error(s, &f); break;
 	default: break;

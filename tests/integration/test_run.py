@@ -179,10 +179,11 @@ class DisplayTest(TestCase):
             {"text/plain": "'text'"}, {"text/plain": "7"}])
 
     def test_a_terminal_gets_the_text_of_each_display(self):
-        p = run("run", "-c", self.PLOT, "-c", "display('shown', 3); 'value'")
+        p = run("run", "-c", self.PLOT,
+                "-c", "display('shown'); print('then'); display(3); 'value'")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"^plotted\n<Figure size \d+x\d+ with 1 Axes>\n"
-                                   r"'shown'\n3\n'value'\n$")
+                                   r"'shown'\nthen\n3\n'value'\n$")
 
 
 class HelpTest(TestCase):

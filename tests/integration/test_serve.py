@@ -56,6 +56,36 @@ class ServeTest(TestCase):
         self.assertLess(events[0][0], 0.35)
         self.assertEqual(m["stdout"], "0\n1\n2\n")
 
+    def test_rich_output_comes_as_events_in_order_with_the_text(self):
+        self.s.send({"id": "s", "op": "exec", "stream": True,
+                     "code": "print('one', flush=True); display(2); print('three')"})
+        got = []
+        while True:
+            m = self.s.recv()
+            if not m.get("event"):
+                break
+            got.append(m)
+        self.assertEqual(got, [
+            {"id": "s", "event": "stream", "name": "stdout", "text": "one\n"},
+            {"id": "s", "event": "display", "data": {"text/plain": "2"}},
+            {"id": "s", "event": "stream", "name": "stdout", "text": "three\n"}])
+        self.assertEqual(m["display"], [{"text/plain": "2"}])
+        # without "stream", only in the result
+        self.s.send({"id": "q", "op": "exec", "code": "display(4)"})
+        self.assertEqual(self.s.recv()["display"], [{"text/plain": "4"}])
+
+    def test_a_thread_displaying_after_its_snippet_is_late_and_not_the_next_ones(self):
+        self.s.exec("import threading; ev = threading.Event()\n"
+                    "t = threading.Thread(target=lambda: (ev.wait(), display('bg')))\n"
+                    "t.start()", id="started")
+        self.s.send({"id": "next", "op": "exec", "code": "ev.set(); t.join(); 'mine'"})
+        late = self.s.recv()
+        self.assertEqual(late, {"id": "started", "event": "display",
+                                "data": {"text/plain": "'bg'"}, "late": True})
+        r = self.s.recv()
+        self.assertEqual((r["id"], r["display"], r["result"]),
+                         ("next", [], {"text/plain": "'mine'"}))
+
     def test_interrupt_stops_the_snippet_and_keeps_state(self):
         self.s.exec("state = 'kept'", id=1)
         # Sent together: the ^C may reach the driver while it still reads
