@@ -184,8 +184,8 @@ int pty_write_take(struct pty *p, char *buf, size_t len)
 		return -ENOBUFS;
 	}
 	size_t off = 0;
-	bool written = !p->wq_head;
-	if (written) {
+	bool direct = !p->wq_head;
+	if (direct) {
 		/* Nothing queued: write at once; only what the terminal does not
 		 * take now is queued (a request is usually taken whole). */
 		ssize_t n;
@@ -215,7 +215,7 @@ int pty_write_take(struct pty *p, char *buf, size_t len)
 		p->wq_head = w;
 	p->wq_tail = w;
 	p->wq_bytes += len - off;
-	if (written)
+	if (direct)
 		pty_update_poll(p); /* the terminal is full: wait until it takes more */
 	else
 		pty_flush_queue(p);

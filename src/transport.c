@@ -153,11 +153,11 @@ static int transport_set_argv(struct transport *t, const char *const *argv)
 static char *transport_remote_env(char *const *env)
 {
 	size_t n = 1;
-	for (char *const *e = env; e && *e; e++)
+	for (char *const *e = env; e && *e; e++) {
+		n += 3; /* a space and two quotes */
 		for (const char *c = *e; *c; c++)
 			n += *c == '\'' ? 4 : 1;
-	for (char *const *e = env; e && *e; e++)
-		n += 3; /* a space and two quotes */
+	}
 	char *out = malloc(n), *o = out;
 	if (!out)
 		return NULL;
