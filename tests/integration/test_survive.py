@@ -431,6 +431,31 @@ class CrashTest(TestCase):
 
 
 class LateOutputTest(TestCase):
+    def test_late_output_held_back_over_its_budget_is_not_the_next_snippets(self):
+        # Past max_output of late output the driver stops reading the pipe;
+        # what waits there when the next request comes is dropped as late,
+        # not taken for the new snippet's output.
+        s = Serve("--max-output", "1000")
+        try:
+            s.exec("import os, threading, time\n"
+                   "def bg():\n"                      # (its sleeps pace the scenario)
+                   "    time.sleep(0.2)\n"               # after its snippet's result:
+                   "    os.write(1, b'z' * 2000)\n"      # over the budget, reading stops
+                   "    time.sleep(0.3)\n"
+                   "    os.write(1, b'z' * 3000)\n"      # so this stays in the pipe
+                   "    os.write(2, b'done\\n')\n"
+                   "threading.Thread(target=bg).start()", id="bg")
+            while True:  # stderr's late output says the stdout bytes are there
+                m = s.recv(timeout=20)
+                if m.get("name") == "stderr" and m.get("late"):
+                    self.assertEqual(m["text"], "done\n")
+                    break
+            r = s.exec("print('mine')", id="next")
+            self.assertEqual(r["stdout"], "mine\n")
+            self.assertFalse(r["truncated"])
+        finally:
+            self.assertEqual(s.close(), 0)
+
     def test_background_thread_output_is_not_mixed_into_the_next_result(self):
         s = Serve()
         try:
