@@ -21,6 +21,7 @@ import pty
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,13 @@ class Terminal:
                 except OSError:
                     pass
             break
-        os.waitpid(self.pid, 0)
+        def late(signum, frame):
+            os.kill(self.pid, signal.SIGKILL)
+            sys.exit("driver_icount: the interpreter did not exit")
+        signal.signal(signal.SIGALRM, late)
+        signal.alarm(max(1, int(self.deadline - time.monotonic())))
+        os.waitpid(self.pid, 0)               # (callgrind writes its file on the way out)
+        signal.alarm(0)
         os.close(self.fd)
 
 
