@@ -59,9 +59,15 @@ Standard library only; runs on Python 3.8 and later.
 
 # Only what starts fast: the interpreter runs with -S and these imports are on
 # the way to the first result (re, enum, json, base64, linecache are not).
-import _ast, _signal, binascii, builtins, codecs, errno, fcntl, io
+import _ast, _signal, _thread, binascii, builtins, codecs, errno, fcntl, io
 import os, select, sys, termios, threading, time, types
 from _collections import deque
+
+# The driver's own builtins: a snapshot that user code cannot reach.  Every
+# function defined below looks names up in it (a function takes its builtins
+# from its globals when it is made), so `del builtins.type` in a snippet
+# breaks that snippet's world, not the driver's.
+__builtins__ = dict(builtins.__dict__)
 
 PROTOCOL = 1
 DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet: PROTOCOL_DEFAULT_MAX_OUTPUT
@@ -197,6 +203,23 @@ def _json_ascii(data):
     return (data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
             .replace(b"\r", b"\\r").replace(b"\t", b"\\t").replace(b"<", b"\\u003c")
             .replace(b">", b"\\u003e").replace(b"\x7f", b"\\u007f"))
+
+
+def _stamped_call(stamp, fn, /, *args, **kwargs):
+    """fn(*args, **kwargs) in a pool thread, under the stamp of its snippet."""
+    thread = threading.current_thread()
+    old = getattr(thread, STAMP, _UNSTAMPED)
+    try:
+        setattr(thread, STAMP, stamp)
+    except Exception:
+        return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if old is _UNSTAMPED:
+            delattr(thread, STAMP)
+        else:
+            setattr(thread, STAMP, old)
 
 
 def _no_signals():
@@ -913,6 +936,8 @@ class Driver:
         self.sigint_seen = self.sigint_deferred = False
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
+        self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
+        self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
         self.late_lock = threading.Lock()
@@ -1031,12 +1056,16 @@ class Driver:
                 pass
 
     def _after_fork(self):
-        """In a child forked by user code: locks held by vanished threads are new."""
+        """In a child forked by user code: locks held by vanished threads are new,
+        and sys.stdout/err write through, for no pump flushes them here (a
+        pool worker's print() would wait for its exit, or be lost to an
+        os._exit, where the parent's snippet is long over)."""
         self.term.lock, self.term.recover_lock = threading.Lock(), threading.Lock()
         self.capture.io_lock, self.late_lock = threading.Lock(), threading.Lock()
         self.forked = True
         for s in self.streams.values():
             s._ptybox_buf.lock = threading.RLock()
+            s._ptybox_buf.eager = 2
 
     @staticmethod
     def _open_devnull():
@@ -1050,6 +1079,19 @@ class Driver:
         s._ptybox_buf, s._ptybox_sink = buf, sink
         s.write = _writer(s, self, name)
         return s
+
+    def _flush_c_stdio(self):
+        """What C code printed through the C library's stdout (a pipe: block
+        buffered) belongs to this snippet.  Only once ctypes is imported:
+        the usual way to call C from a snippet, and what we call it with."""
+        try:
+            if self.c_fflush is None:
+                import ctypes
+                self.c_fflush = ctypes.CDLL(None).fflush
+                self.c_fflush.argtypes = (ctypes.c_void_p,)
+            self.c_fflush(None)
+        except Exception:
+            pass
 
     def _flush_user_stdio(self):
         """Flush sys.stdout/err that user code put in place of ours."""
@@ -1075,23 +1117,68 @@ class Driver:
         return failure
 
     # -- threads and output routing
+    def _stamp(self):
+        """The snippet that the calling thread works for (None: no snippet)."""
+        if _get_ident() == self.main_ident:
+            return self.running
+        return getattr(threading.current_thread(), STAMP, self.running)
+
     def _patch_thread_start(self):
+        """Threads carry the snippet that started them (STAMP): what they write
+        once it is over is its late output, not the running snippet's.  So
+        does pool work, whose thread an earlier snippet may have started."""
         original, driver = threading.Thread.start, self
 
         def start(thread, *args, **kwargs):
             """Stamp the thread with the snippet that starts it, then start it."""
-            if threading.get_ident() == driver.main_ident:
-                stamp = driver.running
-            else:
-                stamp = getattr(threading.current_thread(), STAMP, driver.running)
             try:
-                setattr(thread, STAMP, stamp)
+                setattr(thread, STAMP, driver._stamp())
             except Exception:
                 pass
+            if not driver.pool_patched and "concurrent.futures.thread" in _MODULES:
+                driver._patch_pool_submit()
             return original(thread, *args, **kwargs)
 
         start.__wrapped__ = original
         threading.Thread.start = start
+        raw_start = _thread.start_new_thread
+
+        def start_new_thread(function, args, kwargs=None):
+            """The same stamp for a thread started without threading."""
+            if not callable(function):
+                raise TypeError("first arg must be callable")
+            stamp = driver._stamp()
+
+            def run(*a, **k):
+                try:
+                    setattr(threading.current_thread(), STAMP, stamp)
+                except Exception:
+                    pass
+                return function(*a, **k)
+            return raw_start(run, args) if kwargs is None else raw_start(run, args, kwargs)
+
+        start_new_thread.__wrapped__ = raw_start
+        _thread.start_new_thread = _thread.start_new = start_new_thread
+
+    def _patch_pool_submit(self):
+        """ThreadPoolExecutor (and asyncio's run_in_executor, to_thread): work
+        runs under the stamp of the snippet that submitted it, whichever
+        snippet started the worker.  Patched when its first worker starts:
+        that first work item was submitted by the worker's own snippet."""
+        self.pool_patched = True
+        try:
+            cls = _MODULES["concurrent.futures.thread"].ThreadPoolExecutor
+            original = cls.submit
+        except Exception:
+            return
+        driver = self
+
+        def submit(self, fn, /, *args, **kwargs):
+            return original(self, _stamped_call, driver._stamp(), fn, *args, **kwargs)
+
+        submit.__wrapped__ = original
+        submit.__doc__ = original.__doc__
+        cls.submit = submit
 
     def _route(self):
         """_PIPE for writes of the running snippet, else the id to report late."""
@@ -1381,7 +1468,8 @@ class Driver:
             _signal.signal(_SIGINT, self.on_sigint)  # user code replaced it
         out, err = capture.streams
         if (exc is None and value is None and _SYS.get("stdout") is out
-                and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES):
+                and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
+                and "ctypes" not in _MODULES):
             status, result = "ok", None      # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
@@ -1434,6 +1522,8 @@ class Driver:
         out, err = self.capture.streams
         if _SYS.get("stdout") is not out or _SYS.get("stderr") is not err:
             self._flush_user_stdio()
+        if "ctypes" in _MODULES:
+            self._flush_c_stdio()
         if "matplotlib.pyplot" in _MODULES:
             self._show_figures()
             self._flush_user_stdio()
@@ -1465,24 +1555,30 @@ class Driver:
                 pass
             return self._reject(rid, "the request is not valid UTF-8")
         except (ValueError, TypeError) as e:
-            return self._reject(None, "malformed request: %s" % e)
+            return self._reject(None, "malformed request: %s" % e, True)
         if type(req) is not dict:
-            return self._reject(None, "a request must be a JSON object")
+            return self._reject(None, "a request must be a JSON object", True)
         op = req.get("op")
         if op == "exec":                     # (exact types: JSON makes no subclasses)
             if "max_output" not in req:
                 req["max_output"] = DEFAULT_MAX_OUTPUT
             limit = req["max_output"]
             if type(req.get("code")) is not str:
-                return self._reject(req.get("id"), "exec needs a string 'code'")
+                return self._reject(req.get("id"), "exec needs a string 'code'", True)
             if type(limit) is not int or limit < 0:
-                return self._reject(req.get("id"), "max_output must be an integer >= 0")
+                return self._reject(req.get("id"), "max_output must be an integer >= 0", True)
         elif op not in ("interrupt", "ping", "shutdown"):
-            return self._reject(req.get("id"), "unknown op %r" % (op,))
+            return self._reject(req.get("id"), "unknown op %r" % (op,), True)
         return req
 
-    def _reject(self, rid, message):
-        self.term.send({"type": "error", "id": rid, "message": message})
+    def _reject(self, rid, message, broken=False):
+        """An error frame for a request; broken: no client of ours sends such a
+        line, so it was damaged on the way (the terminal's mode, say) or we
+        are: the client starts a fresh interpreter."""
+        frame = {"type": "error", "id": rid, "message": message}
+        if broken:
+            frame["broken"] = True
+        self.term.send(frame)
         return None
 
     def serve(self):
@@ -1510,7 +1606,7 @@ class Driver:
                 try:
                     req = self._parse(line)
                 except Exception as e:       # e.g. RecursionError on absurd JSON
-                    req = self._reject(None, "malformed request: %r" % (e,))
+                    req = self._reject(None, "malformed request: %r" % (e,), True)
                 if req is None:
                     continue
                 op = req["op"]

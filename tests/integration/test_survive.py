@@ -103,6 +103,31 @@ class CaptureTest(TestCase):
         self.assertEqual(results[2]["stdout"], "sub\n")
         self.assertIn("from C", results[3]["stdout"])
 
+    def test_c_stdio_output_is_its_snippets_unflushed(self):
+        # printf into a pipe is block-buffered in the C library: the driver
+        # flushes it before the result, not whenever a later snippet fills it.
+        results, _ = run_json(
+            "import ctypes; libc = ctypes.CDLL(None); libc.printf(b'from C\\n')",
+            "print('s2')")
+        self.assertEqual(results[0]["stdout"], "from C\n")
+        self.assertEqual(results[1]["stdout"], "s2\n")
+
+    def test_forked_children_print_into_their_snippet(self):
+        # No pump runs in a forked child: its sys.stdout writes through.
+        results, _ = run_json(
+            "import multiprocessing as mp\n"
+            "def f(x): print('worker', x)\n"
+            "p = mp.get_context('fork').Pool(1)\n"
+            "p.apply(f, (1,))",
+            "import os\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    print('child'); os._exit(0)\n"
+            "os.waitpid(pid, 0); print('parent')",
+            "p.close(); p.join(); print('joined')")
+        self.assertEqual([r["stdout"] for r in results],
+                         ["worker 1\n", "child\nparent\n", "joined\n"], results)
+
     def test_unicode_round_trips_and_invalid_utf8_is_replaced(self):
         text = "emoji 😀👍🏽, CJK 漢字かな한국어, combining e\u0301 a\u0308\u0301, rtl שלום"
         results, _ = run_json(
@@ -430,6 +455,38 @@ class CrashTest(TestCase):
         self.assertIn("SigIgn:\t0000000000000000", out)
 
 
+class DriverDamageTest(TestCase):
+    def test_builtins_deleted_by_a_snippet_leave_the_driver_working(self):
+        results, _ = run_json(
+            "x = 5",
+            "import builtins\n"
+            "for n in ('type', 'any', 'len', 'isinstance', 'str', 'repr', 'min', 'sorted'):\n"
+            "    delattr(builtins, n)",
+            "print(x)",
+            "x + 1")
+        self.assertEqual([r["status"] for r in results], ["ok"] * 4, results)
+        self.assertEqual(results[2]["stdout"], "5\n")
+        self.assertEqual(results[3]["result"], {"text/plain": "6"})
+        self.assertFalse(any(r["state_lost"] for r in results))
+
+    def test_a_driver_that_cannot_read_requests_is_replaced(self):
+        # The driver decodes requests with the binascii module that snippets
+        # share: broken there, it rejects every request, and a fresh
+        # interpreter must take over rather than every later snippet failing.
+        results, _ = run_json(
+            "x = 1",
+            "import binascii; binascii.a2b_base64 = None",
+            "x",
+            "'fresh' if 'x' not in globals() else 'old'")
+        self.assertEqual(len(results), 4, results)
+        r = results[2]
+        self.assertEqual((r["status"], r["error"]["name"], r["state_lost"]),
+                         ("error", "ProtocolError", True), r)
+        self.assertIn("restarted with fresh state", r["message"])
+        self.assertEqual((results[3]["status"], results[3]["result"]),
+                         ("ok", {"text/plain": "'fresh'"}), results[3])
+
+
 class LateOutputTest(TestCase):
     def test_late_output_held_back_over_its_budget_is_not_the_next_snippets(self):
         # Past max_output of late output the driver stops reading the pipe;
@@ -455,6 +512,31 @@ class LateOutputTest(TestCase):
             self.assertFalse(r["truncated"])
         finally:
             self.assertEqual(s.close(), 0)
+
+    def test_pool_work_prints_into_the_snippet_that_submits_it(self):
+        # The worker thread was started by the first snippet; what it runs for
+        # a later one is that one's output, not late output of the first.
+        results, _ = run_json(
+            "from concurrent.futures import ThreadPoolExecutor\n"
+            "ex = ThreadPoolExecutor(1)\n"
+            "ex.submit(print, 's1').result()",
+            "ex.submit(print, 's2').result()",
+            "import asyncio; asyncio.run(asyncio.to_thread(print, 's3'))",
+            "ex.submit(lambda: 1 / 0).exception()")
+        self.assertEqual([r["stdout"] for r in results[:3]], ["s1\n", "s2\n", "s3\n"], results)
+        self.assertEqual(results[3]["result"],
+                         {"text/plain": "ZeroDivisionError('division by zero')"})
+
+    def test_a_raw_thread_printing_during_a_later_snippet_is_not_its_output(self):
+        # Started with _thread, not threading: stamped all the same.
+        results, _ = run_json(
+            "import _thread, threading, sys\n"
+            "go, done = threading.Event(), threading.Event()\n"
+            "def bg():\n"
+            "    go.wait(20); print('late'); done.set()\n"
+            "_thread.start_new_thread(bg, ())",
+            "go.set(); done.wait(20); print('mine')")
+        self.assertEqual(results[1]["stdout"], "mine\n", results)
 
     def test_background_thread_output_is_not_mixed_into_the_next_result(self):
         s = Serve()
