@@ -79,6 +79,8 @@ struct ptybox_session {
 static void session_start(ptybox_session *s);
 static void session_pump(ptybox_session *s);
 static void session_replace(ptybox_session *s, enum ptybox_status status, const char *message);
+static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
+				 const char *message);
 
 void ptybox_options_init(struct ptybox_options *o)
 {
@@ -358,7 +360,9 @@ static void session_on_stream(ptybox_session *s, struct protocol_frame *f)
 		struct outbuf *ob = name[3] == 'o' ? &s->out : &s->err;
 		const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(f->root, "dropped");
 		if (cJSON_IsNumber(dropped) && dropped->valuedouble > 0)
-			outbuf_note_dropped(ob, (uint64_t)dropped->valuedouble);
+			outbuf_note_dropped(ob, dropped->valuedouble < 18446744073709551616.0
+							? (uint64_t)dropped->valuedouble
+							: UINT64_MAX);
 		outbuf_append(ob, text, len);
 		if (e->stream && s->cb.on_stream)
 			s->cb.on_stream(s, e->id, name, text, len, false, s->data);
@@ -392,19 +396,33 @@ static void session_on_result(ptybox_session *s, struct protocol_frame *f)
 		       message[0] ? message : NULL);
 }
 
-/* A request the driver could not read: its snippet never starts. */
+/* A request the driver could not read: its snippet never starts. "broken":
+ * we never send such a line, so the terminal damaged it (a mode that user code
+ * set) or user code damaged the driver: a fresh interpreter takes over, or
+ * every later request could fail the same way. */
 static void session_on_driver_error(ptybox_session *s, struct protocol_frame *f)
 {
 	struct exec *e = s->head;
 	const char *msg = protocol_str(f->root, "message");
-	log_msg("session: driver error: %s", msg ? msg : "?");
-	if (s->state != S_RUNNING || !e || (f->has_id && f->id != e->id))
+	bool broken = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "broken"));
+	log_msg("session: driver error%s: %s", broken ? " (broken)" : "", msg ? msg : "?");
+	bool ours = s->state == S_RUNNING && e && (!f->has_id || f->id == e->id);
+	if (!ours && !broken)
 		return;
-	cJSON *err = cJSON_CreateObject();
-	cJSON_AddStringToObject(err, "name", "ProtocolError");
-	cJSON_AddStringToObject(err, "value", msg ? msg : "the driver rejected the request");
-	cJSON_AddItemToObject(err, "traceback", cJSON_CreateArray());
-	session_finish(s, PTYBOX_ERROR, NULL, err, -1, false, NULL);
+	cJSON *err = NULL;
+	if (ours) {
+		err = cJSON_CreateObject();
+		cJSON_AddStringToObject(err, "name", "ProtocolError");
+		cJSON_AddStringToObject(err, "value",
+					msg ? msg : "the driver rejected the request");
+		cJSON_AddItemToObject(err, "traceback", cJSON_CreateArray());
+	}
+	if (broken)
+		session_replace_with(s, PTYBOX_ERROR, err,
+				     "the interpreter could not read the request (its terminal "
+				     "or its driver was damaged); restarted with fresh state");
+	else
+		session_finish(s, PTYBOX_ERROR, NULL, err, -1, false, NULL);
 	cJSON_Delete(err);
 }
 
@@ -458,13 +476,19 @@ static void session_fatal(ptybox_session *s, const char *fmt, ...)
  * state_lost, and a fresh instance takes over. */
 static void session_replace(ptybox_session *s, enum ptybox_status status, const char *message)
 {
+	session_replace_with(s, status, NULL, message);
+}
+
+static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
+				 const char *message)
+{
 	if (s->in)
 		instance_close(s->in);
 	s->in = NULL;
 	s->state_lost_pending = true;
 	if (s->state == S_RUNNING) {
 		s->state = S_STARTING; /* finish() must not pump into the dead instance */
-		session_finish(s, status, NULL, NULL, -1, true, message);
+		session_finish(s, status, NULL, error, -1, true, message);
 	}
 	if (s->state != S_CLOSING && s->state != S_FATAL)
 		session_start(s);
