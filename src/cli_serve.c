@@ -204,13 +204,15 @@ static void serve_on_closed(ptybox_session *s, void *data)
 		uv_stop(sv->loop);
 }
 
-static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id)
+static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id, bool nul)
 {
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(req, "code");
 	const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(req, "timeout");
 	const cJSON *stream = cJSON_GetObjectItemCaseSensitive(req, "stream");
 	if (!cJSON_IsString(code))
 		return serve_reply(id, "error", "exec needs \"code\": a string");
+	if (nul)
+		return serve_reply(id, "error", "the request contains a NUL character (\\u0000)");
 	if (timeout && (!cJSON_IsNumber(timeout) || !(timeout->valuedouble >= 0) ||
 			!isfinite(timeout->valuedouble)))
 		return serve_reply(id, "error", "\"timeout\" must be a number of seconds >= 0");
@@ -263,7 +265,7 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 	if (!op)
 		serve_reply(id, "error", "request needs \"op\": exec, interrupt, restart or ping");
 	else if (strcmp(op, "exec") == 0)
-		serve_exec(sv, req, id);
+		serve_exec(sv, req, id, protocol_json_has_nul(line, len));
 	else if (strcmp(op, "interrupt") == 0)
 		ptybox_session_interrupt(sv->session) == 0
 			? serve_reply(id, NULL, NULL)

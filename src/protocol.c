@@ -254,6 +254,18 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+bool protocol_json_has_nul(const char *json, size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (json[i] != '\\')
+			continue;
+		if (json[i + 1] == 'u' && len - i >= 6 && memcmp(json + i + 2, "0000", 4) == 0)
+			return true;
+		i++; /* the escaped character, a backslash among them */
+	}
+	return false;
+}
+
 /* Milliseconds to the microsecond, printed directly, like the integers. */
 static bool protocol_add_ms(cJSON *o, const char *key, double ms)
 {

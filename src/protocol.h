@@ -95,6 +95,9 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
+/* Whether the JSON text escapes a NUL character (\u0000) in a string: cJSON
+ * hands strings over NUL-terminated, so the rest of that string would vanish. */
+bool protocol_json_has_nul(const char *json, size_t len);
 /* Behind struct ptybox_result: the parts of the result kept as JSON. */
 struct ptybox_result_detail {
 	const cJSON *bundle, *error, *display; /* each may be NULL */

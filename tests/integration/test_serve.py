@@ -38,6 +38,19 @@ class ServeTest(TestCase):
         self.assertEqual(self.s.recv(), {"id": 7, "ok": True})
         self.assertEqual(self.s.exec("keep", id=8)["result"], {"text/plain": "'me'"})
 
+    def test_code_with_a_nul_character_is_refused_not_cut(self):
+        # (cJSON ends its strings at a NUL: the code after it would vanish.)
+        self.s.exec("keep = 'me'", id=1)
+        self.s.send(r'{"id":2,"op":"exec","code":"print(1)\u0000print(2)"}')
+        reply = self.s.recv()
+        self.assertEqual(reply["id"], 2)
+        self.assertIn("NUL", reply["error"])
+        self.s.send(r'{"id":3,"op":"exec\u0000x","code":"1"}')
+        self.assertIn("NUL", self.s.recv()["error"])
+        r = self.s.exec(r"print('a\\u0000b'.encode()); keep", id=4)  # an escaped backslash
+        self.assertEqual((r["stdout"], r["result"]), ("b'a\\\\u0000b'\n", {"text/plain": "'me'"}))
+        self.assertEqual(self.s.close(), 0)
+
     def test_streaming_sends_output_while_the_code_runs(self):
         self.s.send({"id": 1, "op": "exec", "stream": True,
                      "code": "import time\nfor i in range(3):\n    print(i, flush=True)\n"

@@ -337,6 +337,33 @@ static void test_exec_line_rejects_nul(void **state)
 	assert_null(line);
 }
 
+/* What cJSON would cut a string at, and only that: an escaped backslash
+ * before "u0000" is a backslash, and the text after the NUL is checked too. */
+static void test_json_nul_escape_is_found(void **state)
+{
+	static const struct {
+		const char *json;
+		bool nul;
+	} cases[] = {
+		{"{\"code\":\"a\\u0000b\"}", true},
+		{"{\"code\":\"\\u0000\"}", true},
+		{"{\"code\":\"x\\\\\\u0000\"}", true}, /* \\ then \u0000 */
+		{"{\"code\":\"x\\\\u0000\"}", false},  /* \\ then u0000 */
+		{"{\"code\":\"\\u00000\"}", true},
+		{"{\"code\":\"\\u0001\\u1000\"}", false},
+		{"{\"code\":\"\\\"u0000\"}", false}, /* \" then u0000 */
+		{"\\u000", false},
+		{"\\", false},
+		{"", false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_true(protocol_json_has_nul(cases[i].json, strlen(cases[i].json)) ==
+			    cases[i].nul);
+	/* A NUL escape cut off by the length is not there. */
+	assert_false(protocol_json_has_nul("\\u0000", 5));
+	assert_true(protocol_json_has_nul("\\u0000", 6));
+}
+
 static void test_parse_frames(void **state)
 {
 	struct protocol_frame f;
@@ -416,6 +443,7 @@ int main(void)
 		cmocka_unit_test(test_interrupt_line_is_ctrl_c_then_the_request),
 		cmocka_unit_test(test_ids_are_exact_and_the_same_in_both_lines),
 		cmocka_unit_test(test_exec_line_rejects_nul),
+		cmocka_unit_test(test_json_nul_escape_is_found),
 		cmocka_unit_test(test_parse_frames),
 		cmocka_unit_test(test_result_json_has_every_field),
 	};
