@@ -194,6 +194,36 @@ def _payload(obj):
     return payload.replace(b"\x7f", b"\\u007f")
 
 
+def _frame_cap(max_output):
+    """The longest payload the client takes (PROTOCOL_MAX_PAYLOAD): it drops
+    a longer frame unread, so a result over it would never arrive."""
+    return max_output * 4 + (16 << 20)
+
+
+def _fit_bundle(data, limit, what):
+    """A MIME bundle cut down to its text/plain (at most limit bytes)."""
+    dropped = ", ".join(k for k in data if k != "text/plain")
+    text = _cap_text(data.get("text/plain", ""), limit)
+    if dropped:
+        text += "\n[ptybox: %s dropped: the %s was too large to send]" % (dropped, what)
+    return {"text/plain": text}
+
+
+def _fit_error(error, limit):
+    """An error cut down: name and value, and the traceback's last lines
+    (where it ends matters most), each part at most limit bytes."""
+    lines, left = [], limit
+    for line in reversed(error.get("traceback", ())):
+        line = _cap_text(line, left)
+        lines.append(line)
+        left -= len(line.encode("utf-8", "backslashreplace"))
+        if left <= 0:
+            break
+    lines.reverse()
+    return {"name": _cap_text(error.get("name", ""), limit),
+            "value": _cap_text(error.get("value", ""), limit), "traceback": lines}
+
+
 def _json_ascii(data):
     """ASCII data as the inside of a JSON string for a payload (see _payload),
     or None if it holds control characters other than tab, CR and LF.
@@ -1245,12 +1275,18 @@ class Driver:
             for s in self.streams.values():
                 s.flush()
             self.capture.sync()
+        payload = _payload(frame)
+        cap = _frame_cap(self.max_output)
+        if len(payload) > cap:
+            frame["data"] = _fit_bundle(data, cap // 64, "display")
+            payload = _payload(frame)
+        term = self.term
         if threading.get_ident() != self.main_ident or not self.armed:
-            self.term.send(frame)
+            term.write(term.start, payload, END)
             return
         self.armed = False                   # a ^C must not cut a frame in two
         try:
-            self.term.send(frame)
+            term.write(term.start, payload, END)
         finally:
             self.armed = True
         if self.sigint_deferred:
@@ -1494,8 +1530,19 @@ class Driver:
                        % (b"%d" % sid if type(sid) is int else _payload(sid),
                           micros // 1000, micros % 1000))
         else:
-            payload = _payload({"type": "result", "id": sid, "status": status, "result": result,
-                                "error": error, "duration_ms": micros / 1000})
+            frame = {"type": "result", "id": sid, "status": status, "result": result,
+                     "error": error, "duration_ms": micros / 1000}
+            payload = _payload(frame)
+            cap = _frame_cap(max_output)
+            if len(payload) > cap:
+                # Each text part cut to cap / 64 UTF-8 bytes: escaped (six
+                # bytes a byte at most) all of them stay under half the cap.
+                part = cap // 64
+                if result is not None:
+                    frame["result"] = _fit_bundle(result, part, "result")
+                if error is not None:
+                    frame["error"] = _fit_error(error, part)
+                payload = _payload(frame)
         capture.end(sid, max_output, payload)
         self.result_pending = False
         self.snippets += 1

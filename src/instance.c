@@ -224,7 +224,7 @@ void instance_kill(struct instance *in)
 	if (in->state >= I_DYING)
 		return;
 	in->state = I_DYING;
-	transport_kill(in->transport, in->pty.pid);
+	transport_kill(in->transport, in->pty.pid, in->child_exited);
 	uv_timer_stop(&in->timer);
 	uv_timer_start(&in->timer, instance_drain_cb, INSTANCE_DRAIN_MS, 0);
 }
@@ -476,7 +476,7 @@ void instance_close(struct instance *in)
 	if (in->state == I_CLOSING)
 		return;
 	if (!in->child_exited) {
-		transport_kill(in->transport, in->pty.pid);
+		transport_kill(in->transport, in->pty.pid, false);
 		while (waitpid(in->pty.pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		in->child_exited = true;

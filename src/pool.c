@@ -100,7 +100,7 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 	}
 	p->loop = loop;
 	p->size = size;
-	p->max_payload = o->max_output * 4 + (16 << 20);
+	p->max_payload = PROTOCOL_MAX_PAYLOAD(o->max_output);
 	p->boot_timeout = o->boot_timeout;
 	/* The first one fails here, with its reason, if nothing can start. */
 	rc = instance_start(loop, &p->topts, p->max_payload, p->boot_timeout,

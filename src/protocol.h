@@ -42,6 +42,10 @@
 #define PROTOCOL_NONCE_BYTES  16
 /* The driver's max_output when a request has none: exec lines leave it out. */
 #define PROTOCOL_DEFAULT_MAX_OUTPUT ((uint64_t)4 << 20)
+/* The longest frame payload the client takes, for a session's max_output;
+ * longer frames are dropped unread. The driver computes the same bound and
+ * keeps its result and display frames under it (driver.py: _frame_cap). */
+#define PROTOCOL_MAX_PAYLOAD(max_output) ((size_t)(max_output)*4 + ((size_t)16 << 20))
 
 #endif
 

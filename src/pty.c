@@ -392,7 +392,7 @@ int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned shor
 	if (rc == 0 && !setup_fd)
 		rc = pty_read_setup_error(errp[0], err, errlen);
 	if (rc < 0) {
-		transport_kill(t, p->pid);
+		transport_kill(t, p->pid, false);
 		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		goto fail;

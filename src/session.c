@@ -549,7 +549,7 @@ static void session_start(ptybox_session *s)
 			session_on_ready(s->in);
 		return;
 	}
-	size_t max_payload = s->opts.max_output * 4 + (16 << 20);
+	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
 				&session_instance_callbacks, s, &s->in, err, sizeof(err));
 	if (rc < 0)

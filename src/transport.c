@@ -290,15 +290,19 @@ int transport_after_fork(struct transport *t, pid_t child, char *err, size_t err
 	return 0;
 }
 
-void transport_kill(struct transport *t, pid_t child)
+void transport_kill(struct transport *t, pid_t child, bool reaped)
 {
 	if (t->kind == TRANSPORT_LOCAL) {
 		sandbox_kill_all(t->sandbox, child);
 		return;
 	}
 	/* The child leads its own session and process group; signalling the group
-	 * and not the pid stays safe after the child was reaped. */
+	 * and not the pid stays safe after the child was reaped. Before that, the
+	 * pid is ours alone, and the group may not exist yet (no setsid so far):
+	 * the caller's waitpid would wait for good. */
 	kill(-child, SIGKILL);
+	if (!reaped)
+		kill(child, SIGKILL);
 }
 
 const char *transport_death_reason(struct transport *t)

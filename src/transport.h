@@ -40,8 +40,9 @@ int transport_new(const struct transport_options *opts, struct transport **out, 
 void transport_child_exec(struct transport *t, int err_fd) __attribute__((noreturn));
 /* Parent, right after fork. */
 int transport_after_fork(struct transport *t, pid_t child, char *err, size_t errlen);
-/* Every process the transport started is gone. */
-void transport_kill(struct transport *t, pid_t child);
+/* Every process the transport started is gone. reaped: the child was waited
+ * for (its pid may be someone else's by now). */
+void transport_kill(struct transport *t, pid_t child, bool reaped);
 const char *transport_death_reason(struct transport *t);
 void transport_free(struct transport *t);
 

@@ -2,7 +2,7 @@
 import time
 import unittest
 
-from ptybox_test import Serve, TestCase
+from ptybox_test import VIA, Serve, TestCase
 
 
 class ServeTest(TestCase):
@@ -164,6 +164,15 @@ class ServeTest(TestCase):
         got = [self.s.recv_result(i)["stdout"] for i in range(5)]
         self.assertEqual(got, ["%d\n" % i for i in range(5)])
         self.assertEqual(self.s.p.wait(30), 0)
+
+    def test_eof_while_the_interpreter_starts_exits_0(self):
+        # The interpreter may not lead its process group yet when it is
+        # killed: it must die all the same, not leave serve waiting for it.
+        self.s.close()
+        for via in ("none", VIA):
+            for _ in range(3):
+                s = Serve(via=via)
+                self.assertEqual(s.close(timeout=20), 0, (via, s.stderr))
 
     def test_eof_after_a_restart_still_exits_0(self):
         self.s.send({"id": 1, "op": "exec", "code": "x = 1"})

@@ -72,6 +72,31 @@ class SizeTest(TestCase):
         finally:
             self.assertEqual(s.close(), 0)
 
+    def test_results_too_large_for_a_frame_are_cut_not_lost(self):
+        # 3 MiB of control characters is 18 MiB of JSON, twice (value and
+        # traceback): over what the client takes in one frame.  The result
+        # must still come, at once, cut, with the state kept.
+        results, p = run_json(
+            "x = 'kept'",
+            "raise ValueError('\\x01' * (3 << 20))",
+            "class P:\n"
+            "    def _repr_png_(self): return b'\\x89PNG' + bytes(30 << 20)\n"
+            "    def __repr__(self): return 'P()'\n"
+            "display(P())\n"
+            "P()",
+            "x", extra=["--timeout", "20"], timeout=120)
+        self.assertEqual([r["status"] for r in results], ["ok", "error", "ok", "ok"], p.stderr)
+        err = results[1]["error"]
+        self.assertEqual(err["name"], "ValueError")
+        self.assertTrue(err["value"].startswith("\x01" * 1000))
+        self.assertIn("bytes truncated]", err["value"])
+        self.assertTrue(err["traceback"][-1].startswith("ValueError: \x01"))
+        note = "P()\n[ptybox: image/png dropped: the %s was too large to send]"
+        self.assertEqual(results[2]["display"], [{"text/plain": note % "display"}])
+        self.assertEqual(results[2]["result"], {"text/plain": note % "result"})
+        self.assertEqual(results[3]["result"], {"text/plain": "'kept'"})
+        self.assertFalse(any(r["state_lost"] for r in results))
+
     def test_flood_is_truncated_head_and_tail_and_session_lives(self):
         t0 = time.monotonic()
         results, p = run_json(
