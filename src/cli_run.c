@@ -52,8 +52,12 @@ static const char run_usage_tail[] =
 
 static void run_out(int fd, const char *s, size_t len)
 {
-	if (cli_write_all(fd, s, len) == -EPIPE)
+	int rc = cli_write_all(fd, s, len);
+	if (rc < 0) { /* output lost: say so (on stderr, unless that failed) */
+		if (rc != -EPIPE && fd != 2)
+			cli_error("run: standard output: %s", strerror(-rc));
 		_exit(CLI_EXIT_FAILED);
+	}
 }
 
 static void run_outs(int fd, const char *s)

@@ -70,8 +70,12 @@ static void serve_emit(cJSON *o)
 	if (s) {
 		size_t n = strlen(s);
 		s[n] = '\n'; /* cJSON's buffer ends in the NUL we overwrite */
-		if (cli_write_all(1, s, n + 1) == -EPIPE)
+		int rc = cli_write_all(1, s, n + 1);
+		if (rc < 0) { /* the replies are lost: say so, unless nobody reads */
+			if (rc != -EPIPE)
+				cli_error("serve: standard output: %s", strerror(-rc));
 			_exit(CLI_EXIT_FAILED);
+		}
 		cJSON_free(s);
 	}
 	cJSON_Delete(o);

@@ -1,7 +1,10 @@
 /* main.c - argv dispatch to the subcommands; nothing else. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -18,8 +21,21 @@ static const char main_usage[] =
 	"\n"
 	"'ptybox COMMAND --help' describes a command. See ptybox(1).\n";
 
+/* Started with fd 0, 1 or 2 closed, the first file we open would take its
+ * place (a PTY as our "stdout"), and libuv refuses to close fds 0-2: open
+ * /dev/null there first, as ssh and tmux do. */
+static int main_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) /* (the lowest free fd: this one) */
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR) < 0)
+			return -errno;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (main_std_fds() < 0)
+		return CLI_EXIT_CANNOT_START;
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		fputs(main_usage, stderr);

@@ -101,6 +101,38 @@ class ExitStatusTest(TestCase):
         self.assertIn("NUL", p.stderr)
 
 
+class StdioTest(TestCase):
+    def _sh(self, redirect, *args):
+        """ptybox ARGS with a shell redirection such as `<&-` (a closed fd)."""
+        cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in (PTYBOX,) + args)
+        return subprocess.run(["sh", "-c", "exec %s %s" % (cmd, redirect)], capture_output=True,
+                              text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+    def test_closed_standard_fds_are_not_taken_for_ours(self):
+        # With fd 0, 1 or 2 closed, the PTY or a pipe would land there; libuv
+        # even aborts on it.  They read as /dev/null instead.
+        for redirect in ("<&-", ">&-", "2>&-"):
+            with self.subTest(redirect=redirect):
+                p = self._sh(redirect, "serve", "--stdio", "--via", "none")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                p = self._sh(redirect, "run", "--via", "none", "-c", "print(1)", "-c", "2")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                if redirect != ">&-":
+                    self.assertEqual(p.stdout, "1\n2\n")
+
+    def test_output_that_cannot_be_written_is_an_error(self):
+        for args in (["run", "--via", "none", "-c", "print(1)"],
+                     ["run", "--via", "none", "--json", "-c", "1"]):
+            p = self._sh(">/dev/full", *args)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("No space left on device", p.stderr)
+        p = subprocess.run(["sh", "-c", "echo '{\"id\":1,\"op\":\"ping\"}' | '%s' serve --stdio "
+                            "--via none >/dev/full" % PTYBOX], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("standard output: No space left on device", p.stderr)
+
+
 class InputsTest(TestCase):
     def test_file_runs_after_the_c_snippets(self):
         with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
