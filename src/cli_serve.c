@@ -379,9 +379,14 @@ int cli_serve(int argc, char **argv)
 	 * close, so that none of their processes or cgroups outlive us. */
 	for (int i = 0; sv.in.reading && i < 16; i++)
 		uv_run(sv.loop, UV_RUN_NOWAIT);
-	if (!sv.in.reading) {
-		stdio_lines_free(&sv.in);
-		uv_loop_close(sv.loop);
+	if (sv.in.reading) {
+		/* That read blocks a libuv worker thread, which libuv's exit-time
+		 * shutdown would join: wait for input that may never come. Leave
+		 * now; everything of ours is closed. */
+		fflush(NULL);
+		_exit(sv.exit_code);
 	}
+	stdio_lines_free(&sv.in);
+	uv_loop_close(sv.loop);
 	return sv.exit_code;
 }

@@ -174,6 +174,15 @@ class ServeTest(TestCase):
                 s = Serve(via=via)
                 self.assertEqual(s.close(timeout=20), 0, (via, s.stderr))
 
+    def test_a_session_that_cannot_start_exits_125_with_stdin_still_open(self):
+        self.s.close()
+        s = Serve("--python", "/nonexistent/python3")
+        try:
+            self.assertIn("could not be started", s.recv(timeout=20)["error"])
+            self.assertEqual(s.p.wait(20), 125)  # (stdin is still open)
+        finally:
+            self.assertEqual(s.close(), 125)
+
     def test_eof_after_a_restart_still_exits_0(self):
         self.s.send({"id": 1, "op": "exec", "code": "x = 1"})
         self.s.send({"id": 2, "op": "restart"})
