@@ -235,6 +235,18 @@ def _json_ascii(data):
             .replace(b">", b"\\u003e").replace(b"\x7f", b"\\u007f"))
 
 
+def _strip_driver_frames(exc):
+    """exc's traceback without the frames of the driver (its SIGINT handler)."""
+    kept, tb = [], exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals is not _DRIVER_GLOBALS:
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:] + [None]):
+        a.tb_next = b
+    exc.__traceback__ = kept[0] if kept else None
+
+
 def _stamped_call(stamp, fn, /, *args, **kwargs):
     """fn(*args, **kwargs) in a pool thread, under the stamp of its snippet."""
     thread = threading.current_thread()
@@ -1449,14 +1461,12 @@ class Driver:
         name = cls.__qualname__
         if module not in ("builtins", "__main__", None):
             name = "%s.%s" % (module, name)
-        kept, tb = [], exc.__traceback__     # drop the driver's own frames
-        while tb is not None:
-            if tb.tb_frame.f_globals is not _DRIVER_GLOBALS:
-                kept.append(tb)
-            tb = tb.tb_next
-        for a, b in zip(kept, kept[1:] + [None]):
-            a.tb_next = b
-        tb = exc.__traceback__ = kept[0] if kept else None
+        seen, chained = set(), exc           # drop the driver's own frames, also
+        while chained is not None and id(chained) not in seen:   # from the ^C
+            seen.add(id(chained))            # that the code caught, say
+            _strip_driver_frames(chained)
+            chained = chained.__cause__ or chained.__context__
+        tb = exc.__traceback__
         sys.last_type, sys.last_value, sys.last_traceback = cls, exc, tb
         sys.last_exc = exc                   # Python 3.12+: what pdb.pm() looks at
         try:
@@ -1505,7 +1515,7 @@ class Driver:
         out, err = capture.streams
         if (exc is None and value is None and _SYS.get("stdout") is out
                 and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
-                and "ctypes" not in _MODULES):
+                and "ctypes" not in _MODULES and not self.sigint_seen):
             status, result = "ok", None      # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
@@ -1532,6 +1542,8 @@ class Driver:
         else:
             frame = {"type": "result", "id": sid, "status": status, "result": result,
                      "error": error, "duration_ms": micros / 1000}
+            if self.sigint_seen and status != "interrupted":
+                frame["sigint"] = True       # a ^C came, and the code caught it
             payload = _payload(frame)
             cap = _frame_cap(max_output)
             if len(payload) > cap:

@@ -386,10 +386,22 @@ static void session_on_result(ptybox_session *s, struct protocol_frame *f)
 	cJSON *bundle = cJSON_GetObjectItemCaseSensitive(f->root, "result");
 	cJSON *error = cJSON_GetObjectItemCaseSensitive(f->root, "error");
 	const cJSON *dur = cJSON_GetObjectItemCaseSensitive(f->root, "duration_ms");
-	char message[128] = "";
+	/* The code caught our ^C and went on: it still stopped for it. */
+	bool caught = e->stop != STOP_NONE &&
+		      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "sigint"));
+	char message[160] = "";
 	if (status == PTYBOX_TIMEOUT)
 		snprintf(message, sizeof(message), "timed out after %g s; interrupted, state kept",
 			 e->timeout);
+	else if (caught && e->stop == STOP_TIMEOUT)
+		snprintf(message, sizeof(message),
+			 "timed out after %g s; the code caught the ^C and went on, state kept",
+			 e->timeout);
+	else if (caught)
+		snprintf(message, sizeof(message),
+			 "interrupted; the code caught the ^C and went on, state kept");
+	if (caught && status == PTYBOX_OK)
+		status = e->stop == STOP_TIMEOUT ? PTYBOX_TIMEOUT : PTYBOX_INTERRUPTED;
 	session_finish(s, status, cJSON_IsObject(bundle) ? bundle : NULL,
 		       cJSON_IsObject(error) ? error : NULL,
 		       cJSON_IsNumber(dur) && dur->valuedouble >= 0 ? dur->valuedouble : -1, false,

@@ -258,6 +258,33 @@ class TimeoutTest(TestCase):
         self.assertEqual(results[2]["result"], {"text/plain": "'kept'"})
         self.assertLess(time.monotonic() - t0, 8)
 
+    def test_code_that_catches_the_timeouts_interrupt_still_times_out(self):
+        # The ^C stopped its work: status timeout, with what the code made of
+        # it, and no frame of the driver in a traceback chained to the ^C.
+        results, _ = run_json(
+            "x = 'kept'",
+            "import time\n"
+            "try:\n"
+            "    time.sleep(30)\n"
+            "except KeyboardInterrupt:\n"
+            "    print('caught')\n"
+            "'partial'",
+            "try:\n"
+            "    time.sleep(30)\n"
+            "except KeyboardInterrupt:\n"
+            "    1 / 0",
+            "x", extra=["--timeout", "1"])
+        r = results[1]
+        self.assertEqual((r["status"], r["stdout"], r["result"], r["state_lost"]),
+                         ("timeout", "caught\n", {"text/plain": "'partial'"}, False), r)
+        self.assertIn("caught the ^C", r["message"])
+        r = results[2]
+        self.assertEqual((r["status"], r["error"]["name"]), ("error", "ZeroDivisionError"), r)
+        self.assertIn("KeyboardInterrupt\n", r["error"]["traceback"])
+        self.assertNotIn("ptybox-driver", "".join(r["error"]["traceback"]))
+        self.assertIn("timed out", r["message"])
+        self.assertEqual(results[3]["result"], {"text/plain": "'kept'"})
+
     def test_code_that_ignores_sigint_is_killed_and_restarted(self):
         t0 = time.monotonic()
         results, _ = run_json(
