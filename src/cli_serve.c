@@ -256,8 +256,13 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 	}
 	if (len == 0 || !sv->session)
 		return;
-	cJSON *req = cJSON_ParseWithLength(line, len);
-	if (!cJSON_IsObject(req)) {
+	if (!protocol_utf8_valid(line, len))
+		return serve_reply(NULL, "error", "malformed request: not valid UTF-8");
+	const char *end = NULL;
+	cJSON *req = cJSON_ParseWithLengthOpts(line, len, &end, false);
+	while (req && end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+		end++;
+	if (!cJSON_IsObject(req) || end != line + len) {
 		cJSON_Delete(req);
 		return serve_reply(NULL, "error",
 				   "malformed request: expected one JSON object per line");
@@ -283,7 +288,8 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 	else {
 		char msg[128];
 		snprintf(msg, sizeof(msg),
-			 "unknown op \"%.64s\": expected exec, interrupt, restart or ping", op);
+			 "unknown op \"%.*s\": expected exec, interrupt, restart or ping",
+			 (int)protocol_utf8_prefix(op, strlen(op), 64), op);
 		serve_reply(id, "error", msg);
 	}
 	cJSON_Delete(req);

@@ -266,6 +266,52 @@ bool protocol_json_has_nul(const char *json, size_t len)
 	return false;
 }
 
+bool protocol_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	while (p < end) {
+		unsigned char c = *p;
+		size_t n;
+		unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+		if (c < 0x80) {
+			p++;
+			continue;
+		} else if (c >= 0xc2 && c <= 0xdf) {
+			n = 2;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 3;
+			if (c == 0xe0)
+				lo = 0xa0; /* overlong */
+			else if (c == 0xed)
+				hi = 0x9f; /* surrogates */
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 4;
+			if (c == 0xf0)
+				lo = 0x90; /* overlong */
+			else if (c == 0xf4)
+				hi = 0x8f; /* past U+10FFFF */
+		} else {
+			return false;
+		}
+		if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi)
+			return false;
+		for (size_t i = 2; i < n; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+		p += n;
+	}
+	return true;
+}
+
+size_t protocol_utf8_prefix(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
 /* Milliseconds to the microsecond, printed directly, like the integers. */
 static bool protocol_add_ms(cJSON *o, const char *key, double ms)
 {

@@ -102,6 +102,12 @@ const char *protocol_str(const cJSON *obj, const char *key);
 /* Whether the JSON text escapes a NUL character (\u0000) in a string: cJSON
  * hands strings over NUL-terminated, so the rest of that string would vanish. */
 bool protocol_json_has_nul(const char *json, size_t len);
+/* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
+ * nothing past U+10FFFF). */
+bool protocol_utf8_valid(const char *s, size_t len);
+/* How many of the first max bytes of the UTF-8 string s to keep so that no
+ * character is cut. */
+size_t protocol_utf8_prefix(const char *s, size_t len, size_t max);
 /* Behind struct ptybox_result: the parts of the result kept as JSON. */
 struct ptybox_result_detail {
 	const cJSON *bundle, *error, *display; /* each may be NULL */

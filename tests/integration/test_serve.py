@@ -38,6 +38,21 @@ class ServeTest(TestCase):
         self.assertEqual(self.s.recv(), {"id": 7, "ok": True})
         self.assertEqual(self.s.exec("keep", id=8)["result"], {"text/plain": "'me'"})
 
+    def test_replies_are_json_in_utf8_whatever_the_request(self):
+        self.s.exec("keep = 'me'", id=1)
+        self.s.send(b'{"id":2,"op":"ping"} trailing garbage')
+        self.assertIn("malformed", self.s.recv()["error"])
+        self.s.send(b'{"id":"\xff\xfe","op":"ping"}')
+        self.assertIn("UTF-8", self.s.recv()["error"])
+        self.s.send({"id": 3, "op": "a" + "\u00e9" * 40})  # cut at 64 bytes: not mid-character
+        reply = self.s.recv()  # (recv decodes strictly)
+        self.assertEqual(reply["id"], 3)
+        self.assertIn("unknown op \"a" + "\u00e9" * 31 + "\"", reply["error"])
+        self.s.send(b'{"id":4,"op":"ping"} \t')
+        self.assertEqual(self.s.recv(), {"id": 4, "ok": True})
+        self.assertEqual(self.s.exec("keep", id=5)["result"], {"text/plain": "'me'"})
+        self.assertEqual(self.s.close(), 0)
+
     def test_code_with_a_nul_character_is_refused_not_cut(self):
         # (cJSON ends its strings at a NUL: the code after it would vanish.)
         self.s.exec("keep = 'me'", id=1)

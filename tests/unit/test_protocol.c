@@ -364,6 +364,40 @@ static void test_json_nul_escape_is_found(void **state)
 	assert_true(protocol_json_has_nul("\\u0000", 6));
 }
 
+static void test_utf8_validity(void **state)
+{
+	static const struct {
+		const char *s;
+		bool valid;
+	} cases[] = {
+		{"", true},
+		{"ascii {\"id\":1}", true},
+		{"caf\xc3\xa9 \xe6\xbc\xa2 \xf0\x9f\x98\x80", true}, /* é, 漢, 😀 */
+		{"\xef\xbf\xbf\xf4\x8f\xbf\xbf", true},		     /* U+FFFF, U+10FFFF */
+		{"\xff", false},
+		{"\xfe\xff", false},
+		{"\xc3", false},	     /* cut */
+		{"\xe6\xbc", false},	     /* cut */
+		{"\xc3(", false},	     /* not a continuation */
+		{"\xc0\xaf", false},	     /* overlong '/' */
+		{"\xe0\x80\xaf", false},     /* overlong */
+		{"\xf0\x80\x80\xaf", false}, /* overlong */
+		{"\xed\xa0\x80", false},     /* U+D800, a surrogate */
+		{"\xf4\x90\x80\x80", false}, /* past U+10FFFF */
+		{"\xf5\x80\x80\x80", false},
+		{"\x80", false}, /* a lone continuation */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_true(protocol_utf8_valid(cases[i].s, strlen(cases[i].s)) == cases[i].valid);
+	const char *e = "a\xc3\xa9\xe6\xbc\xa2"; /* a é 漢: 1 + 2 + 3 bytes */
+	assert_int_equal(protocol_utf8_prefix(e, 6, 10), 6);
+	assert_int_equal(protocol_utf8_prefix(e, 6, 6), 6);
+	assert_int_equal(protocol_utf8_prefix(e, 6, 5), 3);
+	assert_int_equal(protocol_utf8_prefix(e, 6, 4), 3);
+	assert_int_equal(protocol_utf8_prefix(e, 6, 2), 1);
+	assert_int_equal(protocol_utf8_prefix(e, 6, 0), 0);
+}
+
 static void test_parse_frames(void **state)
 {
 	struct protocol_frame f;
@@ -444,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_ids_are_exact_and_the_same_in_both_lines),
 		cmocka_unit_test(test_exec_line_rejects_nul),
 		cmocka_unit_test(test_json_nul_escape_is_found),
+		cmocka_unit_test(test_utf8_validity),
 		cmocka_unit_test(test_parse_frames),
 		cmocka_unit_test(test_result_json_has_every_field),
 	};
