@@ -285,6 +285,12 @@ static void session_pump(ptybox_session *s)
 	if (s->state != S_IDLE || !s->head)
 		return;
 	struct exec *e = s->head;
+	if (e->stop == STOP_INTERRUPT) { /* interrupted while it waited */
+		s->state = S_RUNNING;
+		session_finish(s, PTYBOX_INTERRUPTED, NULL, NULL, 0, false,
+			       "interrupted before it started");
+		return;
+	}
 	if (e->restart) {
 		/* Nothing more goes to this instance; the swap runs on the next
 		 * loop turn, outside the caller's call. */
@@ -645,6 +651,16 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
 int ptybox_session_interrupt(ptybox_session *s)
 {
 	struct exec *e = s->head;
+	if (s->state == S_STARTING) {
+		/* The next snippet waits for the interpreter (behind a restart, it
+		 * may be): it ends as soon as that is up, without running. */
+		while (e && e->restart)
+			e = e->next;
+		if (!e)
+			return -ENOENT;
+		e->stop = STOP_INTERRUPT;
+		return 0;
+	}
 	if (s->state != S_RUNNING || !e)
 		return -ENOENT;
 	if (e->stop == STOP_NONE)

@@ -1,4 +1,5 @@
 """`ptybox serve --stdio`: JSON lines for programs."""
+import json
 import time
 import unittest
 
@@ -145,6 +146,20 @@ class ServeTest(TestCase):
             self.assertFalse(r["state_lost"], r)
             self.assertOk(self.s.exec("n += 1", id=4000 + i))
         self.assertEqual(self.s.exec("n", id=5000)["result"], {"text/plain": "30"})
+
+    def test_interrupt_while_the_interpreter_starts_stops_the_waiting_snippet(self):
+        # Sent in one write with the first exec (and, later, right behind a
+        # restart): the snippet has not started; it must not run on after.
+        for first in ([], [{"id": "r", "op": "restart"}]):
+            reqs = first + [{"id": "a", "op": "exec", "code": "import time; time.sleep(60)"},
+                            {"id": "i", "op": "interrupt"},
+                            {"id": "b", "op": "exec", "code": "'next'"}]
+            self.s.send("\n".join(json.dumps(r) for r in reqs))
+            r = self.s.recv_result("a", timeout=20)
+            self.assertEqual(r["status"], "interrupted", r)
+            self.assertEqual(self.s.recv_result("b", timeout=20)["result"],
+                             {"text/plain": "'next'"})
+        self.assertEqual(self.s.close(), 0)
 
     def test_interrupt_with_nothing_running_is_an_error_reply(self):
         self.s.send({"id": 1, "op": "interrupt"})
