@@ -111,7 +111,9 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
 			double timeout, bool stream);
 /* Interrupts the running snippet (keeping state if the code lets itself be
- * interrupted, else killing and restarting). -ENOENT when nothing runs. */
+ * interrupted, else killing and restarting). While the interpreter starts,
+ * the snippet waiting for it ends unrun, as PTYBOX_INTERRUPTED. -ENOENT when
+ * nothing runs or waits. */
 int ptybox_session_interrupt(ptybox_session *s);
 /* Replaces the interpreter with a fresh one, in order: after the snippets
  * queued before it (the running one included), before those queued after it;
