@@ -96,6 +96,7 @@ _get_ident = threading.get_ident
 _text_flush = io.TextIOWrapper.flush
 _perf_ns = time.perf_counter_ns
 _dup2 = os.dup2
+_map = map
 _SYS = sys.__dict__                   # (user code may delete sys.stdout, sys.modules ...)
 _MODULES = sys.modules                # the interpreter's own, whatever sys.modules names
 _SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
@@ -296,6 +297,8 @@ class Terminal:
         self.start = None                    # b"<<<ptybox:NONCE:" once known
         self.buf, self.pos = b"", 0
         self.parts = []                      # the start of a line that spans reads
+        self.chunks = deque()                # what the last read returned (read_line)
+        self.taken = 0                       # pos once read_line's line is taken
         self.raw = None                      # the attributes set_raw() last set
         self.mode = bytearray(256)           # what TCGETS gives (ensure)
         self.raw_mode = None                 # ... in the mode set_raw() set
@@ -376,27 +379,34 @@ class Terminal:
         self.raw_mode = buf
 
     def read_line(self):
-        """The next line without CR/LF, or None at end of file.  (The mode is
-        re-asserted after each snippet, the only time it can have changed.)
-        What was read stays here if a signal handler raises in the read."""
+        """The next line, stripped, or None at end of file; it stays the next
+        one until the caller takes it: `term.pos, term.parts = term.taken, []`.
+        (The mode is re-asserted after each snippet, the only time it can
+        have changed.)  A user's signal handler runs, and may raise, at the
+        entry of a Python function and after a call of a C function, not
+        between plain assignments: so what os.read returns lands in
+        self.chunks within one C call (deque.extend), a chunk or a line is
+        taken by assignments alone, and a line read but not taken when an
+        exception comes is read again."""
         while True:
             i = self.buf.find(b"\n", self.pos)
             if i >= 0:
                 line = self.buf[self.pos:i]
-                self.pos = i + 1
                 if self.parts:
-                    self.parts.append(line)
-                    line, self.parts = b"".join(self.parts), []
-                return line.replace(b"\r", b"")
-            if self.pos < len(self.buf):
-                self.parts.append(self.buf[self.pos:])
-            self.buf, self.pos = b"", 0
-            try:
-                self.buf = os.read(self.fd, TTY_READ)
-            except OSError:
-                self.buf = self._retry(os.read, TTY_READ)
-            if not self.buf:
+                    line = b"".join(self.parts) + line
+                self.taken = i + 1
+                return line.replace(b"\r", b"").strip()
+            if not self.chunks:
+                try:
+                    self.chunks.extend(_map(os.read, (self.fd,), (TTY_READ,)))
+                except OSError:
+                    self.chunks.append(self._retry(os.read, TTY_READ))
+            data = self.chunks[0]
+            if not data:
                 return None
+            parts = self.parts + [self.buf[self.pos:]] if self.pos < len(self.buf) else self.parts
+            self.parts, self.buf, self.pos = parts, data, 0
+            self.chunks.clear()
 
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write.
@@ -1601,8 +1611,26 @@ class Driver:
         if self.sigint_idle:
             self.sigint_idle -= 1
 
+    def _request(self, line):
+        """The request on a line, or None when it was rejected (and told so).
+        A line that fails as no client sends it is tried once more before it
+        counts as broken: a user's signal handler may have raised in the
+        middle (a periodic timer, say), which fails the same line only once."""
+        try:
+            req, why = self._parse(line)
+        except Exception as e:               # e.g. RecursionError on absurd JSON
+            req, why = None, (None, "malformed request: %r" % (e,), True)
+        if why is not None and why[2]:
+            try:
+                req, why = self._parse(line)
+            except Exception as e:
+                req, why = None, (None, "malformed request: %r" % (e,), True)
+        if why is not None:
+            self._reject(*why)
+        return req
+
     def _parse(self, line):
-        """The request on a line, or None when it was rejected (and told so)."""
+        """(request, None), or (None, (id, message, broken)) for a bad line."""
         try:
             data = binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
             req = _loads(data.decode("utf-8"))
@@ -1612,23 +1640,23 @@ class Driver:
                 rid = _loads(data.decode("utf-8", "replace")).get("id")
             except Exception:
                 pass
-            return self._reject(rid, "the request is not valid UTF-8")
+            return None, (rid, "the request is not valid UTF-8", False)
         except (ValueError, TypeError) as e:
-            return self._reject(None, "malformed request: %s" % e, True)
+            return None, (None, "malformed request: %s" % e, True)
         if type(req) is not dict:
-            return self._reject(None, "a request must be a JSON object", True)
+            return None, (None, "a request must be a JSON object", True)
         op = req.get("op")
         if op == "exec":                     # (exact types: JSON makes no subclasses)
             if "max_output" not in req:
                 req["max_output"] = DEFAULT_MAX_OUTPUT
             limit = req["max_output"]
             if type(req.get("code")) is not str:
-                return self._reject(req.get("id"), "exec needs a string 'code'", True)
+                return None, (req.get("id"), "exec needs a string 'code'", True)
             if type(limit) is not int or limit < 0:
-                return self._reject(req.get("id"), "max_output must be an integer >= 0", True)
+                return None, (req.get("id"), "max_output must be an integer >= 0", True)
         elif op not in ("interrupt", "ping", "shutdown"):
-            return self._reject(req.get("id"), "unknown op %r" % (op,), True)
-        return req
+            return None, (req.get("id"), "unknown op %r" % (op,), True)
+        return req, None
 
     def _reject(self, rid, message, broken=False):
         """An error frame for a request; broken: no client of ours sends such a
@@ -1659,24 +1687,26 @@ class Driver:
                 line = term.read_line()
                 if line is None:
                     os._exit(0)              # the terminal is gone: so are we
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    req = self._parse(line)
-                except Exception as e:       # e.g. RecursionError on absurd JSON
-                    req = self._reject(None, "malformed request: %r" % (e,), True)
+                req = self._request(line) if line else None
                 if req is None:
+                    term.pos, term.parts = term.taken, []
                     continue
                 op = req["op"]
                 if op == "exec":
+                    # Taken, and from here on an exception (a user's signal
+                    # handler) ends in a result: _stray sends it.  Until here
+                    # one makes the line read again (read_line).
+                    self.result_pending = True
+                    term.pos, term.parts = term.taken, []
                     self.execute(req.get("id"), req["code"], req["max_output"])
-                elif op == "interrupt":
+                    continue
+                if op == "interrupt":
                     self.interrupt(req.get("id"))
                 elif op == "ping":
                     term.send({"type": "pong", "id": req.get("id")})
                 else:
                     os._exit(0)              # shutdown
+                term.pos, term.parts = term.taken, []
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self._stray(req, exc)
 
@@ -1766,7 +1796,8 @@ def main():
     line = term.read_line()
     if line is None:
         os._exit(0)
-    nonce = line.strip()
+    term.pos, term.parts = term.taken, []
+    nonce = line
     if not 0 < len(nonce) <= 64 or nonce.translate(None, b"0123456789abcdefABCDEF"):
         term.write(b"\r\nPTYBOX/1 BAD NONCE\r\n")
         os._exit(2)

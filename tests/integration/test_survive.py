@@ -521,6 +521,33 @@ class DriverDamageTest(TestCase):
         self.assertEqual(results[3]["result"], {"text/plain": "6"})
         self.assertFalse(any(r["state_lost"] for r in results))
 
+    def test_a_signal_handler_raising_between_snippets_loses_no_request(self):
+        # A timer whose handler raises fires in the driver's own code too,
+        # between reading a request and running it: each request still runs
+        # once and gets its result, and nothing is taken for a broken driver.
+        n = 150
+        results, p = run_json(
+            "import signal\n"
+            "L = []\n"
+            "def boom(*a): raise ValueError('tick')\n"
+            "signal.signal(signal.SIGALRM, boom)\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0.003, 0.003)",
+            *["L.append(%d)" % i for i in range(n)],
+            "while True:\n"
+            "    try:\n"
+            "        signal.setitimer(signal.ITIMER_REAL, 0, 0)\n"
+            "        break\n"
+            "    except ValueError:\n"
+            "        pass",
+            "sorted(L) == [i for i in range(%d) if i in L] and len(L) == len(set(L))" % n,
+            extra=["--timeout", "10"], timeout=300)
+        self.assertEqual(len(results), n + 3, p.stderr)
+        for r in results:
+            self.assertIn((r["status"], (r["error"] or {}).get("name")),
+                          {("ok", None), ("error", "ValueError")}, r)
+            self.assertFalse(r["state_lost"], r)
+        self.assertEqual(results[-1]["result"], {"text/plain": "True"})
+
     def test_a_driver_that_cannot_read_requests_is_replaced(self):
         # The driver decodes requests with the binascii module that snippets
         # share: broken there, it rejects every request, and a fresh
