@@ -1611,16 +1611,15 @@ class Driver:
         if self.sigint_idle:
             self.sigint_idle -= 1
 
-    def _request(self, line):
-        """The request on a line, or None when it was rejected (and told so).
-        A line that fails as no client sends it is tried once more before it
-        counts as broken: a user's signal handler may have raised in the
-        middle (a periodic timer, say), which fails the same line only once."""
-        try:
-            req, why = self._parse(line)
-        except Exception as e:               # e.g. RecursionError on absurd JSON
-            req, why = None, (None, "malformed request: %r" % (e,), True)
-        if why is not None and why[2]:
+    def _request(self, line, why):
+        """After _parse failed with why: the request on the line, or None when
+        it was rejected (and told so).  A line that fails as no client sends
+        it is tried once more before it counts as broken: a user's signal
+        handler may have raised in the middle (a periodic timer, say), which
+        fails the same line only once.  (An exception in _parse: RecursionError
+        on absurd JSON, say.)"""
+        req = None
+        if why[2]:
             try:
                 req, why = self._parse(line)
             except Exception as e:
@@ -1687,7 +1686,15 @@ class Driver:
                 line = term.read_line()
                 if line is None:
                     os._exit(0)              # the terminal is gone: so are we
-                req = self._request(line) if line else None
+                if line:                     # (_request's first try, inline)
+                    try:
+                        req, why = self._parse(line)
+                    except Exception as e:
+                        req, why = None, (None, "malformed request: %r" % (e,), True)
+                    if why is not None:
+                        req = self._request(line, why)
+                else:
+                    req = None
                 if req is None:
                     term.pos, term.parts = term.taken, []
                     continue
