@@ -84,6 +84,7 @@ CODE_CACHE = 256                  # compiled snippets kept, keyed by their sourc
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 END = b":ptybox>>>"
+EXIT_NO_TERMINAL = 3              # our terminal is gone for good: PROTOCOL_EXIT_NO_TERMINAL
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
 F_DUPFD_CLOEXEC = getattr(fcntl, "F_DUPFD_CLOEXEC", 1030)
@@ -312,7 +313,7 @@ class Terminal:
             try:
                 fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
             except OSError:
-                os._exit(3)                  # no terminal: the client restarts us
+                os._exit(EXIT_NO_TERMINAL)   # the client restarts us
             self.fd = _private(fd)
             self.ident = _identity(self.fd)
         self.set_raw()
@@ -438,7 +439,7 @@ class Terminal:
                 select.select(wait[0], wait[1], [], 1.0)
             except OSError as e:
                 if e.errno != errno.EBADF:
-                    os._exit(0 if e.errno == errno.EIO else 3)
+                    os._exit(0 if e.errno == errno.EIO else EXIT_NO_TERMINAL)
                 self.recover(fd)
 
     def send(self, obj):

@@ -107,6 +107,10 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
 		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
 			 strsignal(WEXITSTATUS(st) - 128));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_TERMINAL)
+		snprintf(why, len,
+			 "its driver lost its terminal and could not reopen it (exit status %d)",
+			 PROTOCOL_EXIT_NO_TERMINAL);
 	else
 		snprintf(why, len, "exit status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }

@@ -45,6 +45,9 @@
 /* The longest frame payload the client takes, for a session's max_output;
  * longer frames are dropped unread. The driver computes the same bound and
  * keeps its result and display frames under it (driver.py: _frame_cap). */
+/* The driver's exit status when user code took its terminal fd and
+ * /dev/tty cannot be opened again (driver.py: Terminal.recover, _retry). */
+#define PROTOCOL_EXIT_NO_TERMINAL	 3
 #define PROTOCOL_MAX_PAYLOAD(max_output) ((size_t)(max_output)*4 + ((size_t)16 << 20))
 
 #endif
