@@ -78,6 +78,7 @@ TTY_READ = 64 << 10
 TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
 FLUSH_DELAY = 0.05                # ... and at most this long (seconds) after a write
 SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
+SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
 SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
@@ -94,6 +95,7 @@ _UNSTAMPED = object()             # a thread not started through threading.Threa
 _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
 _CodeType = types.CodeType
 _get_ident = threading.get_ident
+_THREADS = threading._active          # ident -> Thread, without making one up
 _text_flush = io.TextIOWrapper.flush
 _perf_ns = time.perf_counter_ns
 _dup2 = os.dup2
@@ -296,10 +298,12 @@ class Terminal:
         self.lock = threading.Lock()         # one frame per write, whole
         self.recover_lock = threading.Lock()
         self.start = None                    # b"<<<ptybox:NONCE:" once known
-        self.buf, self.pos = b"", 0
-        self.parts = []                      # the start of a line that spans reads
-        self.chunks = deque()                # what the last read returned (read_line)
-        self.taken = 0                       # pos once read_line's line is taken
+        # What was read and not taken: (buffer, position in it, start of a
+        # line that spans reads (a tuple), the chunk that the buffer is).
+        # One attribute, replaced whole: see read_line.
+        self.rs = (b"", 0, (), None)
+        self.taken = self.rs                 # rs once read_line's line is taken
+        self.chunks = deque()                # what the last read returned
         self.raw = None                      # the attributes set_raw() last set
         self.mode = bytearray(256)           # what TCGETS gives (ensure)
         self.raw_mode = None                 # ... in the mode set_raw() set
@@ -381,33 +385,37 @@ class Terminal:
 
     def read_line(self):
         """The next line, stripped, or None at end of file; it stays the next
-        one until the caller takes it: `term.pos, term.parts = term.taken, []`.
-        (The mode is re-asserted after each snippet, the only time it can
-        have changed.)  A user's signal handler runs, and may raise, at the
-        entry of a Python function and after a call of a C function, not
-        between plain assignments: so what os.read returns lands in
-        self.chunks within one C call (deque.extend), a chunk or a line is
-        taken by assignments alone, and a line read but not taken when an
-        exception comes is read again."""
+        one until the caller takes it: `term.rs = term.taken`.  (The mode is
+        re-asserted after each snippet, the only time it can have changed.)
+        A user's signal handler may run, and raise, between any two steps
+        here: so what os.read returns lands in self.chunks within one C call
+        (deque.extend), the read state is one attribute replaced whole, a
+        chunk already in it is recognised by identity (a fresh 1-tuple from
+        zip: os.read may return the same cached object for equal bytes),
+        and a line read but not taken when an exception comes is read again."""
         while True:
-            i = self.buf.find(b"\n", self.pos)
+            buf, pos, parts, chunk = self.rs
+            i = buf.find(b"\n", pos)
             if i >= 0:
-                line = self.buf[self.pos:i]
-                if self.parts:
-                    line = b"".join(self.parts) + line
-                self.taken = i + 1
+                line = buf[pos:i]
+                if parts:
+                    line = b"".join(parts) + line
+                self.taken = (buf, i + 1, (), chunk)
                 return line.replace(b"\r", b"").strip()
-            if not self.chunks:
+            chunks = self.chunks
+            if chunks and chunks[0] is chunk:
+                chunks.clear()               # (in rs already)
+            if not chunks:
                 try:
-                    self.chunks.extend(_map(os.read, (self.fd,), (TTY_READ,)))
-                except OSError:
-                    self.chunks.append(self._retry(os.read, TTY_READ))
-            data = self.chunks[0]
-            if not data:
+                    chunks.extend(zip(_map(os.read, (self.fd,), (TTY_READ,))))
+                except OSError as e:
+                    if type(e) is not OSError and type(e) is not BlockingIOError:
+                        raise                # a signal handler's, not the read's
+                    chunks.append((self._retry(os.read, TTY_READ),))
+            chunk = chunks[0]
+            if not chunk[0]:
                 return None
-            parts = self.parts + [self.buf[self.pos:]] if self.pos < len(self.buf) else self.parts
-            self.parts, self.buf, self.pos = parts, data, 0
-            self.chunks.clear()
+            self.rs = (chunk[0], 0, parts + (buf[pos:],) if pos < len(buf) else parts, chunk)
 
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write.
@@ -420,7 +428,9 @@ class Terminal:
     def _writev(self, parts, size):
         try:
             n = os.writev(self.fd, parts)
-        except OSError:
+        except OSError as e:
+            if type(e) is not OSError and type(e) is not BlockingIOError:
+                raise                        # a signal handler's, not the write's
             n = self._retry(os.writev, parts)
         if n < size:
             view = memoryview(b"".join(parts))[n:]
@@ -438,6 +448,8 @@ class Terminal:
                 wait = ([fd], []) if call is os.read else ([], [fd])
                 select.select(wait[0], wait[1], [], 1.0)
             except OSError as e:
+                if type(e) is not OSError:
+                    raise                    # a signal handler's
                 if e.errno != errno.EBADF:
                     os._exit(0 if e.errno == errno.EIO else EXIT_NO_TERMINAL)
                 self.recover(fd)
@@ -987,9 +999,11 @@ class Driver:
         self.on_sigint = self._on_sigint     # one bound method: compared by identity
         self.armed = False                   # SIGINT raises KeyboardInterrupt
         self.sigint_seen = self.sigint_deferred = False
+        self.sigint_raised = False           # ... and reached user code as KeyboardInterrupt
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
+        self.raw_stamps = {}                 # ident -> stamp of _thread's threads
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
@@ -1172,9 +1186,13 @@ class Driver:
     # -- threads and output routing
     def _stamp(self):
         """The snippet that the calling thread works for (None: no snippet)."""
-        if _get_ident() == self.main_ident:
+        ident = _get_ident()
+        if ident == self.main_ident:
             return self.running
-        return getattr(threading.current_thread(), STAMP, self.running)
+        thread = _THREADS.get(ident)
+        if thread is None:
+            return self.raw_stamps.get(ident, self.running)
+        return getattr(thread, STAMP, self.running)
 
     def _patch_thread_start(self):
         """Threads carry the snippet that started them (STAMP): what they write
@@ -1203,11 +1221,13 @@ class Driver:
             stamp = driver._stamp()
 
             def run(*a, **k):
+                # (current_thread() would leave a _DummyThread behind for good)
+                ident = _get_ident()
+                driver.raw_stamps[ident] = stamp
                 try:
-                    setattr(threading.current_thread(), STAMP, stamp)
-                except Exception:
-                    pass
-                return function(*a, **k)
+                    return function(*a, **k)
+                finally:
+                    driver.raw_stamps.pop(ident, None)
             return raw_start(run, args) if kwargs is None else raw_start(run, args, kwargs)
 
         start_new_thread.__wrapped__ = raw_start
@@ -1238,7 +1258,10 @@ class Driver:
         running = self.running
         if threading.get_ident() == self.main_ident:
             return _PIPE if running is not None else self.last_id
-        stamp = getattr(threading.current_thread(), STAMP, _UNSTAMPED)
+        ident = _get_ident()
+        thread = _THREADS.get(ident)         # (not current_thread(): see start_new_thread)
+        stamp = (getattr(thread, STAMP, _UNSTAMPED) if thread is not None
+                 else self.raw_stamps.get(ident, _UNSTAMPED))
         if running is not None and (stamp is _UNSTAMPED or stamp == running):
             return _PIPE
         return self.last_id if stamp is _UNSTAMPED or stamp is None else stamp
@@ -1314,6 +1337,7 @@ class Driver:
             self.armed = True
         if self.sigint_deferred:
             self.sigint_deferred = False
+            self.sigint_raised = True
             raise KeyboardInterrupt
 
     @staticmethod
@@ -1351,6 +1375,7 @@ class Driver:
             return
         self.sigint_seen = True
         if self.armed:
+            self.sigint_raised = True
             raise KeyboardInterrupt
         self.sigint_deferred = True          # raised as user code resumes
 
@@ -1362,6 +1387,7 @@ class Driver:
                 self.armed = True
                 if self.sigint_deferred:
                     self.sigint_deferred = False
+                    self.sigint_raised = True
                     raise KeyboardInterrupt
                 value = fn(*args)
             finally:
@@ -1500,7 +1526,7 @@ class Driver:
         self.checked = False                 # user code runs: check after the result
         if self.late_used or max_output != self.late_max:
             self._reset_late(max_output)
-        self.sigint_seen = self.sigint_deferred = False
+        self.sigint_seen = self.sigint_deferred = self.sigint_raised = False
         self.running = self.last_id = sid
         if self.sigint_idle:                 # the ^C for this snippet came first
             self.sigint_idle = 0
@@ -1526,7 +1552,7 @@ class Driver:
         out, err = capture.streams
         if (exc is None and value is None and _SYS.get("stdout") is out
                 and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
-                and "ctypes" not in _MODULES and not self.sigint_seen):
+                and "ctypes" not in _MODULES and not self.sigint_raised):
             status, result = "ok", None      # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
@@ -1553,8 +1579,8 @@ class Driver:
         else:
             frame = {"type": "result", "id": sid, "status": status, "result": result,
                      "error": error, "duration_ms": micros / 1000}
-            if self.sigint_seen and status != "interrupted":
-                frame["sigint"] = True       # a ^C came, and the code caught it
+            if self.sigint_raised and status != "interrupted":
+                frame["sigint"] = True       # a ^C reached the code, which caught it
             payload = _payload(frame)
             cap = _frame_cap(max_output)
             if len(payload) > cap:
@@ -1681,7 +1707,7 @@ class Driver:
         while True:
             req = None
             try:
-                if (self.site is not None and term.pos >= len(term.buf)
+                if (self.site is not None and term.rs[1] >= len(term.rs[0]) and not term.chunks
                         and not _readable(term.fd, 0 if self.snippets else SITE_WAIT)):
                     self.site.load()         # idle: the rest of a normal start-up
                 line = term.read_line()
@@ -1697,15 +1723,15 @@ class Driver:
                 else:
                     req = None
                 if req is None:
-                    term.pos, term.parts = term.taken, []
+                    term.rs = term.taken
                     continue
                 op = req["op"]
                 if op == "exec":
                     # Taken, and from here on an exception (a user's signal
                     # handler) ends in a result: _stray sends it.  Until here
                     # one makes the line read again (read_line).
-                    self.result_pending = True
-                    term.pos, term.parts = term.taken, []
+                    self.result_pending = True  # (3.10+: no handler runs
+                    term.rs = term.taken        # between these two)
                     self.execute(req.get("id"), req["code"], req["max_output"])
                     continue
                 if op == "interrupt":
@@ -1714,7 +1740,7 @@ class Driver:
                     term.send({"type": "pong", "id": req.get("id")})
                 else:
                     os._exit(0)              # shutdown
-                term.pos, term.parts = term.taken, []
+                term.rs = term.taken
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self._stray(req, exc)
 
@@ -1735,9 +1761,10 @@ class Driver:
                         error["value"] = str(exc)
                         error["traceback"] = traceback.format_exception(
                             type(exc), exc, exc.__traceback__)
+                    limit = _frame_cap(req.get("max_output") or 0) // 64
                     payload = _payload({"type": "result", "id": req.get("id"),
                                         "status": "error", "result": None,
-                                        "duration_ms": 0.0, "error": error})
+                                        "duration_ms": 0.0, "error": _fit_error(error, limit)})
                 self.term.check()
                 if not self.capture.healthy():
                     self.capture.broken = True   # end() only sends the result then
@@ -1770,6 +1797,7 @@ class _DeferredSite:
         builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
         builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
         builtins.help = _sitebuiltins._Helper()
+        self.tries = 0
         sys.meta_path.append(self)
 
     def find_spec(self, name, path=None, target=None):
@@ -1784,17 +1812,25 @@ class _DeferredSite:
             sys.meta_path.remove(self)
         except ValueError:
             pass
+        path = sys.path[:]
         try:
             import site
-            path = sys.path[:]
             sys.path[:] = [p for p in path if p != ""]
             site.main()                      # (which would make "" the absolute cwd)
             if "" in path:
                 sys.path.insert(0, "")
             import linecache                 # for tracebacks, as site would have it
             self.driver._flush_sources()
-        except Exception:
-            pass
+        except BaseException:
+            # Cut short, by a user's signal handler say: again, later, a few
+            # times (a sitecustomize that always fails must not cost every
+            # idle moment).  site.main() run twice adds nothing twice.
+            if "" in path and "" not in sys.path:
+                sys.path.insert(0, "")
+            self.tries += 1
+            if self.tries < SITE_TRIES:
+                self.driver.site = self
+                sys.meta_path.append(self)
 
 
 def main():
@@ -1804,7 +1840,7 @@ def main():
     line = term.read_line()
     if line is None:
         os._exit(0)
-    term.pos, term.parts = term.taken, []
+    term.rs = term.taken
     nonce = line
     if not 0 < len(nonce) <= 64 or nonce.translate(None, b"0123456789abcdefABCDEF"):
         term.write(b"\r\nPTYBOX/1 BAD NONCE\r\n")

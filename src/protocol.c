@@ -256,6 +256,8 @@ const char *protocol_str(const cJSON *obj, const char *key)
 
 bool protocol_json_has_nul(const char *json, size_t len)
 {
+	if (memchr(json, '\0', len)) /* raw: cJSON takes it inside a string */
+		return true;
 	for (size_t i = 0; i + 1 < len; i++) {
 		if (json[i] != '\\')
 			continue;

@@ -102,8 +102,8 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
-/* Whether the JSON text escapes a NUL character (\u0000) in a string: cJSON
- * hands strings over NUL-terminated, so the rest of that string would vanish. */
+/* Whether the JSON text has a NUL character in a string, escaped (\u0000) or
+ * raw: cJSON hands strings over NUL-terminated, so the rest would vanish. */
 bool protocol_json_has_nul(const char *json, size_t len);
 /* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
  * nothing past U+10FFFF). */

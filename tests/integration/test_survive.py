@@ -524,29 +524,32 @@ class DriverDamageTest(TestCase):
     def test_a_signal_handler_raising_between_snippets_loses_no_request(self):
         # A timer whose handler raises fires in the driver's own code too,
         # between reading a request and running it: each request still runs
-        # once and gets its result, and nothing is taken for a broken driver.
-        n = 150
-        results, p = run_json(
-            "import signal\n"
-            "L = []\n"
-            "def boom(*a): raise ValueError('tick')\n"
-            "signal.signal(signal.SIGALRM, boom)\n"
-            "signal.setitimer(signal.ITIMER_REAL, 0.003, 0.003)",
-            *["L.append(%d)" % i for i in range(n)],
-            "while True:\n"
-            "    try:\n"
-            "        signal.setitimer(signal.ITIMER_REAL, 0, 0)\n"
-            "        break\n"
-            "    except ValueError:\n"
-            "        pass",
-            "sorted(L) == [i for i in range(%d) if i in L] and len(L) == len(set(L))" % n,
-            extra=["--timeout", "10"], timeout=300)
-        self.assertEqual(len(results), n + 3, p.stderr)
-        for r in results:
-            self.assertIn((r["status"], (r["error"] or {}).get("name")),
-                          {("ok", None), ("error", "ValueError")}, r)
-            self.assertFalse(r["state_lost"], r)
-        self.assertEqual(results[-1]["result"], {"text/plain": "True"})
+        # once and gets its result, and nothing is taken for a broken driver
+        # or a lost terminal (TimeoutError is an OSError).
+        n = 100
+        for exc in ("ValueError", "TimeoutError"):
+            with self.subTest(exc=exc):
+                results, p = run_json(
+                    "import signal\n"
+                    "L = []\n"
+                    "def boom(*a): raise %s('tick')\n"
+                    "signal.signal(signal.SIGALRM, boom)\n"
+                    "signal.setitimer(signal.ITIMER_REAL, 0.003, 0.003)" % exc,
+                    *["L.append(%d)" % i for i in range(n)],
+                    "while True:\n"
+                    "    try:\n"
+                    "        signal.setitimer(signal.ITIMER_REAL, 0, 0)\n"
+                    "        break\n"
+                    "    except %s:\n"
+                    "        pass" % exc,
+                    "sorted(L) == [i for i in range(%d) if i in L] and len(L) == len(set(L))"
+                    % n, extra=["--timeout", "10"], timeout=300)
+                self.assertEqual(len(results), n + 3, p.stderr)
+                for r in results:
+                    self.assertIn((r["status"], (r["error"] or {}).get("name")),
+                                  {("ok", None), ("error", exc)}, r)
+                    self.assertFalse(r["state_lost"], r)
+                self.assertEqual(results[-1]["result"], {"text/plain": "True"})
 
     def test_a_driver_that_cannot_read_requests_is_replaced(self):
         # The driver decodes requests with the binascii module that snippets
@@ -616,6 +619,23 @@ class LateOutputTest(TestCase):
             "_thread.start_new_thread(bg, ())",
             "go.set(); done.wait(20); print('mine')")
         self.assertEqual(results[1]["stdout"], "mine\n", results)
+
+    def test_raw_threads_leave_no_thread_objects_behind(self):
+        # Their stamps are kept by ident: no _DummyThread per thread, which
+        # threading.active_count() would count for good.
+        results, _ = run_json(
+            "import _thread, threading\n"
+            "done = threading.Semaphore(0)\n"
+            "def f(): print('t'); done.release()\n"
+            "for _ in range(20): _thread.start_new_thread(f, ())\n"
+            "for _ in range(20): done.acquire(timeout=20)",
+            "import time\n"
+            "deadline = time.monotonic() + 20\n"  # (the threads end just after release)
+            "while threading.active_count() > 2 and time.monotonic() < deadline:\n"
+            "    time.sleep(0.01)\n"
+            "threading.active_count() <= 2")  # main and the driver's pump
+        self.assertEqual(results[0]["stdout"], "t\n" * 20)
+        self.assertEqual(results[1]["result"], {"text/plain": "True"}, results)
 
     def test_background_thread_output_is_not_mixed_into_the_next_result(self):
         s = Serve()

@@ -359,6 +359,7 @@ static void test_json_nul_escape_is_found(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		assert_true(protocol_json_has_nul(cases[i].json, strlen(cases[i].json)) ==
 			    cases[i].nul);
+	assert_true(protocol_json_has_nul("{\"code\":\"a\0b\"}", 14)); /* raw */
 	/* A NUL escape cut off by the length is not there. */
 	assert_false(protocol_json_has_nul("\\u0000", 5));
 	assert_true(protocol_json_has_nul("\\u0000", 6));
