@@ -624,9 +624,9 @@ class LateOutputTest(TestCase):
         # Their stamps are kept by ident: no _DummyThread per thread, which
         # threading.active_count() would count for good.
         results, _ = run_json(
-            "import _thread, threading\n"
+            "import _thread, threading, sys\n"
             "done = threading.Semaphore(0)\n"
-            "def f(): print('t'); done.release()\n"
+            "def f(): sys.stdout.write('t\\n'); done.release()\n"  # (print writes twice)
             "for _ in range(20): _thread.start_new_thread(f, ())\n"
             "for _ in range(20): done.acquire(timeout=20)",
             "import time\n"
