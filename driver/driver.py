@@ -417,6 +417,11 @@ class Terminal:
                 return None
             self.rs = (chunk[0], 0, parts + (buf[pos:],) if pos < len(buf) else parts, chunk)
 
+    def unread(self):
+        """Whether input is here that read_line has not returned yet."""
+        buf, pos, _, chunk = self.rs
+        return pos < len(buf) or bool(self.chunks) and self.chunks[0] is not chunk
+
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write.
         Checks the fd first: the pump sends while user code runs, and a pipe
@@ -1707,7 +1712,7 @@ class Driver:
         while True:
             req = None
             try:
-                if (self.site is not None and term.rs[1] >= len(term.rs[0]) and not term.chunks
+                if (self.site is not None and not term.unread()
                         and not _readable(term.fd, 0 if self.snippets else SITE_WAIT)):
                     self.site.load()         # idle: the rest of a normal start-up
                 line = term.read_line()

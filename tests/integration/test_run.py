@@ -5,9 +5,10 @@ import os
 import struct
 import subprocess
 import tempfile
+import time
 import unittest
 
-from ptybox_test import PTYBOX, TestCase, run, run_json
+from ptybox_test import PTYBOX, Serve, TestCase, run, run_json
 
 
 class DemoTest(TestCase):
@@ -30,6 +31,19 @@ class DemoTest(TestCase):
 class StartUpTest(TestCase):
     """The interpreter starts with -S and imports site later (see the driver):
     what user code sees must be what a normal start-up gives."""
+
+    def test_site_comes_while_the_interpreter_is_idle(self):
+        # Not only at an import that misses: between snippets, unasked.
+        s = Serve()
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:  # (each result leaves it idle a while)
+                r = s.exec("import sys; 'site' in sys.modules", id=1)
+                if r["result"] == {"text/plain": "True"}:
+                    break
+            self.assertEqual(r["result"], {"text/plain": "True"})
+        finally:
+            self.assertEqual(s.close(), 0)
 
     def test_the_first_snippet_finds_what_site_adds(self):
         code = ("try:\n    import ptybox_no_such_module\nexcept ImportError:\n    pass\n"
