@@ -1194,10 +1194,15 @@ class Driver:
         ident = _get_ident()
         if ident == self.main_ident:
             return self.running
+        return self._thread_stamp(ident, self.running)
+
+    def _thread_stamp(self, ident, default):
+        """The stamp of thread ident, or default.  (Not current_thread(),
+        which would leave a _DummyThread behind for a _thread thread.)"""
         thread = _THREADS.get(ident)
         if thread is None:
-            return self.raw_stamps.get(ident, self.running)
-        return getattr(thread, STAMP, self.running)
+            return self.raw_stamps.get(ident, default)
+        return getattr(thread, STAMP, default)
 
     def _patch_thread_start(self):
         """Threads carry the snippet that started them (STAMP): what they write
@@ -1226,7 +1231,6 @@ class Driver:
             stamp = driver._stamp()
 
             def run(*a, **k):
-                # (current_thread() would leave a _DummyThread behind for good)
                 ident = _get_ident()
                 driver.raw_stamps[ident] = stamp
                 try:
@@ -1260,13 +1264,10 @@ class Driver:
 
     def _route(self):
         """_PIPE for writes of the running snippet, else the id to report late."""
-        running = self.running
-        if threading.get_ident() == self.main_ident:
+        running, ident = self.running, _get_ident()
+        if ident == self.main_ident:
             return _PIPE if running is not None else self.last_id
-        ident = _get_ident()
-        thread = _THREADS.get(ident)         # (not current_thread(): see start_new_thread)
-        stamp = (getattr(thread, STAMP, _UNSTAMPED) if thread is not None
-                 else self.raw_stamps.get(ident, _UNSTAMPED))
+        stamp = self._thread_stamp(ident, _UNSTAMPED)
         if running is not None and (stamp is _UNSTAMPED or stamp == running):
             return _PIPE
         return self.last_id if stamp is _UNSTAMPED or stamp is None else stamp
