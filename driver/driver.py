@@ -102,6 +102,7 @@ _dup2 = os.dup2
 _map = map
 _SYS = sys.__dict__                   # (user code may delete sys.stdout, sys.modules ...)
 _MODULES = sys.modules                # the interpreter's own, whatever sys.modules names
+_BUILTINS = builtins.__dict__
 _SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
 try:                                  # the json package's own C accelerators, without
     import _json                      # importing json (and re) at start-up
@@ -1097,12 +1098,18 @@ class Driver:
             capture.bufs = self.bufs = (out._ptybox_buf, err._ptybox_buf)
         if self.stdin.closed:
             self.stdin = _NoStdin()
-        stdin, display, module, get = self.stdin, self.display, self.module, _SYS.get
-        if (fresh or get("stdout") is not out or get("stderr") is not err
-                or get("stdin") is not stdin or get("__stdout__") is not out
-                or get("__stderr__") is not err or get("__stdin__") is not stdin
-                or get("modules") is not _MODULES or builtins.input is not _no_input
-                or builtins.display is not display or _MODULES.get("__main__") is not module):
+        stdin, display, module = self.stdin, self.display, self.module
+        if not fresh:
+            try:                             # (subscripts: no calls; KeyError if deleted)
+                d, b = _SYS, _BUILTINS
+                fresh = (d["stdout"] is not out or d["stderr"] is not err
+                         or d["stdin"] is not stdin or d["__stdout__"] is not out
+                         or d["__stderr__"] is not err or d["__stdin__"] is not stdin
+                         or d["modules"] is not _MODULES or b["input"] is not _no_input
+                         or b["display"] is not display or _MODULES["__main__"] is not module)
+            except KeyError:
+                fresh = True
+        if fresh:
             sys.stdout = sys.__stdout__ = out
             sys.stderr = sys.__stderr__ = err
             sys.stdin = sys.__stdin__ = stdin
