@@ -1009,6 +1009,7 @@ class Driver:
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
+        self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
@@ -1225,6 +1226,8 @@ class Driver:
                 pass
             if not driver.pool_patched and "concurrent.futures.thread" in _MODULES:
                 driver._patch_pool_submit()
+            if not driver.thread_pool_patched and "multiprocessing.pool" in _MODULES:
+                driver._patch_thread_pool()
             return original(thread, *args, **kwargs)
 
         start.__wrapped__ = original
@@ -1268,6 +1271,49 @@ class Driver:
         submit.__wrapped__ = original
         submit.__doc__ = original.__doc__
         cls.submit = submit
+
+    def _patch_thread_pool(self):
+        """multiprocessing.pool.ThreadPool (multiprocessing.dummy.Pool): the
+        same for its work and for the callbacks its result thread runs (the
+        methods that every other one goes through).  Only the thread pool:
+        a process pool pickles what it is given."""
+        self.thread_pool_patched = True
+        try:
+            cls = _MODULES["multiprocessing.pool"].ThreadPool
+            apply_async, map_async = cls.apply_async, cls._map_async
+            imap, imap_unordered = cls.imap, cls.imap_unordered
+            from _functools import partial
+        except Exception:
+            return
+        driver = self
+
+        def stamped(stamp, fn):
+            return None if fn is None else partial(_stamped_call, stamp, fn)
+
+        def patched_apply_async(self, func, args=(), kwds={}, callback=None,
+                                error_callback=None):
+            stamp = driver._stamp()
+            return apply_async(self, stamped(stamp, func), args, kwds, stamped(stamp, callback),
+                               stamped(stamp, error_callback))
+
+        def patched_map_async(self, func, iterable, mapper, chunksize=None, callback=None,
+                              error_callback=None):
+            stamp = driver._stamp()
+            return map_async(self, stamped(stamp, func), iterable, mapper, chunksize,
+                             stamped(stamp, callback), stamped(stamp, error_callback))
+
+        def patched_imap(self, func, iterable, chunksize=1):
+            return imap(self, stamped(driver._stamp(), func), iterable, chunksize)
+
+        def patched_imap_unordered(self, func, iterable, chunksize=1):
+            return imap_unordered(self, stamped(driver._stamp(), func), iterable, chunksize)
+
+        for name, fn, original in (("apply_async", patched_apply_async, apply_async),
+                                   ("_map_async", patched_map_async, map_async),
+                                   ("imap", patched_imap, imap),
+                                   ("imap_unordered", patched_imap_unordered, imap_unordered)):
+            fn.__wrapped__, fn.__doc__ = original, original.__doc__
+            setattr(cls, name, fn)
 
     def _route(self):
         """_PIPE for writes of the running snippet, else the id to report late."""

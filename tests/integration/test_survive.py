@@ -609,6 +609,24 @@ class LateOutputTest(TestCase):
         self.assertEqual(results[3]["result"],
                          {"text/plain": "ZeroDivisionError('division by zero')"})
 
+    def test_thread_pool_work_prints_into_the_snippet_that_submits_it(self):
+        # multiprocessing's ThreadPool: its workers and result thread were
+        # started by the first snippet; its work and callbacks for a later
+        # one are that one's output.
+        results, _ = run_json(
+            "from multiprocessing.pool import ThreadPool\n"
+            "pool = ThreadPool(1)\n"
+            "pool.map(print, ['a'])",
+            "pool.map(print, ['b1', 'b2']); None",
+            "pool.apply_async(print, ('c',), callback=lambda _: print('cb')).get()",
+            "list(pool.imap(print, ['d'])); list(pool.imap_unordered(print, ['e'])); None",
+            "from multiprocessing.dummy import Pool\n"
+            "with Pool(1) as p2: p2.starmap(print, [('f',)])",
+            "pool.apply_async(lambda: 1 / 0, error_callback=print).wait(20)")
+        self.assertEqual([r["stdout"] for r in results],
+                         ["a\n", "b1\nb2\n", "c\ncb\n", "d\ne\n", "f\n",
+                          "division by zero\n"], results)
+
     def test_a_raw_thread_printing_during_a_later_snippet_is_not_its_output(self):
         # Started with _thread, not threading: stamped all the same.
         results, _ = run_json(
