@@ -245,6 +245,33 @@ static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id, bool
 	sv->pending_tail = p;
 }
 
+/* A line that cJSON refused. If that was for lone surrogates (\ud800, which
+ * Python's json.dumps writes for such a str) the request is answered under
+ * its id: its client may be waiting for that id. */
+static void serve_refuse(const char *line, size_t len)
+{
+	static const char malformed[] = "malformed request: expected one JSON object per line";
+	char *copy = malloc(len);
+	if (!copy)
+		return serve_reply(NULL, "error", malformed);
+	memcpy(copy, line, len);
+	cJSON *req = NULL;
+	const char *end = NULL;
+	if (protocol_json_mask_surrogates(copy, len) > 0) {
+		req = cJSON_ParseWithLengthOpts(copy, len, &end, false);
+		while (req && end < copy + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+			end++;
+	}
+	if (cJSON_IsObject(req) && end == copy + len)
+		serve_reply(cJSON_GetObjectItemCaseSensitive(req, "id"), "error",
+			    "the request has a lone UTF-16 surrogate escape (\\ud800-\\udfff): "
+			    "not a Unicode character, refused");
+	else
+		serve_reply(NULL, "error", malformed);
+	cJSON_Delete(req);
+	free(copy);
+}
+
 static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, bool too_long)
 {
 	struct serve *sv = l->data;
@@ -264,8 +291,7 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 		end++;
 	if (!cJSON_IsObject(req) || end != line + len) {
 		cJSON_Delete(req);
-		return serve_reply(NULL, "error",
-				   "malformed request: expected one JSON object per line");
+		return serve_refuse(line, len);
 	}
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	const char *op = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "op"))

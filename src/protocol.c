@@ -268,6 +268,48 @@ bool protocol_json_has_nul(const char *json, size_t len)
 	return false;
 }
 
+/* The value of four hex digits, or -1. */
+static long protocol_hex4(const char *p)
+{
+	long v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		int d = c >= '0' && c <= '9'   ? c - '0'
+			: c >= 'a' && c <= 'f' ? c - 'a' + 10
+			: c >= 'A' && c <= 'F' ? c - 'A' + 10
+					       : -1;
+		if (d < 0)
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+size_t protocol_json_mask_surrogates(char *json, size_t len)
+{
+	size_t masked = 0;
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (json[i] != '\\')
+			continue;
+		long u = json[i + 1] == 'u' && len - i >= 6 ? protocol_hex4(json + i + 2) : -1;
+		if (u < 0xd800 || u > 0xdfff) {
+			i++; /* the escaped character, a backslash among them */
+			continue;
+		}
+		if (u <= 0xdbff && len - i >= 12 && json[i + 6] == '\\' && json[i + 7] == 'u') {
+			long lo = protocol_hex4(json + i + 8);
+			if (lo >= 0xdc00 && lo <= 0xdfff) {
+				i += 11; /* a pair */
+				continue;
+			}
+		}
+		memcpy(json + i + 2, "fffd", 4);
+		masked++;
+		i += 5;
+	}
+	return masked;
+}
+
 bool protocol_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;

@@ -105,6 +105,11 @@ const char *protocol_str(const cJSON *obj, const char *key);
 /* Whether the JSON text has a NUL character in a string, escaped (\u0000) or
  * raw: cJSON hands strings over NUL-terminated, so the rest would vanish. */
 bool protocol_json_has_nul(const char *json, size_t len);
+/* Replaces each \u escape of a lone UTF-16 surrogate in the JSON text (one
+ * not in a high-low pair) with \ufffd, in place; returns how many. cJSON
+ * refuses the whole text over one, so the request's id would be lost with
+ * it: this finds the id to answer the request with an error. */
+size_t protocol_json_mask_surrogates(char *json, size_t len);
 /* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
  * nothing past U+10FFFF). */
 bool protocol_utf8_valid(const char *s, size_t len);

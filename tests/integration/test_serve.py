@@ -69,6 +69,22 @@ class ServeTest(TestCase):
         self.assertEqual((r["stdout"], r["result"]), ("b'a\\\\u0000b'\n", {"text/plain": "'me'"}))
         self.assertEqual(self.s.close(), 0)
 
+    def test_a_lone_surrogate_is_refused_under_the_request_id(self):
+        # What json.dumps writes for a str with a lone surrogate: cJSON takes
+        # none of the line, but the reply still names the request.
+        self.s.exec("keep = 'me'", id=1)
+        self.s.send('{"id":2,"op":"exec","code":%s}' % json.dumps("print('\ud800')"))
+        reply = self.s.recv()
+        self.assertEqual(reply["id"], 2, reply)
+        self.assertIn("surrogate", reply["error"])
+        self.s.send(r'{"id":3,"op":"exec","code":"print(\"\ud83d\ude00\")"}')  # a pair
+        self.assertEqual(self.s.recv_result(3)["stdout"], "\U0001F600\n")
+        self.s.send(r'{"id":4,"op":"exec","code":"\ud800"')  # and not JSON
+        self.assertEqual(self.s.recv(), {"error": "malformed request: expected one JSON "
+                                                  "object per line"})
+        self.assertEqual(self.s.exec("keep", id=5)["result"], {"text/plain": "'me'"})
+        self.assertEqual(self.s.close(), 0)
+
     def test_streaming_sends_output_while_the_code_runs(self):
         self.s.send({"id": 1, "op": "exec", "stream": True,
                      "code": "import time\nfor i in range(3):\n    print(i, flush=True)\n"

@@ -365,6 +365,37 @@ static void test_json_nul_escape_is_found(void **state)
 	assert_true(protocol_json_has_nul("\\u0000", 6));
 }
 
+static void test_lone_surrogate_escapes_are_masked(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *out;
+		size_t masked;
+	} cases[] = {
+		{"{\"c\":\"\\ud800\"}", "{\"c\":\"\\ufffd\"}", 1},
+		{"\\uDFFF", "\\ufffd", 1},			       /* a lone low one */
+		{"\\ud83d\\ude00", "\\ud83d\\ude00", 0},	       /* a pair: U+1F600 */
+		{"\\ud83d\\ud83d\\ude00", "\\ufffd\\ud83d\\ude00", 1}, /* high, then a pair */
+		{"\\ude00\\ud83d", "\\ufffd\\ufffd", 2},	       /* low then high: no pair */
+		{"\\ud800\\n", "\\ufffd\\n", 1},
+		{"\\\\ud800", "\\\\ud800", 0},			       /* an escaped backslash */
+		{"\\u00e9\\ud7ff\\ue000", "\\u00e9\\ud7ff\\ue000", 0}, /* around the range */
+		{"\\ud8", "\\ud8", 0},				       /* cut off */
+		{"\\udx00", "\\udx00", 0},			       /* not hex */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+		size_t len = strlen(cases[i].in);
+		memcpy(buf, cases[i].in, len + 1);
+		assert_int_equal(protocol_json_mask_surrogates(buf, len), cases[i].masked);
+		assert_string_equal(buf, cases[i].out);
+	}
+	/* A pair cut by the length is a lone high one; nothing past len is touched. */
+	char buf[] = "\\ud83d\\ude00";
+	assert_int_equal(protocol_json_mask_surrogates(buf, 11), 1);
+	assert_string_equal(buf, "\\ufffd\\ude00");
+}
+
 static void test_utf8_validity(void **state)
 {
 	static const struct {
@@ -479,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_ids_are_exact_and_the_same_in_both_lines),
 		cmocka_unit_test(test_exec_line_rejects_nul),
 		cmocka_unit_test(test_json_nul_escape_is_found),
+		cmocka_unit_test(test_lone_surrogate_escapes_are_masked),
 		cmocka_unit_test(test_utf8_validity),
 		cmocka_unit_test(test_parse_frames),
 		cmocka_unit_test(test_result_json_has_every_field),
