@@ -216,7 +216,9 @@ static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id, bool
 	if (!cJSON_IsString(code))
 		return serve_reply(id, "error", "exec needs \"code\": a string");
 	if (nul)
-		return serve_reply(id, "error", "the request contains a NUL character (\\u0000)");
+		return serve_reply(id, "error",
+				   "the request contains a NUL character (\\u0000, or a \\u escape "
+				   "without four hex digits)");
 	if (timeout && (!cJSON_IsNumber(timeout) || !(timeout->valuedouble >= 0) ||
 			!isfinite(timeout->valuedouble)))
 		return serve_reply(id, "error", "\"timeout\" must be a number of seconds >= 0");

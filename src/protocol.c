@@ -254,6 +254,8 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static long protocol_hex4(const char *p);
+
 bool protocol_json_has_nul(const char *json, size_t len)
 {
 	if (memchr(json, '\0', len)) /* raw: cJSON takes it inside a string */
@@ -261,7 +263,8 @@ bool protocol_json_has_nul(const char *json, size_t len)
 	for (size_t i = 0; i + 1 < len; i++) {
 		if (json[i] != '\\')
 			continue;
-		if (json[i + 1] == 'u' && len - i >= 6 && memcmp(json + i + 2, "0000", 4) == 0)
+		/* \u0000, or a \u without four hex digits, which cJSON reads as U+0000 */
+		if (json[i + 1] == 'u' && len - i >= 6 && protocol_hex4(json + i + 2) <= 0)
 			return true;
 		i++; /* the escaped character, a backslash among them */
 	}

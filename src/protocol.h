@@ -103,7 +103,8 @@ void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
 /* Whether the JSON text has a NUL character in a string, escaped (\u0000) or
- * raw: cJSON hands strings over NUL-terminated, so the rest would vanish. */
+ * raw: cJSON hands strings over NUL-terminated, so the rest would vanish. A
+ * \u without four hex digits counts: cJSON reads it as \u0000. */
 bool protocol_json_has_nul(const char *json, size_t len);
 /* Replaces each \u escape of a lone UTF-16 surrogate in the JSON text (one
  * not in a high-low pair) with \ufffd, in place; returns how many. cJSON

@@ -8,8 +8,8 @@
  * re-wrapped frames), and one with the small cap. Both must agree with ref_scan, the contract
  * written as a slow whole-buffer loop. Any disagreement aborts.
  *
- * Built with FUZZ_REPLAY_MAIN, the same file gets a main() that runs the files or directories
- * named on its command line through the target, so ctest replays the corpus without clang.
+ * Without libFuzzer it is linked with replay_main.c, so that ctest replays the corpus without
+ * clang.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -217,82 +217,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rec_free(&out);
 	return 0;
 }
-
-#ifdef FUZZ_REPLAY_MAIN
-#include <dirent.h>
-#include <sys/stat.h>
-
-static int replay_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0, got;
-
-	if (f == NULL) {
-		perror(path);
-		return -1;
-	}
-	do {
-		if (len == cap) {
-			cap = cap * 2 + 4096;
-			buf = xrealloc(buf, cap);
-		}
-		got = fread(buf + len, 1, cap - len, f);
-		len += got;
-	} while (got > 0);
-	if (ferror(f)) {
-		perror(path);
-		fclose(f);
-		free(buf);
-		return -1;
-	}
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, len);
-	free(buf);
-	return 0;
-}
-
-/* Arguments are files or directories of files, as for a libFuzzer binary. */
-int main(int argc, char **argv)
-{
-	struct dirent *de;
-	struct stat st;
-	char path[4096];
-	int i, runs = 0;
-	DIR *d;
-
-	for (i = 1; i < argc; i++) {
-		if (stat(argv[i], &st) != 0) {
-			perror(argv[i]);
-			return 1;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			if (replay_file(argv[i]) != 0)
-				return 1;
-			runs++;
-			continue;
-		}
-		d = opendir(argv[i]);
-		if (d == NULL) {
-			perror(argv[i]);
-			return 1;
-		}
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
-			if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-				continue;
-			if (replay_file(path) != 0) {
-				closedir(d);
-				return 1;
-			}
-			runs++;
-		}
-		closedir(d);
-	}
-	printf("replayed %d inputs\n", runs);
-	/* No input at all means the corpus went missing: that should not pass quietly. */
-	return runs > 0 ? 0 : 1;
-}
-#endif

@@ -65,6 +65,9 @@ class ServeTest(TestCase):
         self.assertIn("NUL", self.s.recv()["error"])
         self.s.send(b'{"id":6,"op":"exec","code":"print(1)\x00print(2)"}')  # raw
         self.assertIn("NUL", self.s.recv()["error"])
+        # cJSON reads a \u without four hex digits as \u0000: refused the same
+        self.s.send(r'{"id":7,"op":"exec","code":"print(1)\uZZZZprint(2)"}')
+        self.assertIn("NUL", self.s.recv()["error"])
         r = self.s.exec(r"print('a\\u0000b'.encode()); keep", id=4)  # an escaped backslash
         self.assertEqual((r["stdout"], r["result"]), ("b'a\\\\u0000b'\n", {"text/plain": "'me'"}))
         self.assertEqual(self.s.close(), 0)

@@ -352,6 +352,11 @@ static void test_json_nul_escape_is_found(void **state)
 		{"{\"code\":\"\\u00000\"}", true},
 		{"{\"code\":\"\\u0001\\u1000\"}", false},
 		{"{\"code\":\"\\\"u0000\"}", false}, /* \" then u0000 */
+		{"{\"code\":\"a\\uZZZZb\"}", true},  /* cJSON reads bad hex as \u0000 */
+		{"{\"code\":\"a\\u12\\u0041\"}", true},
+		{"{\"code\":\"a\\u\\ude00\"}", true},
+		{"{\"code\":\"\\\\uZZZZ\"}", false}, /* \\ then uZZZZ */
+		{"{\"code\":\"\\uFFFF\\uabcd\"}", false},
 		{"\\u000", false},
 		{"\\", false},
 		{"", false},
