@@ -96,8 +96,9 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 /* ^C, then the interrupt request naming snippet id (the driver learns from it
  * which snippet a ^C was meant for). Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);
-/* Parses one frame's payload. 0 or -EINVAL (not a JSON object with a known
- * shape); on success the caller frees with protocol_frame_free. */
+/* Parses one frame's payload. 0, -EINVAL (not a JSON object with a known
+ * shape) or -ENOMEM; a lone surrogate escape in a string is read as U+FFFD.
+ * On success the caller frees with protocol_frame_free. */
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f);
 void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */

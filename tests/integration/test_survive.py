@@ -609,6 +609,25 @@ class LateOutputTest(TestCase):
         self.assertEqual(results[3]["result"],
                          {"text/plain": "ZeroDivisionError('division by zero')"})
 
+    def test_lone_surrogates_in_results_show_as_replacement_characters(self):
+        # A str may hold one (a file name decoded with surrogateescape); JSON
+        # can carry it but the client's parser cannot: the result must still
+        # come, not time out and lose the state.
+        results, _ = run_json(
+            "keep = 'me'",
+            "raise ValueError('bad name: ' + b'x\\xe9'.decode('utf-8', 'surrogateescape'))",
+            "class R:\n    def __repr__(self): return 'r\\ud800'\nR()",
+            "display(R()); print('p\\udfff', end='')",
+            "keep", extra=("--timeout", "5"))
+        self.assertEqual([r["status"] for r in results], ["ok", "error", "ok", "ok", "ok"],
+                         results)
+        self.assertEqual(results[1]["error"]["value"], "bad name: x\ufffd")
+        self.assertEqual(results[2]["result"], {"text/plain": "r\ufffd"})
+        self.assertEqual(results[3]["display"], [{"text/plain": "r\ufffd"}])
+        self.assertEqual(results[3]["stdout"], "p\\udfff")  # (stdout escapes it)
+        self.assertEqual(results[4]["result"], {"text/plain": "'me'"})
+        self.assertFalse(any(r["state_lost"] for r in results))
+
     def test_thread_pool_work_prints_into_the_snippet_that_submits_it(self):
         # multiprocessing's ThreadPool: its workers and result thread were
         # started by the first snippet; its work and callbacks for a later

@@ -462,6 +462,15 @@ static void test_parse_frames(void **state)
 	assert_false(f.has_id);
 	protocol_frame_free(&f);
 
+	/* A lone surrogate, which cJSON refuses, reads as U+FFFD; a pair is left alone. */
+	p = "{\"type\":\"result\",\"id\":4,\"error\":{\"value\":\"a\\ud800b\\ud83d\\ude00\"}}";
+	assert_int_equal(protocol_parse_frame(p, strlen(p), &f), 0);
+	assert_int_equal(f.type, FRAME_RESULT);
+	assert_string_equal(protocol_str(cJSON_GetObjectItem(f.root, "error"), "value"),
+			    "a\xef\xbf\xbd"
+			    "b\xf0\x9f\x98\x80");
+	protocol_frame_free(&f);
+
 	const char *bad[] = {"", "[1,2]", "\"ready\"", "{\"type\":", "null", "{} trailing"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int rc = protocol_parse_frame(bad[i], strlen(bad[i]), &f);
