@@ -74,6 +74,7 @@ struct ptybox_session {
 	struct outbuf out, err;
 	bool frame_dropped;
 	bool state_lost_pending;
+	int send_error; /* errno of the running snippet's failed write, told next turn */
 };
 
 static void session_start(ptybox_session *s);
@@ -280,6 +281,17 @@ const char *ptybox_result_json(const struct ptybox_result *r)
 	return r->detail ? r->detail->json : NULL;
 }
 
+static void session_send_failed_cb(uv_timer_t *t)
+{
+	ptybox_session *s = t->data;
+	if (s->state != S_RUNNING || !s->head)
+		return;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "could not send the snippet (%s); restarted",
+		 strerror(s->send_error));
+	session_replace(s, PTYBOX_CRASHED, msg);
+}
+
 static void session_pump(ptybox_session *s)
 {
 	if (s->state != S_IDLE || !s->head)
@@ -298,6 +310,8 @@ static void session_pump(ptybox_session *s)
 		uv_timer_start(&s->timer, session_restart_cb, 0, 0);
 		return;
 	}
+	if (s->in && s->in->state == I_DYING)
+		return; /* its death is told soon (on_dead): the snippet runs on the fresh one */
 	int rc = instance_write(s->in, e->line, e->line_len);
 	e->line = NULL;
 	e->sent_ns = uv_hrtime();
@@ -305,10 +319,10 @@ static void session_pump(ptybox_session *s)
 	outbuf_reset(&s->out);
 	outbuf_reset(&s->err);
 	if (rc < 0) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "could not send the snippet (%s); restarted",
-			 strerror(-rc));
-		session_replace(s, PTYBOX_CRASHED, msg);
+		/* Told on the next loop turn: the pump runs inside ptybox_session_exec(),
+		 * whose caller must not see the result before the call returns. */
+		s->send_error = -rc;
+		uv_timer_start(&s->timer, session_send_failed_cb, 0, 0);
 		return;
 	}
 	session_arm(s, session_ms(e->timeout), session_timeout_cb);
