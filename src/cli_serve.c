@@ -247,24 +247,34 @@ static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id, bool
 	sv->pending_tail = p;
 }
 
-/* A line that cJSON refused. If that was for lone surrogates (\ud800, which
- * Python's json.dumps writes for such a str) the request is answered under
- * its id: its client may be waiting for that id. */
+/* The JSON value that is the whole of text (trailing blanks aside), or NULL. */
+static cJSON *serve_parse_line(const char *text, size_t len)
+{
+	const char *end = NULL;
+	cJSON *v = cJSON_ParseWithLengthOpts(text, len, &end, false);
+	while (v && end < text + len && (*end == ' ' || *end == '\t' || *end == '\r'))
+		end++;
+	if (v && end != text + len) {
+		cJSON_Delete(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* A line that is not a JSON object. If cJSON refused it for lone surrogates
+ * (\ud800, which Python's json.dumps writes for such a str) the request is
+ * answered under its id: its client may be waiting for that id. */
 static void serve_refuse(const char *line, size_t len)
 {
 	static const char malformed[] = "malformed request: expected one JSON object per line";
 	char *copy = malloc(len);
-	if (!copy)
-		return serve_reply(NULL, "error", malformed);
-	memcpy(copy, line, len);
 	cJSON *req = NULL;
-	const char *end = NULL;
-	if (protocol_json_mask_surrogates(copy, len) > 0) {
-		req = cJSON_ParseWithLengthOpts(copy, len, &end, false);
-		while (req && end < copy + len && (*end == ' ' || *end == '\t' || *end == '\r'))
-			end++;
+	if (copy) {
+		memcpy(copy, line, len);
+		if (protocol_json_mask_surrogates(copy, len) > 0)
+			req = serve_parse_line(copy, len);
 	}
-	if (cJSON_IsObject(req) && end == copy + len)
+	if (cJSON_IsObject(req))
 		serve_reply(cJSON_GetObjectItemCaseSensitive(req, "id"), "error",
 			    "the request has a lone UTF-16 surrogate escape (\\ud800-\\udfff): "
 			    "not a Unicode character, refused");
@@ -287,11 +297,8 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 		return;
 	if (!protocol_utf8_valid(line, len))
 		return serve_reply(NULL, "error", "malformed request: not valid UTF-8");
-	const char *end = NULL;
-	cJSON *req = cJSON_ParseWithLengthOpts(line, len, &end, false);
-	while (req && end < line + len && (*end == ' ' || *end == '\t' || *end == '\r'))
-		end++;
-	if (!cJSON_IsObject(req) || end != line + len) {
+	cJSON *req = serve_parse_line(line, len);
+	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
 		return serve_refuse(line, len);
 	}

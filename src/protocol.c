@@ -266,23 +266,6 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static long protocol_hex4(const char *p);
-
-bool protocol_json_has_nul(const char *json, size_t len)
-{
-	if (memchr(json, '\0', len)) /* raw: cJSON takes it inside a string */
-		return true;
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (json[i] != '\\')
-			continue;
-		/* \u0000, or a \u without four hex digits, which cJSON reads as U+0000 */
-		if (json[i + 1] == 'u' && len - i >= 6 && protocol_hex4(json + i + 2) <= 0)
-			return true;
-		i++; /* the escaped character, a backslash among them */
-	}
-	return false;
-}
-
 /* The value of four hex digits, or -1. */
 static long protocol_hex4(const char *p)
 {
@@ -298,6 +281,21 @@ static long protocol_hex4(const char *p)
 		v = v * 16 + d;
 	}
 	return v;
+}
+
+bool protocol_json_has_nul(const char *json, size_t len)
+{
+	if (memchr(json, '\0', len)) /* raw: cJSON takes it inside a string */
+		return true;
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (json[i] != '\\')
+			continue;
+		/* \u0000, or a \u without four hex digits, which cJSON reads as U+0000 */
+		if (json[i + 1] == 'u' && len - i >= 6 && protocol_hex4(json + i + 2) <= 0)
+			return true;
+		i++; /* the escaped character, a backslash among them */
+	}
+	return false;
 }
 
 size_t protocol_json_mask_surrogates(char *json, size_t len)

@@ -18,17 +18,10 @@
 #include <string.h>
 
 #include "frame.h"
+#include "fuzz_check.h"
 
 #define END	":ptybox>>>"
 #define END_LEN 10
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
