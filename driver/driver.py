@@ -81,6 +81,7 @@ SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
 SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
+MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
@@ -93,12 +94,27 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE = object()                  # route: "write into the capture pipe"
 _UNSTAMPED = object()             # a thread not started through threading.Thread
 _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
+
+
+def _snapshot(module):
+    """module's namespace as it is now, in a module of the driver's own: a
+    snippet that replaces os.read or fcntl.ioctl changes its world, not the
+    driver's (which would hang, or fail every snippet from then on)."""
+    copy = types.ModuleType(module.__name__)
+    copy.__dict__.update(module.__dict__)
+    return copy
+
+
+os, fcntl, termios, select, _signal, time, codecs, binascii, threading = map(
+    _snapshot, (os, fcntl, termios, select, _signal, time, codecs, binascii, threading))
 _CodeType = types.CodeType
 _get_ident = threading.get_ident
 _THREADS = threading._active          # ident -> Thread, without making one up
 _text_flush = io.TextIOWrapper.flush
 _perf_ns = time.perf_counter_ns
 _dup2 = os.dup2
+_gettrace, _settrace = sys.gettrace, sys.settrace
+_getprofile, _setprofile = sys.getprofile, sys.setprofile
 _map = map
 _SYS = sys.__dict__                   # (user code may delete sys.stdout, sys.modules ...)
 _MODULES = sys.modules                # the interpreter's own, whatever sys.modules names
@@ -296,7 +312,7 @@ class Terminal:
     def __init__(self):
         self.fd = _private(0, keep=True)
         self.ident = _identity(self.fd)
-        self.lock = threading.Lock()         # one frame per write, whole
+        self.lock = threading.RLock()        # one frame per write, whole (owner: _late_write)
         self.recover_lock = threading.Lock()
         self.start = None                    # b"<<<ptybox:NONCE:" once known
         # What was read and not taken: (buffer, position in it, start of a
@@ -559,7 +575,10 @@ class Capture:
             # hold is a write racing with this request, which is the new
             # snippet's either way.  A system call less on every request.
             if self.touched:
-                events = self.drain_poll.poll(0)
+                try:
+                    events = self.drain_poll.poll(0)
+                except OSError:
+                    events = self._poll_by_hand()
                 if events:
                     self._drain(events)
                     if self.broken:
@@ -576,7 +595,10 @@ class Capture:
             # Even when broken (an fd of ours closed, the pump gone): the
             # pipes still hold the snippet's output, and _drain passes over
             # what is closed.
-            events = self.drain_poll.poll(0)
+            try:
+                events = self.drain_poll.poll(0)
+            except OSError:
+                events = self._poll_by_hand()
             if events:
                 self._drain(events)
             if self.fed:
@@ -636,12 +658,24 @@ class Capture:
 
     def _drain(self, events=None):
         """Read what the pipes hold now (events: what drain_poll just said)."""
-        for fd, ev in self.drain_poll.poll(0) if events is None else events:
+        if events is None:
+            try:
+                events = self.drain_poll.poll(0)
+            except OSError:
+                events = self._poll_by_hand()
+        for fd, ev in events:
             p = self.by_fd.get(fd)
             if p is None or ev & select.POLLNVAL:
                 self.broken = True           # user code closed one of our fds
             else:
                 self._drain_pipe(p)
+
+    def _poll_by_hand(self):
+        """What drain_poll.poll(0) would say, when poll() fails: it does with
+        EINVAL under an RLIMIT_NOFILE below the number of fds it is given.
+        Both pipes may hold something (_drain_pipe asks FIONREAD)."""
+        return ([(p.rfd, select.POLLIN) for p in self.pipes]
+                + [(fd, select.POLLNVAL) for fd, ident in self.fds if _identity(fd) != ident])
 
     def _drain_pipe(self, p):
         """Read what p holds now (FIONREAD bounds it: a writer that never
@@ -764,7 +798,16 @@ class Capture:
                 timeout = max(0.0, deadline - time.monotonic()) * 1000.0
             else:                            # paused pipes: look again now and then
                 timeout = None if len(want) == len(self.pipes) else 1000.0
-            events = poller.poll(timeout)
+            try:
+                events = poller.poll(timeout)
+            except OSError:                  # EINVAL: see _poll_by_hand; select() works
+                fds = [self.wake_r] + [p.rfd for p in want]
+                try:
+                    ready = select.select(fds, [], [], None if timeout is None
+                                          else timeout / 1000.0)[0]
+                    events = [(fd, select.POLLIN) for fd in ready]
+                except (OSError, ValueError):
+                    events = [(self.wake_r, select.POLLNVAL)]
             if any(ev & select.POLLNVAL for _, ev in events):
                 self.broken = True           # user code closed one of our fds
                 return
@@ -1008,13 +1051,14 @@ class Driver:
         self.sigint_raised = False           # ... and reached user code as KeyboardInterrupt
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
+        self.tracers = None                  # user code's (tracer, profiler), paused
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
         self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
-        self.late_lock = threading.Lock()
+        self.late_lock = threading.RLock()   # (its owner is known: _late_write)
         self.late_left, self.late_dropped = {}, {}
         self.late_used, self.late_max = True, None   # late_left needs a reset
         self.sources, self.source_bytes = deque(), 0
@@ -1054,7 +1098,10 @@ class Driver:
         before every result: execute().)"""
         self.checked = False
         capture = self.capture
+        # sys.std* first: a stream of the user's that _install drops may close
+        # fd 0, 1 or 2 as it goes (os.fdopen(1, "w")), and the dup2s reopen it.
         if not thorough and not capture.broken:
+            self._install(False)
             fd0, fd1, fd2 = self.std_sources
             try:
                 _dup2(fd0, 0)
@@ -1074,12 +1121,12 @@ class Driver:
             if _identity(self.devnull[0]) != self.devnull[1]:
                 self.devnull = self._open_devnull()
             self.std_sources = (self.devnull[0], capture.pipes[0].wfd, capture.pipes[1].wfd)
+            self._install(True)
             for fd, source in enumerate(self.std_sources):
                 os.dup2(source, fd)
         if _signal.getsignal(_SIGINT) is not self.on_sigint:
             _signal.signal(_SIGINT, self.on_sigint)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT_ONLY)
-        self._install(thorough)
         self.checked = True
 
     def _install(self, thorough=True):
@@ -1326,6 +1373,10 @@ class Driver:
         return self.last_id if stamp is _UNSTAMPED or stamp is None else stamp
 
     def _late_write(self, sid, name, text):
+        if self.late_lock._is_owned() or self.term.lock._is_owned():
+            # A signal handler or a thread's tracer printing from inside a
+            # write of this thread: the frame being written cannot take it.
+            return
         data = text.encode("utf-8", "backslashreplace")
         with self.late_lock:
             self.late_used = True
@@ -1413,7 +1464,15 @@ class Driver:
         plt = _MODULES.get("matplotlib.pyplot")
         if plt is None or not hasattr(plt, "get_fignums"):
             return
-        nums, exc = self._call_user(plt.get_fignums)
+        def fignums():                       # (a list, but any iterable, bounded)
+            nums = []
+            for num in plt.get_fignums() or ():
+                nums.append(num)
+                if len(nums) >= MAX_FIGURES:
+                    break
+            return nums
+
+        nums, exc = self._call_user(fignums)
         for num in nums or ():
             def show():
                 fig = plt.figure(num)
@@ -1444,6 +1503,8 @@ class Driver:
         try:
             try:
                 self.armed = True
+                if self.tracers is not None:
+                    self._resume_tracing()
                 if self.sigint_deferred:
                     self.sigint_deferred = False
                     self.sigint_raised = True
@@ -1451,11 +1512,26 @@ class Driver:
                 value = fn(*args)
             finally:
                 self.armed = False
+                # A tracer or profiler that user code set (sys.settrace) is
+                # off while driver code runs, and back on for the next user
+                # code: one that prints would print from inside the driver's
+                # writes, under their locks.  (Inline: no frame to trace.)
+                if _gettrace() is not None or _getprofile() is not None:
+                    self.tracers = (_gettrace(), _getprofile())
+                    _settrace(None)
+                    _setprofile(None)
         except BaseException as e:           # everything, SystemExit and ^C included
             exc = e
         if self.forked:                      # a fork() of user code got here: end it
             self._exit_forked_child(exc)
         return value, exc
+
+    def _resume_tracing(self):
+        """The user's tracer and profiler back on, for user code (_call_user)."""
+        tracer, profiler = self.tracers
+        self.tracers = None
+        _settrace(tracer)
+        _setprofile(profiler)
 
     def _exit_forked_child(self, exc):
         code = 0
@@ -1489,7 +1565,10 @@ class Driver:
             self.unregistered[filename] = entry
             self._flush_sources()
         else:
-            linecache.cache[filename] = entry
+            try:
+                linecache.cache[filename] = entry
+            except Exception:                # user code replaced linecache or its cache
+                self.unregistered[filename] = entry
         self.sources.append((filename, len(code)))
         self.source_bytes += len(code)
         if hit is None:
@@ -1539,13 +1618,19 @@ class Driver:
             self.source_bytes -= n
             linecache = _MODULES.get("linecache")
             if self.unregistered.pop(old, None) is None and linecache is not None:
-                linecache.cache.pop(old, None)
+                try:
+                    linecache.cache.pop(old, None)
+                except Exception:
+                    pass
 
     def _flush_sources(self):
         linecache = _MODULES.get("linecache")
         if linecache is None or not self.unregistered:
             return
-        linecache.cache.update(self.unregistered)
+        try:
+            linecache.cache.update(self.unregistered)
+        except Exception:                    # not linecache's as it was: kept for when it is
+            return
         self.unregistered = {}
 
     def _error(self, exc):

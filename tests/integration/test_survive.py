@@ -2,6 +2,7 @@
 Each test asserts what the user sees, and that the session is still usable."""
 import json
 import os
+import select
 import tempfile
 import time
 import unittest
@@ -381,6 +382,44 @@ class CrashTest(TestCase):
         self.assertLess(results[1]["duration_ms"], 5000)
         self.assertEqual(results[2]["error"]["name"], "NameError")
 
+    def test_requests_sent_while_an_idle_interpreter_dies_keep_their_ids(self):
+        # The interpreter dies between snippets (a thread's os._exit) while a
+        # process it started holds the terminal, so the client waits for the
+        # hang-up. Requests sent in that window were answered inside
+        # serve's exec, before it had recorded their ids: replies went out
+        # under wrong ids, and every later one too.
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "go")
+            os.mkfifo(fifo)
+            s = Serve(via="none")
+            try:
+                r = s.exec("import os, subprocess, threading\n"
+                           "tty = subprocess.Popen(['sleep', '3'], stdin=open('/dev/tty'),\n"
+                           "                       start_new_session=True)\n"
+                           "def die():\n"
+                           "    open(%r).close()\n"
+                           "    os._exit(0)\n"
+                           "threading.Thread(target=die).start()\n"
+                           "os.getpid()" % fifo, id="A")
+                self.assertOk(r)
+                pidfd = os.pidfd_open(int(r["result"]["text/plain"]))
+                try:
+                    os.close(os.open(fifo, os.O_WRONLY))   # the thread goes on: os._exit
+                    self.assertTrue(select.select([pidfd], [], [], 10)[0], "it did not die")
+                finally:
+                    os.close(pidfd)
+                for id in "BCD":
+                    s.send({"id": id, "op": "exec", "code": "x = %r; x" % id})
+                replies = [s.recv() for _ in "BCD"]
+                self.assertEqual([m.get("id") for m in replies], list("BCD"), replies)
+                for m, id in zip(replies, "BCD"):
+                    self.assertEqual((m["status"], m["result"]),
+                                     ("ok", {"text/plain": repr(id)}), m)
+                self.assertEqual([m["state_lost"] for m in replies], [True, False, False])
+                self.assertOk(s.exec("x", id="E"))
+            finally:
+                self.assertEqual(s.close(), 0, s.stderr)
+
     def test_replacing_the_terminal_fd_does_not_lose_the_result(self):
         # dup2 of a pipe that nobody reads over the driver's terminal fd: the
         # driver sees it before the result, which would not fit in the pipe,
@@ -552,12 +591,13 @@ class DriverDamageTest(TestCase):
                 self.assertEqual(results[-1]["result"], {"text/plain": "True"})
 
     def test_a_driver_that_cannot_read_requests_is_replaced(self):
-        # The driver decodes requests with the binascii module that snippets
-        # share: broken there, it rejects every request, and a fresh
+        # The driver decodes requests with its own copy of the binascii
+        # module, which a snippet can still reach through the frame that
+        # runs it: broken there, it rejects every request, and a fresh
         # interpreter must take over rather than every later snippet failing.
         results, _ = run_json(
             "x = 1",
-            "import binascii; binascii.a2b_base64 = None",
+            "import sys; sys._getframe(1).f_globals['binascii'].a2b_base64 = None",
             "x",
             "'fresh' if 'x' not in globals() else 'old'")
         self.assertEqual(len(results), 4, results)
@@ -567,6 +607,89 @@ class DriverDamageTest(TestCase):
         self.assertIn("restarted with fresh state", r["message"])
         self.assertEqual((results[3]["status"], results[3]["result"]),
                          ("ok", {"text/plain": "'fresh'"}), results[3])
+
+    def test_replacing_what_the_driver_calls_breaks_only_the_snippets_world(self):
+        # The driver's os, fcntl, _signal ... are its own: a snippet that
+        # replaces a function in the modules it shares with them (or
+        # linecache) neither hangs the session nor fails every later snippet.
+        for patch in ("import os; os.read = None", "import os; os.writev = None",
+                      "import os; os.fstat = None", "import os; os.dup2 = None",
+                      "import fcntl; fcntl.ioctl = None",
+                      "import termios; termios.tcgetattr = None",
+                      "import _signal; _signal.getsignal = None",
+                      "import _signal; _signal.pthread_sigmask = None",
+                      "import select; select.poll = None",
+                      "import sys; sys.modules['linecache'] = 5"):
+            with self.subTest(patch=patch):
+                results, p = run_json("x = 1", patch, "print('after'); x", "x + 1",
+                                      extra=["--timeout", "10"], timeout=60)
+                self.assertEqual(len(results), 4, p.stderr)
+                self.assertEqual([r["status"] for r in results], ["ok"] * 4, results)
+                self.assertEqual(results[2]["stdout"], "after\n")
+                self.assertEqual(results[3]["result"], {"text/plain": "2"})
+                self.assertFalse(any(r["state_lost"] for r in results))
+
+    def test_tracers_and_gc_callbacks_that_print_keep_the_session_in_step(self):
+        # Their calls in the driver's own frames would print from inside
+        # its writes, under their locks: the session hung for good.
+        for setup in ("import sys\n"
+                      "def t(f, e, a):\n"
+                      "    if e == 'call': print('T', f.f_code.co_name)\n"
+                      "sys.settrace(t)",
+                      "import sys\n"
+                      "def t(f, e, a): print('P', e)\n"
+                      "sys.setprofile(t)",
+                      "import gc\n"
+                      "gc.set_threshold(1)\n"
+                      "def cb(phase, info): print('gc', phase)\n"
+                      "gc.callbacks.append(cb)"):
+            with self.subTest(setup=setup.splitlines()[-1]):
+                results, p = run_json("x = 1", setup, "def f(): return x\nprint('after'); f()",
+                                      "import sys, gc; sys.settrace(None); sys.setprofile(None); "
+                                      "gc.callbacks.clear(); x + 1",
+                                      extra=["--timeout", "10"], timeout=60)
+                self.assertEqual(len(results), 4, p.stderr)
+                self.assertEqual([r["status"] for r in results], ["ok"] * 4, results)
+                # (print's two writes, the tracer's lines between them)
+                self.assertIn("after", results[2]["stdout"])
+                self.assertEqual(results[2]["result"], {"text/plain": "1"})
+                self.assertEqual(results[3]["result"], {"text/plain": "2"})
+                if "settrace" in setup:      # the user's own frames are traced
+                    self.assertIn("T f\n", results[2]["stdout"])
+
+    def test_a_line_buffered_stdout_over_fd_1_leaves_fd_1_to_the_next_snippet(self):
+        # The classic idiom: the driver puts its sys.stdout back, and the
+        # user's file object, dropped, closes fd 1 as it goes.
+        results, _ = run_json("import os, sys\n"
+                              "sys.stdout = os.fdopen(sys.stdout.fileno(), 'w', 1)\n"
+                              "print('line-buffered')",
+                              "print('after')", "import os; _ = os.write(1, b'raw\\n')")
+        self.assertEqual([r["status"] for r in results], ["ok"] * 3, results)
+        self.assertEqual([r["stdout"] for r in results],
+                         ["line-buffered\n", "after\n", "raw\n"])
+
+    def test_a_file_limit_below_the_drivers_fds_still_gets_every_result(self):
+        # poll() fails (EINVAL) when given more fds than RLIMIT_NOFILE: the
+        # result never came.
+        results, p = run_json("x = 1",
+                              "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (3, 3))",
+                              "print('after'); x", "import os; _ = os.write(1, b'raw'); x + 1",
+                              extra=["--timeout", "10"], timeout=60)
+        self.assertEqual(len(results), 4, p.stderr)
+        self.assertEqual([r["status"] for r in results], ["ok"] * 4, results)
+        self.assertEqual(results[2]["stdout"], "after\n")
+        self.assertEqual((results[3]["stdout"], results[3]["result"]), ("raw", {"text/plain": "2"}))
+
+    def test_a_fake_pyplot_with_endless_figures_does_not_hang_the_driver(self):
+        results, p = run_json(
+            "import sys, types\n"
+            "m = types.ModuleType('matplotlib.pyplot')\n"
+            "m.get_fignums = lambda: iter(int, 1)\n"
+            "m.figure = m.close = lambda n: None\n"
+            "sys.modules['matplotlib.pyplot'] = m",
+            "print('after')", extra=["--timeout", "10"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "ok"], p.stderr)
+        self.assertEqual(results[1]["stdout"], "after\n")
 
 
 class LateOutputTest(TestCase):
