@@ -1654,7 +1654,10 @@ class Driver:
             value = str(exc.code) if isinstance(exc, SystemExit) else str(exc)
         except Exception:
             value = "<unprintable %s object>" % cls.__name__
-        lines = traceback.format_exception(cls, exc, tb)
+        try:
+            lines = traceback.format_exception(cls, exc, tb)
+        except Exception:                    # (a file name with a lone surrogate, say)
+            lines = ["%s: %s\n" % (name, value) if value else "%s\n" % name]
         return {"name": name, "value": _cap_text(value, self.max_output),
                 "traceback": [_cap_text(line, self.max_output) for line in lines]}
 

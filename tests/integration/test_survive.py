@@ -242,6 +242,14 @@ class ExitAndInputTest(TestCase):
         self.assertEqual(results[1]["status"], "error")
         self.assertEqual(results[2]["result"], {"text/plain": "'next'"})
 
+    def test_an_exception_whose_traceback_cannot_be_formatted_keeps_its_value(self):
+        # (traceback itself fails on a file name with a lone surrogate)
+        results, _ = run_json("exec(compile('1/0', 'f\\ud800.py', 'exec'))", "'alive'")
+        e = results[0]["error"]
+        self.assertEqual((e["name"], e["value"]), ("ZeroDivisionError", "division by zero"))
+        self.assertEqual(e["traceback"], ["ZeroDivisionError: division by zero\n"])
+        self.assertEqual(results[1]["result"], {"text/plain": "'alive'"})
+
     def test_keyboard_interrupt_raised_by_code(self):
         results, _ = run_json("raise KeyboardInterrupt", "'alive'")
         self.assertEqual(results[0]["error"]["name"], "KeyboardInterrupt")
