@@ -28,7 +28,9 @@ enum ptybox_status {
 	PTYBOX_ERROR,	    /* the code raised (SyntaxError, SystemExit included) */
 	PTYBOX_TIMEOUT,	    /* ran past its timeout; interrupted or killed */
 	PTYBOX_INTERRUPTED, /* ptybox_session_interrupt() */
-	PTYBOX_CRASHED,	    /* the interpreter died; the session restarted */
+	PTYBOX_CRASHED,	    /* the interpreter died; the session restarted (message says
+			       whether that worked). Also a snippet that never ran because
+			       no interpreter could be started ("not run: ...") */
 };
 
 struct ptybox_options {
@@ -94,7 +96,9 @@ struct ptybox_callbacks {
 	void (*on_display)(ptybox_session *s, uint64_t id, const char *bundle, bool late,
 			   void *data);
 	/* The session cannot go on (could not start, or keeps dying at start).
-	 * Queued snippets are dropped; close the session. */
+	 * After it returns, each snippet still queued ends in a result, status
+	 * PTYBOX_CRASHED, message "not run: ..." (unless the session was closed
+	 * here: they are dropped then). Then close the session. */
 	void (*on_fatal)(ptybox_session *s, const char *message, void *data);
 	/* After ptybox_session_close(): every handle is closed; memory is freed
 	 * right after this returns. Optional. */

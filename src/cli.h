@@ -42,6 +42,9 @@ void cli_session_opts_init(struct cli_session_opts *c);
 /* Handles one getopt result if it is a session option: 1 handled, 0 not
  * ours, -1 bad value (message printed). */
 int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const char *cmd);
+/* Checks what can only be checked once all options are in (and opens the
+ * --log file): 0, or -1 with the message printed. */
+int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
 /* Help text lines for the session options. */
 extern const char cli_session_help[];
 
@@ -54,6 +57,15 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_bad_option(const char *cmd, int opt, const char *word);
 /* Says that --via none has no sandbox, once. */
 void cli_warn_unsandboxed(const struct ptybox_options *o);
+
+/* The signals a session-driving command handles: SIGINT, SIGTERM, SIGHUP. Left
+ * to their default, they would end ptybox and leave the interpreter running
+ * (with --via none, ssh and exec, nothing else kills it). */
+#define CLI_NSIGNALS 3
+/* Starts a handler for each of them in h[0..CLI_NSIGNALS), with data. */
+void cli_signals_start(uv_loop_t *loop, uv_signal_t *h, uv_signal_cb cb, void *data);
+/* Closes them (again: nothing); a signal that comes after is deadly again. */
+void cli_signals_close(uv_signal_t *h);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);

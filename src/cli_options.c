@@ -1,11 +1,12 @@
 /*
- * cli_options.c - the options every session-starting subcommand shares, and
- * the small pieces of terminal output they all use.
+ * cli_options.c - the options every session-starting subcommand shares, the
+ * small pieces of terminal output they all use, and the signals they handle.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "log.h"
 #include "options.h"
+
+/* PID_MAX_LIMIT (2^22), less the sandbox's init and outer child, which its
+ * pids cgroup counts along. */
+#define CLI_MAX_PIDS ((1U << 22) - 2)
 
 const char cli_session_help[] =
 	"Session options:\n"
@@ -54,7 +60,8 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 	case 0x101:
 		return options_parse_seconds(arg, &o->timeout) == 0
 			       ? 1
-			       : cli_bad(cmd, "timeout", arg, "expected seconds, e.g. 1.5");
+			       : cli_bad(cmd, "timeout", arg,
+					 "expected seconds from 0 to 31536000 (a year), e.g. 1.5");
 	case 0x102:
 		return options_parse_size(arg, &o->max_output) == 0 && o->max_output >= 2
 			       ? 1
@@ -63,10 +70,10 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		return options_parse_size(arg, &o->memory) == 0
 			       ? 1
 			       : cli_bad(cmd, "memory", arg, "expected a size, e.g. 512M");
-	case 0x104:
-		return options_parse_uint(arg, 0, 1 << 22, &o->pids) == 0
+	case 0x104: /* the kernel's limit, with room for the sandbox's own two */
+		return options_parse_uint(arg, 0, CLI_MAX_PIDS, &o->pids) == 0
 			       ? 1
-			       : cli_bad(cmd, "pids", arg, "expected a number");
+			       : cli_bad(cmd, "pids", arg, "expected a number from 0 to 4194302");
 	case 0x105:
 		return options_parse_cpus(arg, &o->cpus) == 0
 			       ? 1
@@ -96,7 +103,8 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 	case 0x10d:
 		return options_parse_seconds(arg, &o->kill_grace) == 0
 			       ? 1
-			       : cli_bad(cmd, "kill-grace", arg, "expected seconds");
+			       : cli_bad(cmd, "kill-grace", arg,
+					 "expected seconds from 0 to 31536000 (a year)");
 	default: return 0;
 	}
 }
@@ -138,6 +146,18 @@ void cli_error(const char *fmt, ...)
 	cli_write_all(2, msg, (size_t)n);
 }
 
+int cli_session_opts_check(struct cli_session_opts *c, const char *cmd)
+{
+	/* Opened here, so that a log that cannot be written is a usage error,
+	 * not a session that runs without the log asked for. */
+	int rc = c->o.log_path ? log_open(c->o.log_path) : 0;
+	if (rc < 0) {
+		cli_error("%s: --log %s: %s", cmd, c->o.log_path, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
 void cli_warn_unsandboxed(const struct ptybox_options *o)
 {
 	if (o->via && strcmp(o->via, "none") == 0)
@@ -147,11 +167,36 @@ void cli_warn_unsandboxed(const struct ptybox_options *o)
 
 void cli_bad_option(const char *cmd, int opt, const char *word)
 {
+	bool is_long = strncmp(word, "--", 2) == 0;
 	if (opt == ':')
 		cli_error("%s: option '%s' needs a value", cmd, word);
-	else if (optopt && optopt != '?')
+	else if (is_long && optopt) /* a known long option, given a value (--net=1) */
+		cli_error("%s: option '%.*s' takes no value", cmd, (int)strcspn(word, "="), word);
+	else if (!is_long && optopt && optopt != '?')
 		cli_error("%s: unknown option '-%c'", cmd, optopt);
 	else
-		cli_error("%s: unknown option '%s'", cmd, word);
+		cli_error("%s: unknown option '%.*s'", cmd, (int)strcspn(word, "="), word);
 	fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+}
+
+void cli_signals_start(uv_loop_t *loop, uv_signal_t *h, uv_signal_cb cb, void *data)
+{
+	static const int signums[CLI_NSIGNALS] = {SIGINT, SIGTERM, SIGHUP};
+	for (int i = 0; i < CLI_NSIGNALS; i++) {
+		uv_signal_init(loop, &h[i]);
+		h[i].data = data;
+		uv_signal_start(&h[i], cb, signums[i]);
+	}
+}
+
+/* The handles live in their command's struct, which outlives the loop. */
+static void cli_signal_closed_cb(uv_handle_t *h)
+{
+}
+
+void cli_signals_close(uv_signal_t *h)
+{
+	for (int i = 0; i < CLI_NSIGNALS; i++)
+		if (h[i].loop && !uv_is_closing((uv_handle_t *)&h[i]))
+			uv_close((uv_handle_t *)&h[i], cli_signal_closed_cb);
 }

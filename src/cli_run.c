@@ -27,8 +27,8 @@
 struct run {
 	uv_loop_t *loop;
 	ptybox_session *session;
-	uv_signal_t sigint;
-	bool json, color;
+	uv_signal_t sig[CLI_NSIGNALS];
+	bool json, color, fatal;
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
@@ -71,8 +71,7 @@ static void run_close(struct run *r)
 		ptybox_session_close(r->session);
 		r->session = NULL;
 	}
-	if (!uv_is_closing((uv_handle_t *)&r->sigint))
-		uv_close((uv_handle_t *)&r->sigint, NULL);
+	cli_signals_close(r->sig);
 }
 
 static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, const char *text,
@@ -121,7 +120,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 				  (unsigned long long)res->id);
 			r->failed++;
 		}
-	} else {
+	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
 		if (res->value_text) {
 			run_outs(1, res->value_text);
 			run_outs(1, "\n");
@@ -150,27 +149,36 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			cli_error("snippet %llu: %s", (unsigned long long)res->id, res->message);
 	}
 	if (r->done == r->expected || r->interrupts) {
-		r->exit_code = r->interrupts ? 130 : r->failed ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+		r->exit_code = r->interrupts ? 130
+			       : r->fatal    ? CLI_EXIT_CANNOT_START
+			       : r->failed   ? CLI_EXIT_FAILED
+					     : CLI_EXIT_OK;
 		run_close(r);
 	}
 }
 
+/* The results of the snippets left, not run, follow: --json prints a line for
+ * each, and the last closes. */
 static void run_on_fatal(ptybox_session *s, const char *message, void *data)
 {
 	struct run *r = data;
 	cli_error("cannot start the session: %s", message);
+	r->fatal = true;
 	r->exit_code = CLI_EXIT_CANNOT_START;
-	run_close(r);
+	if (r->done == r->expected)
+		run_close(r);
 }
 
-/* ^C: interrupt the running snippet and stop; a second ^C stops at once. */
-static void run_sigint_cb(uv_signal_t *h, int signum)
+/* ^C: interrupt the running snippet and stop; a second ^C stops at once.
+ * SIGTERM and SIGHUP stop at once: closing the session kills the interpreter. */
+static void run_signal_cb(uv_signal_t *h, int signum)
 {
 	struct run *r = h->data;
-	if (++r->interrupts > 1 || !r->session || ptybox_session_interrupt(r->session) < 0) {
-		r->exit_code = 130;
-		run_close(r);
-	}
+	if (signum == SIGINT && ++r->interrupts == 1 && r->session &&
+	    ptybox_session_interrupt(r->session) == 0)
+		return;
+	r->exit_code = 128 + signum;
+	run_close(r);
 }
 
 static char *run_read_fd(int fd, const char *name, size_t *len)
@@ -245,6 +253,8 @@ int cli_run(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 		}
 	}
+	if (cli_session_opts_check(&so, "run") < 0)
+		return CLI_EXIT_USAGE;
 	if (argc - optind > 1) {
 		cli_error("run: one FILE at most (got '%s' and '%s')", argv[optind],
 			  argv[optind + 1]);
@@ -290,9 +300,7 @@ int cli_run(int argc, char **argv)
 		free(file_code);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
-	uv_signal_init(r.loop, &r.sigint);
-	r.sigint.data = &r;
-	uv_signal_start(&r.sigint, run_sigint_cb, SIGINT);
+	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
 	for (size_t i = 0; i <= ncodes && r.session; i++) {
 		const char *code = i < ncodes ? codes[i] : file_code;
 		size_t len = i < ncodes ? strlen(codes[i]) : file_len;

@@ -11,7 +11,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +38,10 @@ struct serve {
 	ptybox_session *session;
 	ptybox_pool *pool;
 	struct stdio_lines in;
+	uv_signal_t sig[CLI_NSIGNALS];
 	bool eof, closing;
 	int exit_code;
+	int signum; /* the signal that stopped us, or 0 */
 	uint64_t next_seq;
 	struct serve_pending *pending, *pending_tail;
 	/* seq -> caller's id of recent snippets, for late output */
@@ -85,7 +86,7 @@ static void serve_reply(const cJSON *id, const char *key, const char *value)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (id)
-		cJSON_AddItemToObject(o, "id", cJSON_Duplicate(id, 1));
+		cJSON_AddItemToObject(o, "id", protocol_json_dup_exact(id));
 	if (key)
 		cJSON_AddStringToObject(o, key, value);
 	else
@@ -182,7 +183,7 @@ static void serve_on_fatal(ptybox_session *s, const char *message, void *data)
 	char why[640];
 	snprintf(why, sizeof(why), "the session could not be started: %s", message);
 	cli_error("serve: %s", why);
-	serve_drop_pending(sv, why);
+	/* (each queued snippet's result follows, not run) */
 	serve_reply(NULL, "error", why);
 	sv->exit_code = CLI_EXIT_CANNOT_START;
 	sv->eof = true; /* nothing more can run */
@@ -203,9 +204,27 @@ static void serve_on_closed(ptybox_session *s, void *data)
 	if (sv->pool)
 		ptybox_pool_close(sv->pool);
 	sv->pool = NULL;
+	stdio_lines_close(&sv->in);
+	cli_signals_close(sv->sig);
 	/* The session died first: a read of stdin may never end. */
 	if (sv->in.reading)
 		uv_stop(sv->loop);
+}
+
+/* SIGINT, SIGTERM, SIGHUP: stop now. Closing the session kills the
+ * interpreter; the requests still queued are answered with an error. */
+static void serve_signal_cb(uv_signal_t *h, int signum)
+{
+	struct serve *sv = h->data;
+	sv->signum = signum;
+	sv->exit_code = 128 + signum;
+	sv->eof = true;
+	cli_signals_close(sv->sig);
+	if (!sv->closing && sv->session) {
+		sv->closing = true;
+		ptybox_session_close(sv->session);
+		sv->session = NULL;
+	}
 }
 
 static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id, bool nul)
@@ -219,16 +238,17 @@ static void serve_exec(struct serve *sv, const cJSON *req, const cJSON *id, bool
 		return serve_reply(id, "error",
 				   "the request contains a NUL character (\\u0000, or a \\u escape "
 				   "without four hex digits)");
-	if (timeout && (!cJSON_IsNumber(timeout) || !(timeout->valuedouble >= 0) ||
-			!isfinite(timeout->valuedouble)))
-		return serve_reply(id, "error", "\"timeout\" must be a number of seconds >= 0");
+	if (timeout && (!cJSON_IsNumber(timeout) || !options_seconds_valid(timeout->valuedouble)))
+		return serve_reply(id, "error",
+				   "\"timeout\" must be a number of seconds from 0 to 31536000 "
+				   "(a year)");
 	if (stream && !cJSON_IsBool(stream))
 		return serve_reply(id, "error", "\"stream\" must be true or false");
 	struct serve_pending *p = calloc(1, sizeof(*p));
 	if (!p)
 		return serve_reply(id, "error", "out of memory");
 	p->seq = ++sv->next_seq;
-	p->id = id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull();
+	p->id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
 	int rc = ptybox_session_exec(sv->session, p->seq, code->valuestring,
 				     strlen(code->valuestring), timeout ? timeout->valuedouble : -1,
 				     cJSON_IsTrue(stream));
@@ -381,6 +401,8 @@ int cli_serve(int argc, char **argv)
 		cli_error("serve: only --stdio is available in this version");
 		return CLI_EXIT_USAGE;
 	}
+	if (cli_session_opts_check(&so, "serve") < 0)
+		return CLI_EXIT_USAGE;
 	cli_warn_unsandboxed(&so.o);
 	struct serve sv = {.loop = uv_default_loop()};
 	char err[512];
@@ -410,9 +432,14 @@ int cli_serve(int argc, char **argv)
 		uv_run(sv.loop, UV_RUN_DEFAULT); /* let the pool's interpreters close */
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
+	cli_signals_start(sv.loop, sv.sig, serve_signal_cb, &sv);
 	stdio_lines_start(&sv.in, sv.loop, 0, SERVE_MAX_LINE, serve_on_line, serve_on_eof, &sv);
 	uv_run(sv.loop, UV_RUN_DEFAULT);
-	serve_drop_pending(&sv, "shutting down");
+	char why[96] = "shutting down";
+	if (sv.signum)
+		snprintf(why, sizeof(why), "shutting down: stopped by signal %d (%s)", sv.signum,
+			 strsignal(sv.signum));
+	serve_drop_pending(&sv, why);
 	for (size_t i = 0; i < SERVE_HISTORY; i++)
 		cJSON_Delete(sv.hist_id[i]);
 	/* A read of stdin still in flight (the session died first) owns the buffer

@@ -16,7 +16,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "options.h"
 
 extern const unsigned char ptybox_driver_py[];
 extern const size_t ptybox_driver_py_len;
@@ -438,7 +438,7 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	in->setup.data = in;
 	uv_poll_start(&in->setup, UV_READABLE, instance_setup_cb);
 	in->open_handles = 3; /* the PTY (both of its handles), the timer, the set-up pipe */
-	in->boot_ms = boot_timeout > 0 ? (uint64_t)ceil(boot_timeout * 1000) : 0;
+	in->boot_ms = options_seconds_ms(boot_timeout);
 	if (in->boot_ms)
 		uv_timer_start(&in->timer, instance_boot_timeout_cb, in->boot_ms, 0);
 	*out = in;

@@ -69,7 +69,19 @@ static int options_parse_double(const char *s, double max, double *out)
 
 int options_parse_seconds(const char *s, double *out)
 {
-	return options_parse_double(s, 365.0 * 24 * 3600, out);
+	return options_parse_double(s, OPTIONS_MAX_SECONDS, out);
+}
+
+bool options_seconds_valid(double v)
+{
+	return v >= 0 && v <= OPTIONS_MAX_SECONDS; /* (false for NaN) */
+}
+
+uint64_t options_seconds_ms(double v)
+{
+	if (!(v > 0))
+		return 0;
+	return (uint64_t)ceil((v < OPTIONS_MAX_SECONDS ? v : OPTIONS_MAX_SECONDS) * 1000.0);
 }
 
 int options_parse_cpus(const char *s, double *out)

@@ -4,8 +4,10 @@
  * A snippet may print a gigabyte; an LLM reading the result wants the first
  * and the last few KiB. So the first half of the cap is kept as it came, the
  * second half is a ring holding the most recent bytes, and everything in
- * between is only counted. Both halves are allocated lazily: most snippets
- * print nothing.
+ * between is only counted. Both halves are allocated lazily and grow with
+ * what comes, doubling up to half the cap: most snippets print nothing, and a
+ * cap far above the machine's memory (--max-output 64G) costs only what is
+ * printed.
  */
 #include "outbuf.h"
 
@@ -20,13 +22,24 @@ void outbuf_init(struct outbuf *ob, size_t cap)
 	ob->half = cap / 2;
 }
 
-static int outbuf_grow_head(struct outbuf *ob)
+#define OUTBUF_MIN_ALLOC 4096
+
+/* Makes *buf hold at least need bytes (need <= half), doubling as it grows,
+ * never past half; the bytes already in it stay. 0 or -ENOMEM. */
+static int outbuf_reserve(struct outbuf *ob, char **buf, size_t *cap, size_t need)
 {
-	if (!ob->head) {
-		ob->head = malloc(ob->half ? ob->half : 1);
-		if (!ob->head)
-			return -ENOMEM;
-	}
+	if (*cap >= need)
+		return 0;
+	size_t ncap = *cap ? *cap : OUTBUF_MIN_ALLOC;
+	while (ncap < need && ncap < ob->half / 2)
+		ncap *= 2;
+	if (ncap < need || ncap > ob->half)
+		ncap = need > ob->half / 2 ? ob->half : need;
+	char *nb = realloc(*buf, ncap);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
+	*cap = ncap;
 	return 0;
 }
 
@@ -54,16 +67,18 @@ static void outbuf_ring_put(struct outbuf *ob, const char *data, size_t len)
 int outbuf_append(struct outbuf *ob, const char *data, size_t len)
 {
 	ob->total += len;
+	if (len == 0)
+		return 0;
 	if (ob->half == 0) {
 		ob->dropped += len;
 		return 0;
 	}
 	if (!ob->head_closed && ob->head_len < ob->half) {
-		if (outbuf_grow_head(ob) < 0) {
+		size_t n = ob->half - ob->head_len < len ? ob->half - ob->head_len : len;
+		if (outbuf_reserve(ob, &ob->head, &ob->head_cap, ob->head_len + n) < 0) {
 			ob->dropped += len;
 			return -ENOMEM;
 		}
-		size_t n = ob->half - ob->head_len < len ? ob->half - ob->head_len : len;
 		memcpy(ob->head + ob->head_len, data, n);
 		ob->head_len += n;
 		data += n;
@@ -71,12 +86,12 @@ int outbuf_append(struct outbuf *ob, const char *data, size_t len)
 	}
 	if (len == 0)
 		return 0;
-	if (!ob->ring) {
-		ob->ring = malloc(ob->half);
-		if (!ob->ring) {
-			ob->dropped += len;
-			return -ENOMEM;
-		}
+	/* Until it is full, the ring is a plain buffer from 0: it grows like the
+	 * head, and is whole before it wraps. */
+	size_t need = ob->ring_len + len < ob->half ? ob->ring_len + len : ob->half;
+	if (outbuf_reserve(ob, &ob->ring, &ob->ring_cap, need) < 0) {
+		ob->dropped += len;
+		return -ENOMEM;
 	}
 	outbuf_ring_put(ob, data, len);
 	return 0;
@@ -165,5 +180,6 @@ void outbuf_free(struct outbuf *ob)
 	free(ob->head);
 	free(ob->ring);
 	ob->head = ob->ring = NULL;
+	ob->head_cap = ob->ring_cap = 0;
 	outbuf_reset(ob);
 }

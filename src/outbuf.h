@@ -12,11 +12,11 @@
 
 struct outbuf {
 	char *head; /* first cap/2 bytes */
-	size_t head_len;
-	char *ring; /* last cap/2 bytes once the head is full */
-	size_t ring_start, ring_len;
-	size_t half;	  /* cap / 2 */
-	bool head_closed; /* after a gap, bytes belong to the tail */
+	size_t head_len, head_cap;
+	char *ring;			       /* last cap/2 bytes once the head is full */
+	size_t ring_start, ring_len, ring_cap; /* ring_cap < cap/2: not wrapped yet */
+	size_t half;			       /* cap / 2 */
+	bool head_closed;		       /* after a gap, bytes belong to the tail */
 	uint64_t dropped;
 	uint64_t total; /* bytes appended, dropped ones included */
 };

@@ -266,6 +266,53 @@ const char *protocol_str(const cJSON *obj, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* v as JSON text that reads back as v exactly: a whole number in digits,
+ * else the shortest of 15 to 17 significant digits that does; null for what
+ * JSON cannot hold. (cJSON prints 15 digits when they read back within an
+ * epsilon: 9007199254740991 came back as 9.00719925474099e+15.) */
+static void protocol_print_double(double v, char *buf, size_t len)
+{
+	if (!isfinite(v)) {
+		snprintf(buf, len, "null");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 1e17) {
+		snprintf(buf, len, "%.0f", v);
+		return;
+	}
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, len, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+cJSON *protocol_json_dup_exact(const cJSON *v)
+{
+	if (cJSON_IsNumber(v)) {
+		char num[40];
+		protocol_print_double(v->valuedouble, num, sizeof(num));
+		return cJSON_CreateRaw(num);
+	}
+	if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return cJSON_Duplicate(v, 0);
+	cJSON *out = cJSON_IsArray(v) ? cJSON_CreateArray() : cJSON_CreateObject();
+	const cJSON *c;
+	cJSON_ArrayForEach(c, v)
+	{
+		cJSON *d = out ? protocol_json_dup_exact(c) : NULL;
+		if (!d) {
+			cJSON_Delete(out);
+			return NULL;
+		}
+		if (cJSON_IsArray(v))
+			cJSON_AddItemToArray(out, d);
+		else
+			cJSON_AddItemToObject(out, c->string, d);
+	}
+	return out;
+}
+
 /* The value of four hex digits, or -1. */
 static long protocol_hex4(const char *p)
 {

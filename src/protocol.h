@@ -103,6 +103,10 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 void protocol_frame_free(struct protocol_frame *f);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
+/* A copy of v (a request's id) whose numbers print as exactly the doubles
+ * they hold, not rounded to 15 digits as cJSON prints them. NULL when out of
+ * memory. */
+cJSON *protocol_json_dup_exact(const cJSON *v);
 /* Whether the JSON text has a NUL character in a string, escaped (\u0000) or
  * raw: cJSON hands strings over NUL-terminated, so the rest would vanish. A
  * \u without four hex digits counts: cJSON reads it as \u0000. */

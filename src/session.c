@@ -7,6 +7,10 @@
  *       └──── instance died or killed ────┘  (its snippet ends with state_lost)
  *   A death during start-up is FATAL: the session cannot go on.
  *
+ * The result of a snippet whose interpreter died is held until the fresh one
+ * is up or has failed, so that its message tells which; after a fatal failure
+ * every snippet still queued ends in a result too, not run.
+ *
  * It owns the queue, the running snippet's captured output, and one timer,
  * which at any moment guards one deadline: the snippet's timeout, or the
  * grace after ^C. The instance (instance.c) owns everything on the terminal's
@@ -19,7 +23,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@
 
 #include "instance.h"
 #include "log.h"
+#include "options.h"
 #include "outbuf.h"
 #include "pool.h"
 #include "protocol.h"
@@ -75,13 +79,27 @@ struct ptybox_session {
 	bool frame_dropped;
 	bool state_lost_pending;
 	int send_error; /* errno of the running snippet's failed write, told next turn */
+	/* The head's result, held while its interpreter is replaced. */
+	struct {
+		bool on;
+		enum ptybox_status status;
+		cJSON *error;	    /* owned */
+		double duration_ms; /* until its interpreter was gone */
+		char what[640];	    /* what happened to it */
+		const char *done;   /* follows what when the fresh interpreter is up */
+	} held;
 };
+
+/* How a held result's message ends when the restart worked. */
+static const char session_restarted[] = "; restarted with fresh state";
+static const char session_and_restarted[] = " and restarted with fresh state";
 
 static void session_start(ptybox_session *s);
 static void session_pump(ptybox_session *s);
-static void session_replace(ptybox_session *s, enum ptybox_status status, const char *message);
+static void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
+			    const char *done);
 static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
-				 const char *message);
+				 const char *what, const char *done);
 
 void ptybox_options_init(struct ptybox_options *o)
 {
@@ -98,11 +116,6 @@ void ptybox_options_init(struct ptybox_options *o)
 		.nofile = 1024,
 		.cpus = 1,
 	};
-}
-
-static uint64_t session_ms(double seconds)
-{
-	return seconds <= 0 ? 0 : (uint64_t)ceil(seconds * 1000.0);
 }
 
 static void session_arm(ptybox_session *s, uint64_t ms, uv_timer_cb cb)
@@ -224,14 +237,12 @@ static void session_grace_cb(uv_timer_t *t)
 	char msg[160];
 	log_msg("session: id=%llu ignored ^C; killing", (unsigned long long)e->id);
 	if (e->stop == STOP_TIMEOUT) {
-		snprintf(msg, sizeof(msg),
-			 "timed out after %g s and did not stop on ^C; killed and restarted with "
-			 "fresh state",
+		snprintf(msg, sizeof(msg), "timed out after %g s and did not stop on ^C; killed",
 			 e->timeout);
-		session_replace(s, PTYBOX_TIMEOUT, msg);
+		session_replace(s, PTYBOX_TIMEOUT, msg, session_and_restarted);
 	} else {
-		session_replace(s, PTYBOX_INTERRUPTED,
-				"did not stop on ^C; killed and restarted with fresh state");
+		session_replace(s, PTYBOX_INTERRUPTED, "did not stop on ^C; killed",
+				session_and_restarted);
 	}
 }
 
@@ -246,7 +257,7 @@ static void session_ctrl_c(ptybox_session *s, struct exec *e)
 	if (rc < 0) /* the grace timer kills it */
 		log_msg("session: id=%llu: could not send ^C: %s", (unsigned long long)e->id,
 			strerror(-rc));
-	session_arm(s, session_ms(s->opts.kill_grace) + 1, session_grace_cb);
+	session_arm(s, options_seconds_ms(s->opts.kill_grace) + 1, session_grace_cb);
 }
 
 static void session_timeout_cb(uv_timer_t *t)
@@ -287,9 +298,8 @@ static void session_send_failed_cb(uv_timer_t *t)
 	if (s->state != S_RUNNING || !s->head)
 		return;
 	char msg[128];
-	snprintf(msg, sizeof(msg), "could not send the snippet (%s); restarted",
-		 strerror(s->send_error));
-	session_replace(s, PTYBOX_CRASHED, msg);
+	snprintf(msg, sizeof(msg), "could not send the snippet (%s)", strerror(s->send_error));
+	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
 }
 
 static void session_pump(ptybox_session *s)
@@ -325,7 +335,7 @@ static void session_pump(ptybox_session *s)
 		uv_timer_start(&s->timer, session_send_failed_cb, 0, 0);
 		return;
 	}
-	session_arm(s, session_ms(e->timeout), session_timeout_cb);
+	session_arm(s, options_seconds_ms(e->timeout), session_timeout_cb);
 }
 
 static void session_on_display(ptybox_session *s, struct exec *e, cJSON *root)
@@ -452,7 +462,8 @@ static void session_on_driver_error(ptybox_session *s, struct protocol_frame *f)
 	if (broken)
 		session_replace_with(s, PTYBOX_ERROR, err,
 				     "the interpreter could not read the request (its terminal "
-				     "or its driver was damaged); restarted with fresh state");
+				     "or its driver was damaged)",
+				     session_restarted);
 	else
 		session_finish(s, PTYBOX_ERROR, NULL, err, -1, false, NULL);
 	cJSON_Delete(err);
@@ -482,12 +493,45 @@ static void session_on_oversize(struct instance *in, size_t len)
 	s->frame_dropped = true;
 }
 
-/* Ends the session's life as a working session: no restart, snippets dropped. */
+/* The held result, now that its restart is settled: fatal is NULL when the
+ * fresh interpreter is up, else why there is none. */
+static void session_finish_held(ptybox_session *s, const char *fatal)
+{
+	char msg[sizeof(s->held.what) + 700];
+	snprintf(msg, sizeof(msg), "%s%s%s", s->held.what, fatal ? "; " : s->held.done,
+		 fatal ? fatal : "");
+	cJSON *error = s->held.error;
+	s->held.on = false;
+	s->held.error = NULL;
+	session_finish(s, s->held.status, NULL, error, s->held.duration_ms, true, msg);
+	cJSON_Delete(error);
+}
+
+/* Restarts still queued: moot once nothing can start. */
+static void session_drop_restarts(ptybox_session *s)
+{
+	struct exec **link = &s->head;
+	s->tail = NULL;
+	while (*link) {
+		struct exec *e = *link;
+		if (e->restart) {
+			*link = e->next;
+			s->queued--;
+			exec_free(e);
+		} else {
+			s->tail = e;
+			link = &e->next;
+		}
+	}
+}
+
+/* Ends the session's life as a working session: no restart. The held result
+ * goes first, then on_fatal, then a result for each snippet left, not run. */
 static void session_fatal(ptybox_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void session_fatal(ptybox_session *s, const char *fmt, ...)
 {
-	char msg[640];
+	char msg[640], not_run[sizeof(msg) + 16];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -498,29 +542,43 @@ static void session_fatal(ptybox_session *s, const char *fmt, ...)
 		instance_close(s->in);
 	s->in = NULL;
 	s->state = S_FATAL;
-	while (s->head)
-		exec_free(session_pop(s));
+	session_drop_restarts(s);
+	if (s->held.on)
+		session_finish_held(s, msg);
+	if (s->state != S_FATAL) /* closed by the callback */
+		return;
 	if (s->cb.on_fatal)
 		s->cb.on_fatal(s, msg, s->data);
+	snprintf(not_run, sizeof(not_run), "not run: %s", msg);
+	while (s->state == S_FATAL && s->head)
+		session_finish(s, PTYBOX_CRASHED, NULL, NULL, 0, s->started_once, not_run);
 }
 
-/* The instance is gone (or must go): the running snippet ends with status and
- * state_lost, and a fresh instance takes over. */
-static void session_replace(ptybox_session *s, enum ptybox_status status, const char *message)
+/* The instance is gone (or must go): a fresh one takes over, and the running
+ * snippet ends with status and state_lost once it is up, its message saying
+ * what happened, then done (or why no fresh one came). */
+static void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
+			    const char *done)
 {
-	session_replace_with(s, status, NULL, message);
+	session_replace_with(s, status, NULL, what, done);
 }
 
 static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
-				 const char *message)
+				 const char *what, const char *done)
 {
 	if (s->in)
 		instance_close(s->in);
 	s->in = NULL;
 	s->state_lost_pending = true;
 	if (s->state == S_RUNNING) {
-		s->state = S_STARTING; /* finish() must not pump into the dead instance */
-		session_finish(s, status, NULL, error, -1, true, message);
+		uv_timer_stop(&s->timer);
+		s->held.on = true;
+		s->held.status = status;
+		s->held.error = error ? cJSON_Duplicate(error, 1) : NULL;
+		s->held.duration_ms = (double)(uv_hrtime() - s->head->sent_ns) / 1e6;
+		snprintf(s->held.what, sizeof(s->held.what), "%s", what);
+		s->held.done = done;
+		s->state = S_STARTING;
 	}
 	if (s->state != S_CLOSING && s->state != S_FATAL)
 		session_start(s);
@@ -536,10 +594,10 @@ static void session_on_dead(struct instance *in, const char *why, bool during_bo
 		return;
 	}
 	char msg[640];
-	snprintf(msg, sizeof(msg), "the interpreter died (%s); restarted with fresh state", why);
+	snprintf(msg, sizeof(msg), "the interpreter died (%s)", why);
 	if (s->state != S_RUNNING)
 		log_msg("session: %s while idle", msg);
-	session_replace(s, PTYBOX_CRASHED, msg);
+	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
 }
 
 static void session_ready_cb(uv_timer_t *t)
@@ -552,7 +610,10 @@ static void session_ready_cb(uv_timer_t *t)
 	s->started_once = true;
 	if (s->cb.on_ready)
 		s->cb.on_ready(s, s->data);
-	session_pump(s);
+	if (s->held.on && s->state == S_IDLE)
+		session_finish_held(s, NULL); /* (and on to the next) */
+	else
+		session_pump(s);
 }
 
 static void session_on_ready(struct instance *in)
@@ -585,7 +646,9 @@ static void session_start(ptybox_session *s)
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
 				&session_instance_callbacks, s, &s->in, err, sizeof(err));
 	if (rc < 0)
-		session_fatal(s, "%s", err);
+		session_fatal(s, "%s%s",
+			      s->started_once ? "the interpreter could not be restarted: " : "",
+			      err);
 }
 
 static void session_first_start_cb(uv_timer_t *t)
@@ -615,8 +678,11 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	s->opts.via = NULL; /* the caller's string; only the parsed form is kept */
 	s->cb = *cb;
 	s->data = data;
-	if (o->log_path)
-		log_open(o->log_path);
+	if (o->log_path && (rc = log_open(o->log_path)) < 0) {
+		snprintf(err, errlen, "--log %s: %s", o->log_path, strerror(-rc));
+		free(s);
+		return rc;
+	}
 	outbuf_init(&s->out, o->max_output);
 	outbuf_init(&s->err, o->max_output);
 	uv_timer_init(loop, &s->timer);
@@ -667,7 +733,10 @@ int ptybox_session_interrupt(ptybox_session *s)
 	struct exec *e = s->head;
 	if (s->state == S_STARTING) {
 		/* The next snippet waits for the interpreter (behind a restart, it
-		 * may be): it ends as soon as that is up, without running. */
+		 * may be): it ends as soon as that is up, without running. A held
+		 * one has run already. */
+		if (e && s->held.on)
+			e = e->next;
 		while (e && e->restart)
 			e = e->next;
 		if (!e)
@@ -740,6 +809,9 @@ void ptybox_session_close(ptybox_session *s)
 	s->state = S_CLOSING;
 	while (s->head)
 		exec_free(session_pop(s));
+	cJSON_Delete(s->held.error);
+	s->held.error = NULL;
+	s->held.on = false;
 	s->closing_parts = 1;
 	if (s->in) {
 		s->closing_parts++;

@@ -4,7 +4,10 @@
  * uv_fs_read works on every kind of standard input (pipe, terminal, socket,
  * regular file), where a uv_stream does not take files; reads are issued one
  * at a time, so lines come out in order. A line longer than the cap is
- * skipped up to its newline and reported, never buffered whole.
+ * skipped up to its newline and reported, never buffered whole. An fd that
+ * someone made non-blocking (the flag belongs to the open file, shared with
+ * whoever gave it to us, so it is not ours to clear) answers EAGAIN: then a
+ * uv_poll waits until it is readable, instead of reading again at once.
  */
 #include "stdio_lines.h"
 
@@ -48,13 +51,50 @@ static void stdio_lines_split(struct stdio_lines *l)
 	}
 }
 
+static void stdio_lines_poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct stdio_lines *l = h->data;
+	uv_poll_stop(h);
+	if (l->closed)
+		return;
+	if (status < 0) {
+		l->eof = true;
+		l->on_eof(l, status);
+		return;
+	}
+	stdio_lines_read(l);
+}
+
+/* Nothing to read on a non-blocking fd: read again once it is readable. */
+static void stdio_lines_wait(struct stdio_lines *l)
+{
+	int rc = 0;
+	if (!l->poll_open) {
+		rc = uv_poll_init(l->loop, &l->poll, l->fd);
+		l->poll_open = rc == 0;
+		l->poll.data = l;
+	}
+	if (rc == 0)
+		rc = uv_poll_start(&l->poll, UV_READABLE, stdio_lines_poll_cb);
+	if (rc < 0) {
+		l->eof = true;
+		l->on_eof(l, rc);
+	}
+}
+
 static void stdio_lines_read_cb(uv_fs_t *req)
 {
 	struct stdio_lines *l = req->data;
 	ssize_t n = req->result;
 	uv_fs_req_cleanup(req);
 	l->reading = false;
-	if (n < 0 && n != UV_EINTR && n != UV_EAGAIN) {
+	if (l->closed)
+		return;
+	if (n == UV_EAGAIN) {
+		stdio_lines_wait(l);
+		return;
+	}
+	if (n < 0 && n != UV_EINTR) {
 		l->eof = true;
 		l->on_eof(l, (int)n);
 		return;
@@ -78,7 +118,7 @@ static void stdio_lines_read_cb(uv_fs_t *req)
 
 static void stdio_lines_read(struct stdio_lines *l)
 {
-	if (l->reading || l->eof)
+	if (l->reading || l->eof || l->closed)
 		return;
 	if (l->cap - l->len < STDIO_READ_CHUNK + 1) {
 		size_t ncap = l->cap * 2 > l->len + STDIO_READ_CHUNK + 1
@@ -115,6 +155,19 @@ int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max
 	l->data = data;
 	stdio_lines_read(l);
 	return 0;
+}
+
+static void stdio_lines_poll_closed_cb(uv_handle_t *h)
+{
+	struct stdio_lines *l = h->data;
+	l->poll_open = false;
+}
+
+void stdio_lines_close(struct stdio_lines *l)
+{
+	l->closed = true;
+	if (l->poll_open && !uv_is_closing((uv_handle_t *)&l->poll))
+		uv_close((uv_handle_t *)&l->poll, stdio_lines_poll_closed_cb);
 }
 
 void stdio_lines_free(struct stdio_lines *l)

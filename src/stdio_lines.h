@@ -17,10 +17,12 @@ struct stdio_lines {
 	uv_loop_t *loop;
 	int fd;
 	uv_fs_t req;
+	uv_poll_t poll; /* readability of a non-blocking fd, once a read said EAGAIN */
 	char *buf;
 	size_t len, cap, max_line;
 	size_t scanned; /* bytes of buf already searched for a newline */
 	bool skipping, reading, paused, eof;
+	bool poll_open, closed;
 	stdio_line_cb on_line;
 	stdio_eof_cb on_eof;
 	void *data;
@@ -28,6 +30,10 @@ struct stdio_lines {
 
 int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max_line,
 		      stdio_line_cb on_line, stdio_eof_cb on_eof, void *data);
+/* No callback after this; the poll handle, if one was needed, closes. A read
+ * already in flight still ends (reading): free only once it has. */
+void stdio_lines_close(struct stdio_lines *l);
+/* After stdio_lines_close, once the loop ran its close callbacks. */
 void stdio_lines_free(struct stdio_lines *l);
 
 #endif

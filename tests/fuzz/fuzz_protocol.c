@@ -11,10 +11,13 @@
  *   - as a JSON request line: protocol_json_mask_surrogates changes only the hex digits of \u
  *     escapes, leaves nothing to mask a second time, and masks nothing in a text cJSON takes
  *     (cJSON refuses lone surrogates);
- *   - protocol_json_has_nul finds a raw NUL whenever there is one.
+ *   - protocol_json_has_nul finds a raw NUL whenever there is one;
+ *   - as a request id: what protocol_json_dup_exact makes of the JSON value prints as JSON that
+ *     reads back as the same value, every number the same double (null for infinities).
  * Any disagreement aborts.
  */
 #include <stdbool.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -164,6 +167,42 @@ static void check_surrogates(const uint8_t *data, size_t size)
 	free(text);
 }
 
+/* a and b are the same JSON value, numbers equal as doubles; b has null for an infinity. */
+static bool same_value(const cJSON *a, const cJSON *b)
+{
+	if (cJSON_IsNumber(a) && (a->valuedouble > 1e308 || a->valuedouble < -1e308))
+		return cJSON_IsNull(b);
+	if (cJSON_IsNumber(a))
+		return cJSON_IsNumber(b) && a->valuedouble == b->valuedouble &&
+		       (a->valuedouble != 0 || signbit(a->valuedouble) == signbit(b->valuedouble));
+	if ((a->type & 0xFF) != (b->type & 0xFF))
+		return false;
+	if (cJSON_IsString(a))
+		return strcmp(a->valuestring, b->valuestring) == 0;
+	const cJSON *x = a->child, *y = b->child;
+	for (; x && y; x = x->next, y = y->next)
+		if ((cJSON_IsObject(a) && strcmp(x->string, y->string) != 0) || !same_value(x, y))
+			return false;
+	return !x && !y;
+}
+
+static void check_exact_id(const uint8_t *data, size_t size)
+{
+	cJSON *id = cJSON_ParseWithLength((const char *)data, size);
+	if (!id)
+		return;
+	cJSON *dup = protocol_json_dup_exact(id);
+	CHECK(dup != NULL);
+	char *text = cJSON_PrintUnformatted(dup);
+	CHECK(text != NULL);
+	cJSON *back = cJSON_Parse(text);
+	CHECK(back != NULL && same_value(id, back));
+	cJSON_Delete(back);
+	cJSON_free(text);
+	cJSON_Delete(dup);
+	cJSON_Delete(id);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_frame(data, size);
@@ -172,5 +211,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_surrogates(data, size);
 	if (size && memchr(data, '\0', size))
 		CHECK(protocol_json_has_nul((const char *)data, size));
+	check_exact_id(data, size);
 	return 0;
 }

@@ -3,6 +3,7 @@ the way a user or a program does, and every wait has a deadline."""
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 import unittest
@@ -34,12 +35,34 @@ def run_json(*codes, extra=(), timeout=60):
     return results, p
 
 
+def kill_if_alive(pid):
+    """Kills process pid if it still exists (an interpreter ptybox left
+    behind); returns whether it did."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def start_once_transport(folder):
+    """An exec: transport, written into folder, that starts the interpreter
+    once and refuses every later start (exit status 7): restarts fail."""
+    script = os.path.join(folder, "once.sh")
+    with open(script, "w") as f:
+        f.write('#!/bin/sh\n[ -e "$0.started" ] && { echo "once.sh: refusing a second start"; '
+                'exit 7; }\n: > "$0.started"\nexec "$@"\n')
+    os.chmod(script, 0o755)
+    return "exec:" + script
+
+
 class Serve:
     """A `ptybox serve --stdio` process with line-oriented, deadline-bound I/O."""
 
-    def __init__(self, *extra, via=None, argv=None, cwd=None):
+    def __init__(self, *extra, via=None, argv=None, cwd=None, stdin=subprocess.PIPE):
+        """stdin: a pipe that send() writes to, or an fd the caller writes to."""
         argv = argv or [PTYBOX, "serve", "--stdio", "--via", via or VIA, *extra]
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, cwd=cwd)
         self.buf = b""
         self.stderr = ""

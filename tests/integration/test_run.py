@@ -2,13 +2,16 @@
 import base64
 import json
 import os
+import select
+import signal
 import struct
 import subprocess
 import tempfile
 import time
 import unittest
 
-from ptybox_test import PTYBOX, Serve, TestCase, run, run_json
+from ptybox_test import (PTYBOX, Serve, TestCase, kill_if_alive, run, run_json,
+                         start_once_transport)
 
 
 class DemoTest(TestCase):
@@ -78,6 +81,20 @@ class ExitStatusTest(TestCase):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertEqual(p.stdout, "")
             self.assertTrue(p.stderr.startswith("ptybox: ") or "Try" in p.stderr, p.stderr)
+
+    def test_bad_option_values_are_named_as_given(self):
+        for args, said in (
+                (["run", "--net=1", "-c", "1"], "run: option '--net' takes no value"),
+                (["serve", "--stdio", "--bogus=1"], "serve: unknown option '--bogus'"),
+                (["run", "--pids", "4194303", "-c", "1"],
+                 "run: --pids 4194303: expected a number from 0 to 4194302"),
+                (["run", "--log", "/nonexistent/dir/x.log", "-c", "1"],
+                 "run: --log /nonexistent/dir/x.log: No such file or directory"),
+                (["serve", "--stdio", "--log", "/"], "serve: --log /: Is a directory")):
+            with self.subTest(args=args):
+                p = run(*args, via=False, input="")
+                self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+                self.assertEqual(p.stderr.splitlines()[0], "ptybox: " + said)
 
     def test_cannot_start_is_125_with_the_reason(self):
         p = run("run", "--via", "none", "--python", "/nonexistent/python3", "-c", "1",
@@ -183,6 +200,42 @@ class JsonTest(TestCase):
         self.assertEqual(p.returncode, 1)
 
 
+class NotRunTest(TestCase):
+    """Every snippet gets one result line, also those the session could not run."""
+
+    def test_a_restart_that_fails_is_not_called_a_restart(self):
+        with tempfile.TemporaryDirectory() as d:
+            results, p = run_json("x = 1", "import os; os._exit(1)", "print(3)", "print(4)",
+                                  extra=["--via", start_once_transport(d)])
+        self.assertEqual([r["id"] for r in results], [1, 2, 3, 4], p.stdout)
+        self.assertOk(results[0])
+        crashed = results[1]
+        self.assertEqual((crashed["status"], crashed["state_lost"]), ("crashed", True))
+        self.assertIn("the interpreter died (exit status 1)", crashed["message"])
+        self.assertIn("could not be restarted", crashed["message"])
+        self.assertIn("once.sh: refusing a second start", crashed["message"])
+        self.assertNotIn("restarted with", crashed["message"])
+        for r in results[2:]:
+            self.assertEqual((r["status"], r["stdout"]), ("crashed", ""), r)
+            self.assertRegex(r["message"], r"^not run: the interpreter could not be restarted")
+        self.assertEqual(p.returncode, 125)
+        self.assertIn("cannot start the session", p.stderr)
+
+    def test_a_session_that_cannot_start_answers_each_snippet(self):
+        results, p = run_json("1", "2", extra=["--via", "none", "--python",
+                                              "/nonexistent/python3"])
+        self.assertEqual([r["id"] for r in results], [1, 2], p.stdout)
+        for r in results:
+            self.assertEqual((r["status"], r["state_lost"]), ("crashed", False), r)
+            self.assertEqual(r["message"], "not run: /nonexistent/python3: not found")
+        self.assertEqual(p.returncode, 125)
+        # a terminal still gets one line for it all
+        p = run("run", "--via", "none", "--python", "/nonexistent/python3", "-c", "1", "-c", "2",
+                via=False)
+        self.assertEqual((p.returncode, p.stdout), (125, ""))
+        self.assertEqual(p.stderr.count("\n"), 2, p.stderr)  # the warning and one error line
+
+
 class DisplayTest(TestCase):
     """Rich output: display() and pyplot figures, as data (--json) and as a
     terminal shows them (text/plain, like Jupyter's console)."""
@@ -230,6 +283,49 @@ class DisplayTest(TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"^plotted\n<Figure size \d+x\d+ with 1 Axes>\n"
                                    r"'shown'\nthen\n3\n'value'\n$")
+
+
+def read_line(f, timeout=30):
+    """One line from a pipe, within the deadline."""
+    deadline, buf = time.monotonic() + timeout, b""
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([f], [], [], left)[0]:
+            raise TimeoutError("no line within %s s (got %r)" % (timeout, buf))
+        c = os.read(f.fileno(), 1)
+        if not c:
+            raise EOFError("closed after %r" % buf)
+        buf += c
+    return buf.decode()
+
+
+# Ignores SIGHUP (the terminal's hang-up), says its pid, and spins.
+SPIN = ("import os, signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+        "print(os.getpid(), flush=True)\nwhile True: pass")
+
+
+class SignalTest(TestCase):
+    """Killed by a signal, ptybox kills its interpreter first: with --via
+    none nothing else would, and it spun on, orphaned."""
+
+    def test_sigterm_and_sighup_kill_the_interpreter_and_exit_128_plus_signo(self):
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with self.subTest(sig=sig):
+                p = subprocess.Popen([PTYBOX, "run", "--via", "none", "-c", SPIN],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+                pid = rc = None
+                try:
+                    pid = int(read_line(p.stdout))
+                    p.send_signal(sig)
+                    rc = p.wait(30)
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                    p.communicate(timeout=30)
+                    left_behind = pid and kill_if_alive(pid)
+                self.assertEqual(rc, 128 + sig)
+                self.assertFalse(left_behind, "the interpreter outlived ptybox")
 
 
 class HelpTest(TestCase):

@@ -1,9 +1,19 @@
 """`ptybox serve --stdio`: JSON lines for programs."""
 import json
+import os
+import signal
+import tempfile
 import time
 import unittest
 
-from ptybox_test import VIA, Serve, TestCase
+from ptybox_test import VIA, Serve, TestCase, kill_if_alive, start_once_transport
+
+
+def cpu_seconds(pid):
+    """User and system time a process used so far, all its threads."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class ServeTest(TestCase):
@@ -22,6 +32,20 @@ class ServeTest(TestCase):
         self.assertEqual(r["id"], "two")
         self.assertEqual(r["result"], {"text/plain": "42"})
         self.assertEqual(self.s.close(), 0)
+
+    def test_numeric_ids_come_back_as_exactly_the_number_sent(self):
+        # (cJSON prints 15 digits: 9007199254740991 came back as 9.00719925474099e+15,
+        # and 5000000000000001 as 5e+15, the id of another request)
+        for raw in (b"9007199254740991", b"5000000000000001", b"5000000000000000",
+                    b"0.30000000000000004", b"1.0000000000000002", b"-12", b"0.1"):
+            self.s.send(b'{"id":%s,"op":"exec","code":"1"}' % raw)
+            r = self.s.recv()
+            self.assertEqual((r["id"], r["status"]), (json.loads(raw), "ok"), raw)
+        self.s.send(b'{"id":[5000000000000001,{"n":0.30000000000000004}],"op":"ping"}')
+        self.assertEqual(self.s.recv(), {"id": [5000000000000001, {"n": 0.30000000000000004}],
+                                         "ok": True})
+        self.s.send(b'{"id":9007199254740991,"op":"fly"}')
+        self.assertEqual(self.s.recv()["id"], 9007199254740991)
 
     def test_ping_and_malformed_lines_do_not_disturb_the_session(self):
         self.s.exec("keep = 'me'", id=1)
@@ -234,6 +258,26 @@ class ServeTest(TestCase):
         finally:
             self.assertEqual(s.close(), 125)
 
+    def test_snippets_queued_when_the_restart_fails_get_results_not_run(self):
+        self.s.close()
+        with tempfile.TemporaryDirectory() as d:
+            s = Serve(via=start_once_transport(d))
+            try:
+                s.send("\n".join(json.dumps(r) for r in (  # (one write: both queued)
+                    {"id": "a", "op": "exec", "code": "import os; os._exit(1)"},
+                    {"id": "b", "op": "exec", "code": "'never'"})))
+                r = s.recv_result("a")
+                self.assertEqual(r["status"], "crashed")
+                self.assertIn("could not be restarted", r["message"])
+                self.assertNotIn("restarted with", r["message"])
+                self.assertIn("could not be started", s.recv()["error"])
+                r = s.recv_result("b")
+                self.assertEqual(r["status"], "crashed")
+                self.assertRegex(r["message"], "^not run: ")
+                self.assertEqual(s.p.wait(20), 125)
+            finally:
+                self.assertEqual(s.close(), 125)
+
     def test_eof_after_a_restart_still_exits_0(self):
         self.s.send({"id": 1, "op": "exec", "code": "x = 1"})
         self.s.send({"id": 2, "op": "restart"})
@@ -246,6 +290,66 @@ class ServeTest(TestCase):
         self.assertEqual(r["status"], "timeout")
         self.assertLess(r["duration_ms"], 4000)
 
+    def test_a_timeout_past_a_year_is_refused_like_the_option(self):
+        # (1e300 s in milliseconds does not fit a timer: it was undefined behaviour)
+        for t in (1e300, 31536000.5, -1, "5"):
+            self.s.send({"id": "t", "op": "exec", "code": "1", "timeout": t})
+            reply = self.s.recv()
+            self.assertEqual(reply["id"], "t", reply)
+            self.assertIn("from 0 to 31536000 (a year)", reply.get("error", ""), reply)
+        self.s.send({"id": 2, "op": "exec", "code": "'kept going'", "timeout": 31536000})
+        self.assertEqual(self.s.recv_result(2)["result"], {"text/plain": "'kept going'"})
+        self.assertEqual(self.s.close(), 0)
+
+
+
+class StdinTest(TestCase):
+    def test_a_non_blocking_stdin_is_waited_on_not_spun_on(self):
+        # A parent may hand over its pipe with O_NONBLOCK set (the flag is the
+        # pipe's, shared with the parent): reads then say EAGAIN, and serve
+        # must wait until there is input, not read again at once.
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        try:
+            s = Serve(stdin=r)
+        finally:
+            os.close(r)
+        try:
+            def request(obj):
+                os.write(w, json.dumps(obj).encode() + b"\n")
+            request({"id": 1, "op": "exec", "code": "1 + 1"})
+            self.assertEqual(s.recv_result(1)["result"], {"text/plain": "2"})
+            before = cpu_seconds(s.p.pid)
+            # serve has nothing to read for the two seconds this runs
+            request({"id": 2, "op": "exec", "code": "import time; time.sleep(2)"})
+            self.assertOk(s.recv_result(2))
+            self.assertLess(cpu_seconds(s.p.pid) - before, 0.5)
+        finally:
+            os.close(w)
+        self.assertEqual(s.close(), 0)
+
+
+class SignalTest(TestCase):
+    def test_a_signal_kills_the_interpreter_answers_what_is_queued_and_exits(self):
+        # With --via none nothing else kills the interpreter: it spun on, orphaned.
+        spin = ("import os, signal\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
+                "print(os.getpid(), flush=True)\nwhile True: pass")
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            with self.subTest(sig=sig):
+                s = Serve(via="none")
+                pid = None
+                try:
+                    s.send({"id": "spin", "op": "exec", "code": spin, "stream": True})
+                    pid = int(s.recv()["text"])
+                    s.p.send_signal(sig)
+                    self.assertEqual(s.p.wait(30), 128 + sig)
+                    reply = s.recv()
+                    self.assertEqual(reply["id"], "spin")
+                    self.assertIn("stopped by signal %d" % sig, reply["error"])
+                finally:
+                    s.close()
+                    left_behind = pid and kill_if_alive(pid)
+                self.assertFalse(left_behind, "the interpreter outlived ptybox serve")
 
 
 class PoolTest(TestCase):

@@ -48,6 +48,26 @@ static void test_seconds(void **state)
 	assert_int_equal(options_parse_seconds("0x10", &v), -EINVAL);
 	assert_int_equal(options_parse_seconds(" 1", &v), -EINVAL);
 	assert_int_equal(options_parse_seconds("1e300", &v), -ERANGE);
+	assert_int_equal(options_parse_seconds("31536000", &v), 0);
+	assert_int_equal(options_parse_seconds("31536000.5", &v), -ERANGE);
+}
+
+/* A JSON request's number is checked and turned into a timer the same way:
+ * nothing past a year, and no float-to-integer overflow whatever comes. */
+static void test_seconds_as_milliseconds(void **state)
+{
+	assert_true(options_seconds_valid(0));
+	assert_true(options_seconds_valid(OPTIONS_MAX_SECONDS));
+	assert_false(options_seconds_valid(-0.5));
+	assert_false(options_seconds_valid(1e300));
+	assert_false(options_seconds_valid(0.0 / 0.0));
+	assert_int_equal(options_seconds_ms(1.5), 1500);
+	assert_int_equal(options_seconds_ms(0.0001), 1);
+	assert_int_equal(options_seconds_ms(0), 0);
+	assert_int_equal(options_seconds_ms(-3), 0);
+	assert_int_equal(options_seconds_ms(0.0 / 0.0), 0);
+	assert_int_equal(options_seconds_ms(1e300), 31536000000ULL);
+	assert_int_equal(options_seconds_ms(1.0 / 0.0), 31536000000ULL);
 }
 
 static void test_counts(void **state)
@@ -69,6 +89,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_seconds),
+		cmocka_unit_test(test_seconds_as_milliseconds),
 		cmocka_unit_test(test_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,6 +115,53 @@ static void test_cut_characters_are_not_split(void **state)
 	outbuf_free(&ob);
 }
 
+static void test_a_cap_beyond_memory_costs_only_what_is_printed(void **state)
+{
+	/* --max-output 64G: nothing may be allocated up front for it. */
+	struct outbuf ob;
+	outbuf_init(&ob, (size_t)64 << 30);
+	assert_int_equal(outbuf_append(&ob, "hello\n", 6), 0);
+	assert_true(ob.head_cap < 1 << 20);
+	char *chunk = malloc(1 << 20);
+	memset(chunk, 'y', 1 << 20);
+	for (int i = 0; i < 3; i++) /* grows, keeping what it has */
+		assert_int_equal(outbuf_append(&ob, chunk, 1 << 20), 0);
+	assert_true(ob.head_cap >= ob.head_len && ob.head_cap < (size_t)16 << 20);
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(len, 6 + 3 * (1 << 20));
+	assert_memory_equal(s, "hello\nyyy", 9);
+	assert_int_equal(s[len - 1], 'y');
+	free(s);
+	free(chunk);
+	outbuf_free(&ob);
+}
+
+static void test_the_ring_grows_before_it_wraps(void **state)
+{
+	struct outbuf ob;
+	outbuf_init(&ob, (size_t)1 << 20); /* 512 KiB each half */
+	char *chunk = malloc(1 << 19);
+	memset(chunk, 'h', 1 << 19);
+	outbuf_append(&ob, chunk, 1 << 19); /* the head is full */
+	outbuf_append(&ob, "t1", 2);
+	assert_true(ob.ring_cap < 1 << 19);
+	memset(chunk, 'r', 1 << 19);
+	for (int i = 0; i < 3; i++) /* and now it wraps */
+		outbuf_append(&ob, chunk, 300000);
+	outbuf_append(&ob, "END", 3);
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_int_equal(dropped, 2 + 3 * 300000 + 3 - (1 << 19));
+	assert_string_equal(s + len - 4, "rEND");
+	free(s);
+	free(chunk);
+	outbuf_free(&ob);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -123,6 +170,8 @@ int main(void)
 		cmocka_unit_test(test_memory_is_bounded_for_any_chunking),
 		cmocka_unit_test(test_upstream_drop_marker_between_head_and_tail),
 		cmocka_unit_test(test_cut_characters_are_not_split),
+		cmocka_unit_test(test_a_cap_beyond_memory_costs_only_what_is_printed),
+		cmocka_unit_test(test_the_ring_grows_before_it_wraps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -510,6 +510,30 @@ static void test_result_json_has_every_field(void **state)
 	cJSON_free(s);
 }
 
+/* serve echoes ids: a number must come back as the double it parsed to. */
+static void test_ids_are_echoed_exactly(void **state)
+{
+	cJSON *v = cJSON_Parse("[9007199254740991, 5000000000000001, 5000000000000000, "
+			       "0.30000000000000004, 1.0000000000000002, 0.1, -0, 1e300, 12, "
+			       "-7.5, 1e400, {\"a\": [4503599627370497]}, \"s\", true, null]");
+	assert_non_null(v);
+	cJSON *d = protocol_json_dup_exact(v);
+	assert_non_null(d);
+	char *s = cJSON_PrintUnformatted(d);
+	assert_string_equal(s, "[9007199254740991,5000000000000001,5000000000000000,"
+			       "0.30000000000000004,1.0000000000000002,0.1,-0,1e+300,12,-7.5,null,"
+			       "{\"a\":[4503599627370497]},\"s\",true,null]");
+	cJSON_free(s);
+	/* and stays exact through the copies serve makes of it */
+	cJSON *copy = cJSON_Duplicate(d, 1);
+	s = cJSON_PrintUnformatted(copy);
+	assert_non_null(strstr(s, "[9007199254740991,5000000000000001,"));
+	cJSON_free(s);
+	cJSON_Delete(copy);
+	cJSON_Delete(d);
+	cJSON_Delete(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_validity),
 		cmocka_unit_test(test_parse_frames),
 		cmocka_unit_test(test_result_json_has_every_field),
+		cmocka_unit_test(test_ids_are_echoed_exactly),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
