@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 
 #define SESSION_QUEUE_CAP   4096
 #define SESSION_DISPLAY_CAP ((size_t)64 << 20)
+#define SESSION_SPIN_NS	    ((uint64_t)100 * 1000) /* see session_spin_cb */
 
 enum session_state { S_STARTING, S_IDLE, S_RUNNING, S_FATAL, S_CLOSING };
 
@@ -71,7 +73,9 @@ struct ptybox_session {
 	struct instance *in;
 	bool started_once;
 	uv_timer_t timer;
-	int closing_parts; /* the timer and the instance, once closing */
+	uv_idle_t spin; /* active: the loop polls, not sleeps (session_spin_cb) */
+	uint64_t spin_until;
+	int closing_parts; /* the timer, the spin and the instance, once closing */
 
 	struct exec *head, *tail; /* head is the running one in S_RUNNING */
 	size_t queued;
@@ -302,6 +306,21 @@ static void session_send_failed_cb(uv_timer_t *t)
 	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
 }
 
+/* For SESSION_SPIN_NS after a snippet is sent the loop polls rather than
+ * sleeps (an active idle handle makes uv_run poll with no timeout): a quick
+ * result finds this thread awake. A sleeping one costs a wake-up, and in a VM
+ * whose idle CPUs halt, an exit to the hypervisor and an interrupt back: tens
+ * of microseconds, as long as the whole round trip of a small snippet. Each
+ * turn yields the CPU to anything that wants it, the interpreter included. */
+static void session_spin_cb(uv_idle_t *h)
+{
+	ptybox_session *s = h->data;
+	if (s->state != S_RUNNING || uv_hrtime() >= s->spin_until)
+		uv_idle_stop(h);
+	else
+		sched_yield();
+}
+
 static void session_pump(ptybox_session *s)
 {
 	if (s->state != S_IDLE || !s->head)
@@ -336,6 +355,8 @@ static void session_pump(ptybox_session *s)
 		return;
 	}
 	session_arm(s, options_seconds_ms(e->timeout), session_timeout_cb);
+	s->spin_until = e->sent_ns + SESSION_SPIN_NS;
+	uv_idle_start(&s->spin, session_spin_cb);
 }
 
 static void session_on_display(ptybox_session *s, struct exec *e, cJSON *root)
@@ -687,6 +708,8 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	outbuf_init(&s->err, o->max_output);
 	uv_timer_init(loop, &s->timer);
 	s->timer.data = s;
+	uv_idle_init(loop, &s->spin);
+	s->spin.data = s;
 	/* Start on the next loop turn: callbacks never run inside the caller's call. */
 	s->state = S_STARTING;
 	uv_timer_start(&s->timer, session_first_start_cb, 0, 0);
@@ -780,7 +803,7 @@ size_t ptybox_session_pending(const ptybox_session *s)
 	return s->queued;
 }
 
-/* The last of the timer and the instance to close frees the session. */
+/* The last of the timer, the spin and the instance to close frees the session. */
 static void session_closed_one(ptybox_session *s)
 {
 	if (--s->closing_parts > 0)
@@ -812,13 +835,14 @@ void ptybox_session_close(ptybox_session *s)
 	cJSON_Delete(s->held.error);
 	s->held.error = NULL;
 	s->held.on = false;
-	s->closing_parts = 1;
+	s->closing_parts = 2;
 	if (s->in) {
 		s->closing_parts++;
 		instance_close_notify(s->in, session_instance_closed, s);
 	}
 	s->in = NULL;
 	uv_close((uv_handle_t *)&s->timer, session_timer_closed_cb);
+	uv_close((uv_handle_t *)&s->spin, session_timer_closed_cb);
 }
 
 const char *ptybox_version(void)
