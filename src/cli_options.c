@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "log.h"
 #include "options.h"
+#include "protocol.h"
 
 /* PID_MAX_LIMIT (2^22), less the sandbox's init and outer child, which its
  * pids cgroup counts along. */
@@ -63,9 +64,11 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			       : cli_bad(cmd, "timeout", arg,
 					 "expected seconds from 0 to 31536000 (a year), e.g. 1.5");
 	case 0x102:
-		return options_parse_size(arg, &o->max_output) == 0 && o->max_output >= 2
+		return options_parse_size(arg, &o->max_output) == 0 && o->max_output >= 2 &&
+				       o->max_output <= PROTOCOL_MAX_OUTPUT
 			       ? 1
-			       : cli_bad(cmd, "max-output", arg, "expected a size, e.g. 4M");
+			       : cli_bad(cmd, "max-output", arg,
+					 "expected a size from 2 to 1T, e.g. 4M");
 	case 0x103:
 		return options_parse_size(arg, &o->memory) == 0
 			       ? 1

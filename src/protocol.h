@@ -42,12 +42,16 @@
 #define PROTOCOL_NONCE_BYTES  16
 /* The driver's max_output when a request has none: exec lines leave it out. */
 #define PROTOCOL_DEFAULT_MAX_OUTPUT ((uint64_t)4 << 20)
+/* The driver's exit status when user code took its terminal fd and
+ * /dev/tty cannot be opened again (driver.py: Terminal.recover, _retry):
+ * one that user code is unlikely to pick, so "exit status 3" stays its own. */
+#define PROTOCOL_EXIT_NO_TERMINAL 119
+/* The largest max_output a session takes: PROTOCOL_MAX_PAYLOAD stays far
+ * from overflowing. */
+#define PROTOCOL_MAX_OUTPUT ((uint64_t)1 << 40)
 /* The longest frame payload the client takes, for a session's max_output;
  * longer frames are dropped unread. The driver computes the same bound and
  * keeps its result and display frames under it (driver.py: _frame_cap). */
-/* The driver's exit status when user code took its terminal fd and
- * /dev/tty cannot be opened again (driver.py: Terminal.recover, _retry). */
-#define PROTOCOL_EXIT_NO_TERMINAL	 3
 #define PROTOCOL_MAX_PAYLOAD(max_output) ((size_t)(max_output)*4 + ((size_t)16 << 20))
 
 #endif

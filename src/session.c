@@ -686,6 +686,11 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 		ptybox_options_init(&defaults);
 		o = &defaults;
 	}
+	if (o->max_output > PROTOCOL_MAX_OUTPUT) {
+		snprintf(err, errlen, "max_output %llu is over the limit of 1 TiB",
+			 (unsigned long long)o->max_output);
+		return -EINVAL;
+	}
 	ptybox_session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;

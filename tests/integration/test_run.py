@@ -90,7 +90,9 @@ class ExitStatusTest(TestCase):
                  "run: --pids 4194303: expected a number from 0 to 4194302"),
                 (["run", "--log", "/nonexistent/dir/x.log", "-c", "1"],
                  "run: --log /nonexistent/dir/x.log: No such file or directory"),
-                (["serve", "--stdio", "--log", "/"], "serve: --log /: Is a directory")):
+                (["serve", "--stdio", "--log", "/"], "serve: --log /: Is a directory"),
+                (["run", "--max-output", "2T", "-c", "1"],
+                 "run: --max-output 2T: expected a size from 2 to 1T, e.g. 4M")):
             with self.subTest(args=args):
                 p = run(*args, via=False, input="")
                 self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)

@@ -328,6 +328,8 @@ class CrashTest(TestCase):
     def test_os_exit(self):
         r = self.assertCrashedAndRestarted("import os; os._exit(7)")
         self.assertIn("exit status 7", r["message"])
+        r = self.assertCrashedAndRestarted("import os; os._exit(3)")   # (not the driver's own)
+        self.assertIn("the interpreter died (exit status 3)", r["message"])
 
     def test_segfault(self):
         r = self.assertCrashedAndRestarted("import ctypes; ctypes.string_at(0)")
