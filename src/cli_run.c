@@ -275,6 +275,24 @@ int cli_run(int argc, char **argv)
 			close(fd);
 		if (!file_code)
 			return CLI_EXIT_USAGE;
+		if (file_len >= 3 && memcmp(file_code, "\xef\xbb\xbf", 3) == 0) {
+			file_len -= 3; /* a UTF-8 BOM, which python3 FILE skips too */
+			memmove(file_code, file_code + 3, file_len);
+		}
+		if (!protocol_utf8_valid(file_code, file_len)) {
+			cli_error("run: %s: not valid UTF-8 (snippets are UTF-8 text, whatever "
+				  "coding line they have)",
+				  strcmp(path, "-") == 0 ? "standard input" : path);
+			free(file_code);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	for (size_t i = 0; i < ncodes; i++) {
+		if (!protocol_utf8_valid(codes[i], strlen(codes[i]))) {
+			cli_error("run: -c #%zu: not valid UTF-8", i + 1);
+			free(file_code);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	if (ncodes == 0 && !file_code) {
 		cli_error("run: nothing to run: give -c CODE or a FILE (- for standard input)");
