@@ -198,11 +198,16 @@ def _decoder():
     return codecs.getincrementaldecoder("utf-8")("replace")
 
 
+_CUT = [False]                    # _cap_text cut something since the snippet began
+
+
 def _cap_text(text, limit):
-    """text cut to at most limit UTF-8 bytes (0: no limit), saying so."""
+    """text cut to at most limit UTF-8 bytes (0: no limit), saying so (and in
+    _CUT: the result says truncated)."""
     data = text.encode("utf-8", "backslashreplace")
     if not limit or len(data) <= limit:
         return text
+    _CUT[0] = True
     cut = _char_start(data, limit)
     return data[:cut].decode("utf-8", "replace") + "...[%d bytes truncated]" % (len(data) - cut)
 
@@ -230,6 +235,7 @@ def _fit_bundle(data, limit, what):
     dropped = ", ".join(k for k in data if k != "text/plain")
     text = _cap_text(data.get("text/plain", ""), limit)
     if dropped:
+        _CUT[0] = True
         text += "\n[ptybox: %s dropped: the %s was too large to send]" % (dropped, what)
     return {"text/plain": text}
 
@@ -1705,6 +1711,7 @@ class Driver:
             self.sigint_idle = 0
             self.sigint_seen = self.sigint_deferred = True
         self.max_output = max_output
+        _CUT[0] = False
         capture = self.capture
         if not capture.begin(sid, max_output):
             self.running = None
@@ -1725,7 +1732,7 @@ class Driver:
         out, err = capture.streams
         if (exc is None and value is None and _SYS.get("stdout") is out
                 and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
-                and "ctypes" not in _MODULES and not self.sigint_raised):
+                and "ctypes" not in _MODULES and not self.sigint_raised and not _CUT[0]):
             status, result = "ok", None      # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
@@ -1744,7 +1751,7 @@ class Driver:
         # thorough check tells, see _check).
         thorough = micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY
         self.term.ensure(thorough)
-        if status == "ok" and result is None:
+        if status == "ok" and result is None and not _CUT[0]:
             # result and error left out when null: the client parses less
             payload = (b'{"type":"result","id":%s,"status":"ok","duration_ms":%d.%03d}'
                        % (b"%d" % sid if type(sid) is int else _payload(sid),
@@ -1764,6 +1771,9 @@ class Driver:
                     frame["result"] = _fit_bundle(result, part, "result")
                 if error is not None:
                     frame["error"] = _fit_error(error, part)
+                payload = _payload(frame)
+            if _CUT[0]:                      # (a display's text too)
+                frame["truncated"] = True
                 payload = _payload(frame)
         capture.end(sid, max_output, payload)
         self.term.spin_until = _perf_ns() + SPIN

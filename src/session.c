@@ -60,6 +60,7 @@ struct exec {
 	cJSON *display;
 	size_t display_bytes;
 	bool display_dropped;
+	bool cut; /* the driver cut its value, error or a display's text */
 };
 
 struct ptybox_session {
@@ -207,7 +208,7 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 		.traceback = traceback,
 		.duration_ms = duration_ms,
 		.dropped_bytes = odrop + edrop,
-		.truncated = odrop || edrop || e->display_dropped || s->frame_dropped,
+		.truncated = odrop || edrop || e->display_dropped || e->cut || s->frame_dropped,
 		.state_lost = state_lost || s->state_lost_pending,
 		.message = message,
 	};
@@ -437,6 +438,7 @@ static void session_on_result(ptybox_session *s, struct protocol_frame *f)
 	cJSON *bundle = cJSON_GetObjectItemCaseSensitive(f->root, "result");
 	cJSON *error = cJSON_GetObjectItemCaseSensitive(f->root, "error");
 	const cJSON *dur = cJSON_GetObjectItemCaseSensitive(f->root, "duration_ms");
+	e->cut = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "truncated"));
 	/* The code caught our ^C and went on: it still stopped for it. */
 	bool caught = e->stop != STOP_NONE &&
 		      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "sigint"));

@@ -97,6 +97,16 @@ class SizeTest(TestCase):
         self.assertEqual(results[2]["result"], {"text/plain": note % "result"})
         self.assertEqual(results[3]["result"], {"text/plain": "'kept'"})
         self.assertFalse(any(r["state_lost"] for r in results))
+        self.assertEqual([r["truncated"] for r in results], [False, True, True, False])
+
+    def test_a_value_cut_to_max_output_says_truncated(self):
+        results, p = run_json("'x' * 10_000", "display('y' * 5000)", "'z' * 100",
+                              extra=["--max-output", "1K"])
+        self.assertEqual([r["status"] for r in results], ["ok"] * 3, p.stderr)
+        self.assertTrue(results[0]["result"]["text/plain"].endswith("...[8978 bytes truncated]"))
+        self.assertTrue(results[1]["display"][0]["text/plain"].endswith("bytes truncated]"))
+        self.assertEqual([r["truncated"] for r in results], [True, True, False])
+        self.assertEqual([r["dropped_bytes"] for r in results], [0, 0, 0])
 
     def test_flood_is_truncated_head_and_tail_and_session_lives(self):
         t0 = time.monotonic()
