@@ -147,8 +147,7 @@ char *outbuf_take(struct outbuf *ob, size_t *len, uint64_t *dropped_out)
 	}
 	uint64_t dropped = ob->dropped + (ob->head_len - head_len) + skip;
 	if (dropped)
-		snprintf(marker, sizeof(marker), "\n[ptybox: %llu bytes of output dropped]\n",
-			 (unsigned long long)dropped);
+		snprintf(marker, sizeof(marker), OUTBUF_MARKER, (unsigned long long)dropped);
 	size_t mlen = strlen(marker), tlen = ob->ring_len - skip;
 	char *out = malloc(head_len + mlen + tlen + 1);
 	if (!out) {

@@ -26,6 +26,8 @@ void outbuf_init(struct outbuf *ob, size_t cap);
 int outbuf_append(struct outbuf *ob, const char *data, size_t len);
 /* Someone upstream dropped n bytes at this point of the stream. */
 void outbuf_note_dropped(struct outbuf *ob, uint64_t n);
+/* What stands between head and tail for n bytes dropped (printf, unsigned long long). */
+#define OUTBUF_MARKER "\n[ptybox: %llu bytes of output dropped]\n"
 /* Head, a one-line marker if anything was dropped, tail: NUL-terminated,
  * valid UTF-8 at the seams (cut characters are dropped). Caller frees.
  * *dropped gets the bytes left out. Resets the buffer. NULL only when out of

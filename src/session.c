@@ -411,10 +411,19 @@ static void session_on_stream(ptybox_session *s, struct protocol_frame *f)
 	if (e && f->has_id && f->id == e->id && !late) {
 		struct outbuf *ob = name[3] == 'o' ? &s->out : &s->err;
 		const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(f->root, "dropped");
-		if (cJSON_IsNumber(dropped) && dropped->valuedouble > 0)
-			outbuf_note_dropped(ob, dropped->valuedouble < 18446744073709551616.0
-							? (uint64_t)dropped->valuedouble
-							: UINT64_MAX);
+		if (cJSON_IsNumber(dropped) && dropped->valuedouble > 0) {
+			uint64_t n = dropped->valuedouble < 18446744073709551616.0
+					     ? (uint64_t)dropped->valuedouble
+					     : UINT64_MAX;
+			outbuf_note_dropped(ob, n);
+			if (e->stream && s->cb.on_stream) { /* the same seam as the result's */
+				char marker[80];
+				int mlen = snprintf(marker, sizeof(marker), OUTBUF_MARKER,
+						    (unsigned long long)n);
+				s->cb.on_stream(s, e->id, name, marker, (size_t)mlen, false,
+						s->data);
+			}
+		}
 		outbuf_append(ob, text, len);
 		if (e->stream && s->cb.on_stream)
 			s->cb.on_stream(s, e->id, name, text, len, false, s->data);

@@ -130,6 +130,24 @@ class ServeTest(TestCase):
         self.assertLess(events[0][0], 0.35)
         self.assertEqual(m["stdout"], "0\n1\n2\n")
 
+    def test_streamed_output_over_max_output_shows_the_cut_like_the_result(self):
+        s = Serve("--max-output", "100")
+        try:
+            s.send({"id": 1, "op": "exec", "stream": True,
+                    "code": "for i in range(50):\n    print('line', i, flush=True)"})
+            text = ""
+            while True:
+                m = s.recv()
+                if m.get("event") != "stream":
+                    break
+                text += m["text"]
+            self.assertEqual((m["status"], m["truncated"]), ("ok", True), m)
+            self.assertIn("\n[ptybox: %d bytes of output dropped]\n" % m["dropped_bytes"],
+                          m["stdout"])
+            self.assertEqual(text, m["stdout"])
+        finally:
+            self.assertEqual(s.close(), 0, s.stderr)
+
     def test_rich_output_comes_as_events_in_order_with_the_text(self):
         self.s.send({"id": "s", "op": "exec", "stream": True,
                      "code": "print('one', flush=True); display(2); print('three')"})
