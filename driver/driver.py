@@ -41,7 +41,8 @@ Interrupts: the client sends ^C and, in the same write, an "interrupt" request
 naming the snippet it meant.  ^Cs that land while no snippet runs are
 counted; an interrupt request for a snippet that ended without seeing a
 SIGINT takes one off, and a snippet that starts while the count is above zero
-starts interrupted (see interrupt()).  So the client never waits for the
+starts interrupted if the client's interrupt request for it follows its exec
+request (see interrupt() and _interrupt_follows(): else user code sent it).  So the client never waits for the
 driver to say a snippet started, and a ^C meant for a snippet that ended does
 not interrupt the next one.
 
@@ -86,6 +87,7 @@ SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
+INTERRUPT_WAIT = 200 * 10 ** 6   # ns: for the interrupt request after a ^C (_interrupt_follows)
 SPIN = 50 * 1000                  # ns: after a result, poll this long for the next request
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 END = b":ptybox>>>"
@@ -465,6 +467,29 @@ class Terminal:
                 _sched_yield()
         except OSError:                      # (EINVAL under RLIMIT_NOFILE 0): just read
             pass
+
+    def pending_lines(self, wait_ns):
+        """The complete lines read and not taken yet, after reading what comes
+        within wait_ns (one read: a request line is written whole); None when
+        read_line is halfway through taking a read."""
+        buf, pos, parts, chunk = self.rs
+        if self.chunks and self.chunks[0] is not chunk:
+            return None
+        if wait_ns > 0 and _readable(self.fd, wait_ns / 1e9):
+            try:
+                data = os.read(self.fd, TTY_READ)
+            except OSError:
+                data = b""
+            if not data:
+                return None                  # (end of file: read_line's to say)
+            if data:                         # one chunk in rs, as read_line reads it
+                merged = (buf[pos:] + data,)
+                self.chunks.clear()
+                self.chunks.append(merged)
+                self.rs = (merged[0], 0, parts, merged)
+                self.taken = self.rs
+                buf, pos = merged[0], 0
+        return buf[pos:].split(b"\n")[:-1]
 
     def unread(self):
         """Whether input is here that read_line has not returned yet."""
@@ -1707,9 +1732,10 @@ class Driver:
             self._reset_late(max_output)
         self.sigint_seen = self.sigint_deferred = self.sigint_raised = False
         self.running = self.last_id = sid
-        if self.sigint_idle:                 # the ^C for this snippet came first
+        if self.sigint_idle:                 # the ^C for this snippet came first?
             self.sigint_idle = 0
-            self.sigint_seen = self.sigint_deferred = True
+            if self._interrupt_follows(sid):
+                self.sigint_seen = self.sigint_deferred = True
         self.max_output = max_output
         _CUT[0] = False
         capture = self.capture
@@ -1821,6 +1847,28 @@ class Driver:
             return
         if self.sigint_idle:
             self.sigint_idle -= 1
+
+    def _interrupt_follows(self, sid):
+        """Whether a ^C that came while idle was the client's, for snippet sid:
+        the client writes its ^C and an interrupt request naming the snippet
+        at once, and that request follows sid's in the input.  Else it came
+        from user code (a leftover thread's os.kill or _thread.interrupt_main)
+        and must not stop sid, which has not even started."""
+        deadline, wait = _perf_ns() + INTERRUPT_WAIT, 0
+        while True:
+            lines = self.term.pending_lines(wait)
+            if lines is None:
+                return True                  # (cannot tell: as before)
+            for line in lines:
+                try:
+                    req, _ = self._parse(line.replace(b"\r", b"").strip())
+                except Exception:
+                    continue
+                if req is not None and req["op"] == "interrupt" and req.get("id") == sid:
+                    return True
+            wait = deadline - _perf_ns()
+            if wait <= 0:
+                return False
 
     def _request(self, line, why):
         """After _parse failed with why: the request on the line, or None when

@@ -3,6 +3,7 @@ import json
 import os
 import signal
 import tempfile
+import threading
 import time
 import unittest
 
@@ -223,6 +224,39 @@ class ServeTest(TestCase):
             self.assertEqual(self.s.recv_result("b", timeout=20)["result"],
                              {"text/plain": "'next'"})
         self.assertEqual(self.s.close(), 0)
+
+    def test_a_sigint_from_user_code_between_snippets_stops_nothing(self):
+        # A thread of an earlier snippet signals the interpreter while it is
+        # idle (os.kill, _thread.interrupt_main: a home-made timeout): that
+        # is no ^C of the client's, and the next snippet must run.
+        # (--via none: the FIFOs are in this machine's /tmp)
+        self.s.close()
+        self.s = Serve("--timeout", "10", via="none")
+        with tempfile.TemporaryDirectory() as tmp:
+            go, done = os.path.join(tmp, "go"), os.path.join(tmp, "done")
+            os.mkfifo(go)
+            os.mkfifo(done)
+            for how in ("os.kill(os.getpid(), signal.SIGINT)", "_thread.interrupt_main()"):
+                with self.subTest(how=how):
+                    self.assertOk(self.s.exec(
+                        "import _thread, os, signal, threading\n"
+                        "def later():\n"
+                        "    open(%r).close()\n"
+                        "    %s\n"
+                        "    open(%r, 'w').close()\n"
+                        "threading.Thread(target=later).start()" % (go, how, done), id="a"))
+                    opened = []
+                    for path, flags in ((go, os.O_WRONLY), (done, os.O_RDONLY)):
+                        t = threading.Thread(target=lambda: opened.append(os.open(path, flags)),
+                                             daemon=True)
+                        t.start()
+                        t.join(10)
+                        self.assertFalse(t.is_alive(), "the thread did not go on")
+                    for fd in opened:
+                        os.close(fd)
+                    r = self.s.exec("print('ran'); 6 * 7", id="b")
+                    self.assertEqual((r["status"], r["stdout"], r["result"]),
+                                     ("ok", "ran\n", {"text/plain": "42"}), r)
 
     def test_interrupt_with_nothing_running_is_an_error_reply(self):
         self.s.send({"id": 1, "op": "interrupt"})
