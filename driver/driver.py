@@ -42,9 +42,9 @@ naming the snippet it meant.  ^Cs that land while no snippet runs are
 counted; an interrupt request for a snippet that ended without seeing a
 SIGINT takes one off, and a snippet that starts while the count is above zero
 starts interrupted if the client's interrupt request for it follows its exec
-request (see interrupt() and _interrupt_follows(): else user code sent it).  So the client never waits for the
-driver to say a snippet started, and a ^C meant for a snippet that ended does
-not interrupt the next one.
+request (see interrupt() and _interrupt_follows(): else user code sent the
+SIGINT).  So the client never waits for the driver to say a snippet started,
+and a ^C meant for a snippet that ended does not interrupt the next one.
 
 The round trip of a small snippet is on the hot path, so the main thread does
 it alone, without waiting for other threads: it reads requests itself (while
