@@ -200,16 +200,16 @@ def _decoder():
     return codecs.getincrementaldecoder("utf-8")("replace")
 
 
-_CUT = [False]                    # _cap_text cut something since the snippet began
+_CUT = {}                         # ident: True, _cap_text cut something in that thread
 
 
 def _cap_text(text, limit):
     """text cut to at most limit UTF-8 bytes (0: no limit), saying so (and in
-    _CUT: the result says truncated)."""
+    _CUT, for the thread: its snippet's result says truncated)."""
     data = text.encode("utf-8", "backslashreplace")
     if not limit or len(data) <= limit:
         return text
-    _CUT[0] = True
+    _CUT[_get_ident()] = True
     cut = _char_start(data, limit)
     return data[:cut].decode("utf-8", "replace") + "...[%d bytes truncated]" % (len(data) - cut)
 
@@ -237,7 +237,7 @@ def _fit_bundle(data, limit, what):
     dropped = ", ".join(k for k in data if k != "text/plain")
     text = _cap_text(data.get("text/plain", ""), limit)
     if dropped:
-        _CUT[0] = True
+        _CUT[_get_ident()] = True
         text += "\n[ptybox: %s dropped: the %s was too large to send]" % (dropped, what)
     return {"text/plain": text}
 
@@ -325,6 +325,8 @@ class Terminal:
         self.fd = _private(0, keep=True)
         self.ident = _identity(self.fd)
         self.lock = threading.RLock()        # one frame per write, whole (owner: _late_write)
+        self.writing = False                 # a frame is being written (lock held)
+        self.deferred = []                   # frames a signal handler wrote meanwhile
         self.recover_lock = threading.Lock()
         self.start = None                    # b"<<<ptybox:NONCE:" once known
         # What was read and not taken: (buffer, position in it, start of a
@@ -501,8 +503,28 @@ class Terminal:
         Checks the fd first: the pump sends while user code runs, and a pipe
         that user code put in our fd's place would block it for good."""
         with self.lock:
-            self.check()
-            self._writev(parts, sum(map(len, parts)))
+            if self.writing:                 # a handler, in the middle of a frame
+                self.deferred.append(parts)
+                return
+            self.writing = True
+            try:
+                self.check()
+                self._writev(parts, sum(map(len, parts)))
+            finally:
+                self.writing = False
+            if self.deferred:
+                self._write_deferred()
+
+    def _write_deferred(self):
+        """Frames that a signal handler of this thread wrote while one was
+        being written (display() in a SIGALRM handler, say): after it, whole."""
+        while self.deferred:
+            parts = self.deferred.pop(0)
+            self.writing = True
+            try:
+                self._writev(parts, sum(map(len, parts)))
+            finally:
+                self.writing = False
 
     def _writev(self, parts, size):
         try:
@@ -541,7 +563,16 @@ class Terminal:
         """One frame of a payload made of parts that _payload() returned."""
         start = self.start
         with self.lock:
-            self._writev((start, payload, END), len(start) + len(payload) + len(END))
+            if self.writing:
+                self.deferred.append((start, payload, END))
+                return
+            self.writing = True
+            try:
+                self._writev((start, payload, END), len(start) + len(payload) + len(END))
+            finally:
+                self.writing = False
+            if self.deferred:
+                self._write_deferred()
 
 
 # ---------------------------------------------------------------- capture
@@ -1109,6 +1140,7 @@ class Driver:
         self.sigint_idle = 0                 # ^Cs that came while idle, not yet explained
         self.forked = False                  # set in a child that user code forked
         self.tracers = None                  # user code's (tracer, profiler), paused
+        self.display_cut = False             # a display of the running snippet was cut
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
         self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
@@ -1244,8 +1276,9 @@ class Driver:
         and sys.stdout/err write through, for no pump flushes them here (a
         pool worker's print() would wait for its exit, or be lost to an
         os._exit, where the parent's snippet is long over)."""
-        self.term.lock, self.term.recover_lock = threading.Lock(), threading.Lock()
-        self.capture.io_lock, self.late_lock = threading.Lock(), threading.Lock()
+        self.term.lock, self.term.recover_lock = threading.RLock(), threading.Lock()
+        self.term.writing, self.term.deferred = False, []
+        self.capture.io_lock, self.late_lock = threading.Lock(), threading.RLock()
         self.forked = True
         for s in self.streams.values():
             s._ptybox_buf.lock = threading.RLock()
@@ -1430,9 +1463,10 @@ class Driver:
         return self.last_id if stamp is _UNSTAMPED or stamp is None else stamp
 
     def _late_write(self, sid, name, text):
-        if self.late_lock._is_owned() or self.term.lock._is_owned():
+        if self.late_lock._is_owned():
             # A signal handler or a thread's tracer printing from inside a
-            # write of this thread: the frame being written cannot take it.
+            # late write of this thread (one inside a frame's write waits
+            # for it: Terminal.write).
             return
         data = text.encode("utf-8", "backslashreplace")
         with self.late_lock:
@@ -1493,6 +1527,8 @@ class Driver:
         if len(payload) > cap:
             frame["data"] = _fit_bundle(data, cap // 64, "display")
             payload = _payload(frame)
+        if _CUT and _CUT.pop(_get_ident(), False) and where is _PIPE:
+            self.display_cut = True          # the running snippet's result says truncated
         term = self.term
         if threading.get_ident() != self.main_ident or not self.armed:
             term.write(term.start, payload, END)
@@ -1737,7 +1773,8 @@ class Driver:
             if self._interrupt_follows(sid):
                 self.sigint_seen = self.sigint_deferred = True
         self.max_output = max_output
-        _CUT[0] = False
+        _CUT.clear()
+        self.display_cut = False
         capture = self.capture
         if not capture.begin(sid, max_output):
             self.running = None
@@ -1758,7 +1795,8 @@ class Driver:
         out, err = capture.streams
         if (exc is None and value is None and _SYS.get("stdout") is out
                 and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
-                and "ctypes" not in _MODULES and not self.sigint_raised and not _CUT[0]):
+                and "ctypes" not in _MODULES and not self.sigint_raised
+                and not self.display_cut):
             status, result = "ok", None      # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
@@ -1777,7 +1815,8 @@ class Driver:
         # thorough check tells, see _check).
         thorough = micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY
         self.term.ensure(thorough)
-        if status == "ok" and result is None and not _CUT[0]:
+        cut = self.display_cut or _CUT.pop(self.main_ident, False)
+        if status == "ok" and result is None and not cut:
             # result and error left out when null: the client parses less
             payload = (b'{"type":"result","id":%s,"status":"ok","duration_ms":%d.%03d}'
                        % (b"%d" % sid if type(sid) is int else _payload(sid),
@@ -1798,7 +1837,7 @@ class Driver:
                 if error is not None:
                     frame["error"] = _fit_error(error, part)
                 payload = _payload(frame)
-            if _CUT[0]:                      # (a display's text too)
+            if cut or _CUT.pop(self.main_ident, False):
                 frame["truncated"] = True
                 payload = _payload(frame)
         capture.end(sid, max_output, payload)

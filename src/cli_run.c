@@ -279,6 +279,12 @@ int cli_run(int argc, char **argv)
 			file_len -= 3; /* a UTF-8 BOM, which python3 FILE skips too */
 			memmove(file_code, file_code + 3, file_len);
 		}
+		if (memchr(file_code, '\0', file_len)) {
+			cli_error("run: %s: the source contains a NUL byte",
+				  strcmp(path, "-") == 0 ? "standard input" : path);
+			free(file_code);
+			return CLI_EXIT_USAGE;
+		}
 		if (!protocol_utf8_valid(file_code, file_len)) {
 			cli_error("run: %s: not valid UTF-8 (snippets are UTF-8 text, whatever "
 				  "coding line they have)",

@@ -147,8 +147,9 @@ class ExitStatusTest(TestCase):
             f.write(b"x = 1\0\n")
             f.flush()
             p = run("run", f.name)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("NUL", p.stderr)
+        self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+        self.assertEqual(p.stderr.splitlines()[-1],
+                         "ptybox: run: %s: the source contains a NUL byte" % f.name)
 
 
 class StdioTest(TestCase):

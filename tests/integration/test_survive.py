@@ -107,6 +107,16 @@ class SizeTest(TestCase):
         self.assertTrue(results[1]["display"][0]["text/plain"].endswith("bytes truncated]"))
         self.assertEqual([r["truncated"] for r in results], [True, True, False])
         self.assertEqual([r["dropped_bytes"] for r in results], [0, 0, 0])
+        # A thread of an earlier snippet that displays something cut: not
+        # the running snippet's.
+        results, p = run_json("import threading\n"
+                              "go, done = threading.Event(), threading.Event()\n"
+                              "def later():\n"
+                              "    go.wait(30); display('y' * 5000); done.set()\n"
+                              "threading.Thread(target=later).start()",
+                              "go.set(); done.wait(30)", extra=["--max-output", "1K"])
+        self.assertEqual([(r["status"], r["truncated"]) for r in results],
+                         [("ok", False), ("ok", False)], p.stderr)
 
     def test_flood_is_truncated_head_and_tail_and_session_lives(self):
         t0 = time.monotonic()
@@ -706,6 +716,59 @@ class DriverDamageTest(TestCase):
         self.assertEqual([r["status"] for r in results], ["ok"] * 4, results)
         self.assertEqual(results[2]["stdout"], "after\n")
         self.assertEqual((results[3]["stdout"], results[3]["result"]), ("raw", {"text/plain": "2"}))
+
+    def test_display_in_a_signal_handler_never_splits_a_frame(self):
+        # A result frame too big for the terminal's buffer goes out in
+        # pieces, and a handler that fires in between and displays must not
+        # write its frame into the middle of it (the result was lost).
+        results, p = run_json(
+            "import signal\n"
+            "n = 0\n"
+            "def h(s, f):\n"
+            "    global n; n += 1; display('D')\n"
+            "signal.signal(signal.SIGALRM, h)\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)",
+            *["len('x' * 3000000)", "'x' * 3000000"] * 3,
+            "import signal; signal.setitimer(signal.ITIMER_REAL, 0, 0); n > 0",
+            extra=["--timeout", "20"], timeout=120)
+        self.assertEqual(len(results), 8, p.stderr)
+        self.assertEqual([r["status"] for r in results], ["ok"] * 8, [
+            (r["status"], r["message"]) for r in results])
+        self.assertFalse(any(r["state_lost"] for r in results))
+        for r in results[2:7:2]:
+            self.assertEqual(r["result"], {"text/plain": repr("x" * 3000000)})
+        self.assertEqual(results[-1]["result"], {"text/plain": "True"})
+
+    def test_a_process_forked_by_a_leftover_thread_prints_as_late_output(self):
+        s = Serve(via="none")
+        try:
+            self.assertOk(s.exec(
+                "import os, threading\n"
+                "go, done = threading.Event(), threading.Event()\n"
+                "def later():\n"
+                "    go.wait(30)\n"
+                "    pid = os.fork()\n"
+                "    if pid == 0:\n"
+                "        try:\n"
+                "            print('child says hi', flush=True)\n"
+                "        except BaseException as e:\n"
+                "            os.write(2, ('child print failed: %r' % (e,)).encode())\n"
+                "        os._exit(0)\n"
+                "    os.waitpid(pid, 0)\n"
+                "    done.set()\n"
+                "threading.Thread(target=later).start()", id=1))
+            s.send({"id": 2, "op": "exec", "code": "go.set(); done.wait(30)"})
+            late = ""
+            while True:
+                m = s.recv()
+                if m.get("event") != "stream":
+                    break
+                self.assertEqual((m["id"], m.get("late")), (1, True), m)
+                late += m["text"]
+            self.assertEqual((m["id"], m["status"], m["result"]), (2, "ok", {"text/plain": "True"}))
+            self.assertEqual(late, "child says hi\n")
+        finally:
+            self.assertEqual(s.close(), 0, s.stderr)
 
     def test_a_fake_pyplot_with_endless_figures_does_not_hang_the_driver(self):
         results, p = run_json(
