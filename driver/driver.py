@@ -503,8 +503,9 @@ class Terminal:
         Checks the fd first: the pump sends while user code runs, and a pipe
         that user code put in our fd's place would block it for good."""
         with self.lock:
-            if self.writing:                 # a handler, in the middle of a frame
-                self.deferred.append(parts)
+            if self.writing or self.deferred is None:  # a handler, in the middle of a frame
+                if self.deferred is not None:
+                    self.deferred.append(parts)
                 return
             self.writing = True
             try:
@@ -517,14 +518,15 @@ class Terminal:
 
     def _write_deferred(self):
         """Frames that a signal handler of this thread wrote while one was
-        being written (display() in a SIGALRM handler, say): after it, whole."""
-        while self.deferred:
-            parts = self.deferred.pop(0)
-            self.writing = True
-            try:
+        being written (display() in a SIGALRM handler, say): after it, whole.
+        What they set off in turn is dropped (a printing gc callback would
+        feed itself for ever)."""
+        deferred, self.deferred = self.deferred, None
+        try:
+            for parts in deferred:
                 self._writev(parts, sum(map(len, parts)))
-            finally:
-                self.writing = False
+        finally:
+            self.deferred = []
 
     def _writev(self, parts, size):
         try:
@@ -563,8 +565,9 @@ class Terminal:
         """One frame of a payload made of parts that _payload() returned."""
         start = self.start
         with self.lock:
-            if self.writing:
-                self.deferred.append((start, payload, END))
+            if self.writing or self.deferred is None:
+                if self.deferred is not None:
+                    self.deferred.append((start, payload, END))
                 return
             self.writing = True
             try:
