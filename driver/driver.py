@@ -1168,6 +1168,7 @@ class Driver:
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
         self._patch_thread_start()
+        self._patch_exit()
         os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
         self._reset_late(DEFAULT_MAX_OUTPUT)
         self._check()
@@ -1335,6 +1336,40 @@ class Driver:
                 del self.streams[name]
                 failure = failure or e
         return failure
+
+    def _patch_exit(self):
+        """os._exit() in user code: what the process wrote before goes out
+        first (the pump may not have read it, and the pipes die with the
+        process), with what sys.stdout/err hold: a program's last words are
+        what its user needs most.  Not in a forked child: its output goes
+        into the pipes, which outlive it."""
+        module, driver = _MODULES["os"], self
+        real_exit = module._exit
+
+        def _exit(status):
+            if not driver.forked:
+                driver._last_words()
+            real_exit(status)
+
+        _exit.__wrapped__, _exit.__doc__ = real_exit, real_exit.__doc__
+        module._exit = _exit
+
+    def _last_words(self):
+        try:
+            for s in tuple(self.streams.values()):
+                try:
+                    s.flush()
+                except BaseException:
+                    pass
+            capture = self.capture
+            if capture.io_lock.acquire(timeout=1.0):   # (held if a handler of ours called it)
+                try:
+                    capture._drain()
+                    capture._finish()
+                finally:
+                    capture.io_lock.release()
+        except BaseException:
+            pass
 
     # -- threads and output routing
     def _stamp(self):

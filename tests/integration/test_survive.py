@@ -351,6 +351,16 @@ class CrashTest(TestCase):
         r = self.assertCrashedAndRestarted("import os; os._exit(3)")   # (not the driver's own)
         self.assertIn("the interpreter died (exit status 3)", r["message"])
 
+    def test_what_was_written_before_os_exit_is_in_the_result(self):
+        # The pipes that hold it die with the process: the pump may not
+        # have read them yet (half the time it had not).
+        code = "import os, sys; _ = os.write(1, b'last words\\n'); print('buffered'); os._exit(5)"
+        results, p = run_json(*[code] * 5)
+        self.assertEqual(len(results), 5, p.stderr)
+        for r in results:
+            self.assertEqual((r["status"], r["stdout"]), ("crashed", "last words\nbuffered\n"), r)
+            self.assertIn("exit status 5", r["message"])
+
     def test_segfault(self):
         r = self.assertCrashedAndRestarted("import ctypes; ctypes.string_at(0)")
         self.assertIn("signal 11", r["message"])
