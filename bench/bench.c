@@ -10,7 +10,7 @@
  *                     raw mode, read a line, exec it, write one line back, no
  *                     capture) driven by blocking read/write from here
  *   after 20 MB       the same round trip once a snippet printed 20 MB; judged
- *                     as the p50 of a block of 100 right after each print loop
+ *                     as the p50 of a block of 300 right after each print loop
  *                     over that of the block right before it (median over loops)
  *   throughput        a print loop (200000 lines of 100 bytes: 20 MB), request
  *                     to result, vs the same snippet in the raw loop, where
@@ -477,25 +477,27 @@ static void block_ratios(const struct series *v, int n, const char *via, bool af
 	free(r);
 }
 
+#define AB_BLOCK 300 /* round trips right before and right after each print loop */
+
 /* The p50 of a block of round trips, after a few to settle. */
 static double pb_block_p50(struct pb *b)
 {
-	double t[BLOCK];
+	double t[AB_BLOCK];
 	for (int k = 0; k < 10; k++)
 		pb_rt_us(b);
-	for (int k = 0; k < BLOCK; k++)
+	for (int k = 0; k < AB_BLOCK; k++)
 		t[k] = pb_rt_us(b);
-	return median(t, BLOCK);
+	return median(t, AB_BLOCK);
 }
 
 static double floor_block_p50(struct floor *f)
 {
-	double t[BLOCK];
+	double t[AB_BLOCK];
 	for (int k = 0; k < 10; k++)
 		floor_rt_us(f);
-	for (int k = 0; k < BLOCK; k++)
+	for (int k = 0; k < AB_BLOCK; k++)
 		t[k] = floor_rt_us(f);
-	return median(t, BLOCK);
+	return median(t, AB_BLOCK);
 }
 
 static void rt_series(const struct config *c, struct pb *b, struct floor *f, const struct series *v,
