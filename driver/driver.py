@@ -92,6 +92,7 @@ SPIN = 50 * 1000                  # ns: after a result, poll this long for the n
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 END = b":ptybox>>>"
 EXIT_NO_TERMINAL = 119            # our terminal is gone for good: PROTOCOL_EXIT_NO_TERMINAL
+EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
 F_DUPFD_CLOEXEC = getattr(fcntl, "F_DUPFD_CLOEXEC", 1030)
@@ -2058,6 +2059,13 @@ class Driver:
         (retried, in case the same handler fires again; after a few tries
         without the traceback, which takes longest to make)."""
         self.armed, self.running = False, None
+        if isinstance(exc, OSError) and req is not None and self.result_pending:
+            try:                             # RLIMIT_NOFILE below 3: no fd works,
+                broken = os.sysconf("SC_OPEN_MAX") < 3   # not even select()
+            except (OSError, ValueError):
+                broken = False
+            if broken:
+                os._exit(EXIT_NO_FDS)        # a fresh interpreter must take over
         payload = None
         for attempt in range(100):
             try:

@@ -46,6 +46,9 @@
  * /dev/tty cannot be opened again (driver.py: Terminal.recover, _retry):
  * one that user code is unlikely to pick, so "exit status 3" stays its own. */
 #define PROTOCOL_EXIT_NO_TERMINAL 119
+/* ... and when it cannot open the descriptors it needs (RLIMIT_NOFILE set
+ * below what it holds, say): a fresh interpreter is the way on. */
+#define PROTOCOL_EXIT_NO_FDS 118
 /* The largest max_output a session takes: PROTOCOL_MAX_PAYLOAD stays far
  * from overflowing. */
 #define PROTOCOL_MAX_OUTPUT ((uint64_t)1 << 40)

@@ -726,6 +726,16 @@ class DriverDamageTest(TestCase):
         self.assertEqual([r["status"] for r in results], ["ok"] * 4, results)
         self.assertEqual(results[2]["stdout"], "after\n")
         self.assertEqual((results[3]["stdout"], results[3]["result"]), ("raw", {"text/plain": "2"}))
+        # Below 3 not even select() works: a fresh interpreter, said so, not
+        # an OSError for every snippet from then on.
+        results, p = run_json("x = 1",
+                              "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (0, 0))",
+                              "print('after'); x", "'x' in globals()",
+                              extra=["--timeout", "10"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "ok", "crashed", "ok"], p.stderr)
+        self.assertIn("RLIMIT_NOFILE", results[2]["message"])
+        self.assertTrue(results[2]["state_lost"])
+        self.assertEqual(results[3]["result"], {"text/plain": "False"})
 
     def test_display_in_a_signal_handler_never_splits_a_frame(self):
         # A result frame too big for the terminal's buffer goes out in
