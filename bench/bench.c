@@ -748,14 +748,15 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	struct config c = {.rt_n = 2000,
-			   .warmup = 200,
-			   .cold_n = 20,
-			   .tput_reps = 5,
-			   .big_reps = 5,
-			   .do_none = true,
-			   .do_local = true,
-			   .cpu = -1};
+	struct config c = {
+		.rt_n = 2000,
+		.warmup = 200,
+		.cold_n = 20,
+		.tput_reps = 9, /* (the after/before pairs, one per print loop, need as many) */
+		.big_reps = 5,
+		.do_none = true,
+		.do_local = true,
+		.cpu = -1};
 	static const struct option longopts[] = {
 		{"via", required_argument, NULL, 'v'},	{"rt", required_argument, NULL, 'r'},
 		{"cold", required_argument, NULL, 'c'}, {"reps", required_argument, NULL, 'p'},
