@@ -167,8 +167,22 @@ char *outbuf_take(struct outbuf *ob, size_t *len, uint64_t *dropped_out)
 	return out;
 }
 
+/* What a reset keeps allocated: a session's buffers shrink back after a
+ * snippet that printed a lot, not holding its max_output until it ends. */
+#define OUTBUF_KEEP ((size_t)1 << 20)
+
 void outbuf_reset(struct outbuf *ob)
 {
+	if (ob->head_cap > OUTBUF_KEEP) {
+		free(ob->head);
+		ob->head = NULL;
+		ob->head_cap = 0;
+	}
+	if (ob->ring_cap > OUTBUF_KEEP) {
+		free(ob->ring);
+		ob->ring = NULL;
+		ob->ring_cap = 0;
+	}
 	ob->head_len = ob->ring_start = ob->ring_len = 0;
 	ob->dropped = ob->total = 0;
 	ob->head_closed = false;

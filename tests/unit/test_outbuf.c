@@ -135,6 +135,16 @@ static void test_a_cap_beyond_memory_costs_only_what_is_printed(void **state)
 	assert_memory_equal(s, "hello\nyyy", 9);
 	assert_int_equal(s[len - 1], 'y');
 	free(s);
+	/* The next snippet starts small again: the session does not hold the
+	 * big one's buffers till it ends. */
+	outbuf_reset(&ob);
+	assert_int_equal(ob.head_cap, 0);
+	assert_int_equal(outbuf_append(&ob, "again\n", 6), 0);
+	assert_true(ob.head_cap < 1 << 20);
+	s = take(&ob, &len, &dropped);
+	assert_int_equal(len, 6);
+	assert_memory_equal(s, "again\n", 6);
+	free(s);
 	free(chunk);
 	outbuf_free(&ob);
 }
