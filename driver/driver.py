@@ -55,7 +55,7 @@ compiles a repeated snippet once, and does its checks after the result,
 while the client handles it: few and cheap, for a client that sends its
 next request at once (a benchmark, a script of snippets) still waits for
 them, and the kernel worker that carries the result may wait for this CPU.
-Then it polls for the next request for a moment (SPIN, yielding the CPU at
+Then it polls for the next request for a moment (busy_poll, yielding the CPU at
 each turn) before it blocks: waking up is the dearest step of a round trip.
 Standard library only; runs on Python 3.8 and later.
 """
@@ -88,7 +88,7 @@ MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at mos
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
 INTERRUPT_WAIT = 200 * 10 ** 6   # ns: for the interrupt request after a ^C (_interrupt_follows)
-SPIN = 50 * 1000                  # ns: after a result, poll this long for the next request
+BUSY_POLL = 100                   # us: after a result, poll this long for the next request
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 END = b":ptybox>>>"
 EXIT_NO_TERMINAL = 119            # our terminal is gone for good: PROTOCOL_EXIT_NO_TERMINAL
@@ -454,7 +454,7 @@ class Terminal:
             self.rs = (chunk[0], 0, parts + (buf[pos:],) if pos < len(buf) else parts, chunk)
 
     def _spin(self):
-        """Poll for the next request until spin_until (SPIN after a result)
+        """Poll for the next request until spin_until (busy_poll after a result)
         before blocking for it.  A client that sends it soon (a script, an
         agent, a benchmark) then finds this thread running: a blocked one
         costs a wake-up, and in a VM whose idle CPUs halt that is an exit
@@ -1145,6 +1145,7 @@ class Driver:
         self.forked = False                  # set in a child that user code forked
         self.tracers = None                  # user code's (tracer, profiler), paused
         self.display_cut = False             # a display of the running snippet was cut
+        self.busy_poll = BUSY_POLL * 1000    # ns: of the running snippet's request
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
         self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
@@ -1880,7 +1881,8 @@ class Driver:
                 frame["truncated"] = True
                 payload = _payload(frame)
         capture.end(sid, max_output, payload)
-        self.term.spin_until = _perf_ns() + SPIN
+        if self.busy_poll:
+            self.term.spin_until = _perf_ns() + self.busy_poll
         self.result_pending = False
         self.snippets += 1
         if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
@@ -1990,6 +1992,9 @@ class Driver:
                 return None, (req.get("id"), "exec needs a string 'code'", True)
             if type(limit) is not int or limit < 0:
                 return None, (req.get("id"), "max_output must be an integer >= 0", True)
+            poll = req.get("busy_poll", BUSY_POLL)
+            if type(poll) is not int or not 0 <= poll <= 10 ** 6:
+                return None, (req.get("id"), "busy_poll must be an integer from 0 to 10**6", True)
         elif op not in ("interrupt", "ping", "shutdown"):
             return None, (req.get("id"), "unknown op %r" % (op,), True)
         return req, None
@@ -2042,6 +2047,7 @@ class Driver:
                     # one makes the line read again (read_line).
                     self.result_pending = True  # (3.10+: no handler runs
                     term.rs = term.taken        # between these two)
+                    self.busy_poll = req.get("busy_poll", BUSY_POLL) * 1000
                     self.execute(req.get("id"), req["code"], req["max_output"])
                     continue
                 if op == "interrupt":

@@ -34,8 +34,9 @@ struct cli_session_opts {
 		{"net", no_argument, NULL, 0x109}, {"env", required_argument, NULL, 0x10a},        \
 		{"python", required_argument, NULL, 0x10b},                                        \
 		{"log", required_argument, NULL, 0x10c},                                           \
+		{"kill-grace", required_argument, NULL, 0x10d},                                    \
 	{                                                                                          \
-		"kill-grace", required_argument, NULL, 0x10d                                       \
+		"busy-poll", required_argument, NULL, 0x10e                                        \
 	}
 
 void cli_session_opts_init(struct cli_session_opts *c);

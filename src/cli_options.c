@@ -21,6 +21,8 @@
 /* PID_MAX_LIMIT (2^22), less the sandbox's init and outer child, which its
  * pids cgroup counts along. */
 #define CLI_MAX_PIDS ((1U << 22) - 2)
+/* A second: past that, polling is just a busy CPU. */
+#define CLI_MAX_BUSY_POLL 1000000U
 
 const char cli_session_help[] =
 	"Session options:\n"
@@ -38,7 +40,9 @@ const char cli_session_help[] =
 	"  --net               give the sandbox the host's network\n"
 	"  --env K=V           set a variable for the code (repeatable)\n"
 	"  --python PATH       interpreter to run the driver on\n"
-	"  --log FILE          write a debug log to FILE\n";
+	"  --log FILE          write a debug log to FILE\n"
+	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"
+	"                      100; 0 = never)\n";
 
 void cli_session_opts_init(struct cli_session_opts *c)
 {
@@ -108,6 +112,11 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			       ? 1
 			       : cli_bad(cmd, "kill-grace", arg,
 					 "expected seconds from 0 to 31536000 (a year)");
+	case 0x10e:
+		return options_parse_uint(arg, 0, CLI_MAX_BUSY_POLL, &o->busy_poll_us) == 0
+			       ? 1
+			       : cli_bad(cmd, "busy-poll", arg,
+					 "expected microseconds from 0 to 1000000");
 	default: return 0;
 	}
 }

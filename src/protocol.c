@@ -139,8 +139,8 @@ static bool protocol_add_uint(cJSON *o, const char *key, uint64_t v)
 /* JSON quoting makes at most 6 bytes of one; cJSON wants 5 to spare. */
 #define PROTOCOL_SMALL_QUOTED (6 * PROTOCOL_SMALL_CODE + 2 + 5)
 
-int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
-		       size_t *outlen)
+int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+		       unsigned busy_poll_us, char **out, size_t *outlen)
 {
 	if (memchr(code, '\0', len))
 		return -EINVAL;
@@ -164,8 +164,8 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 	int rc = -ENOMEM;
 	if (quoted) {
 		static const char id_key[] = "{\"id\":", op_code[] = ",\"op\":\"exec\",\"code\":",
-				  max_key[] = ",\"max_output\":";
-		char head[80], tail[48];
+				  max_key[] = ",\"max_output\":", poll_key[] = ",\"busy_poll\":";
+		char head[80], tail[80];
 		size_t hn = sizeof(id_key) - 1, tn = sizeof(max_key) - 1;
 		memcpy(head, id_key, hn);
 		hn += protocol_put_uint(head + hn, id);
@@ -176,6 +176,11 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 			tn += protocol_put_uint(tail + tn, max_output);
 		} else {
 			tn = 0;
+		}
+		if (busy_poll_us != PROTOCOL_DEFAULT_BUSY_POLL) {
+			memcpy(tail + tn, poll_key, sizeof(poll_key) - 1);
+			tn += sizeof(poll_key) - 1;
+			tn += protocol_put_uint(tail + tn, busy_poll_us);
 		}
 		tail[tn++] = '}';
 		size_t qn = strlen(quoted), jn = hn + qn + tn;

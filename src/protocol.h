@@ -42,6 +42,9 @@
 #define PROTOCOL_NONCE_BYTES  16
 /* The driver's max_output when a request has none: exec lines leave it out. */
 #define PROTOCOL_DEFAULT_MAX_OUTPUT ((uint64_t)4 << 20)
+/* Microseconds each side polls for the answer (ptybox_options.busy_poll_us);
+ * the driver takes it from each exec request, where it is left out when so. */
+#define PROTOCOL_DEFAULT_BUSY_POLL 100
 /* The driver's exit status when user code took its terminal fd and
  * /dev/tty cannot be opened again (driver.py: Terminal.recover, _retry):
  * one that user code is unlikely to pick, so "exit status 3" stays its own. */
@@ -98,8 +101,8 @@ int protocol_boot_lines(const char *form, const unsigned char *data, size_t len,
 /* The exec request for a snippet (max_output left out when it is the
  * driver's default: a shorter line costs less to encode, send and decode).
  * -EINVAL if code has a NUL byte. */
-int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output, char **out,
-		       size_t *outlen);
+int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+		       unsigned busy_poll_us, char **out, size_t *outlen);
 /* ^C, then the interrupt request naming snippet id (the driver learns from it
  * which snippet a ^C was meant for). Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);

@@ -40,7 +40,6 @@
 
 #define SESSION_QUEUE_CAP   4096
 #define SESSION_DISPLAY_CAP ((size_t)64 << 20)
-#define SESSION_SPIN_NS	    ((uint64_t)100 * 1000) /* see session_spin_cb */
 
 enum session_state { S_STARTING, S_IDLE, S_RUNNING, S_FATAL, S_CLOSING };
 
@@ -120,6 +119,7 @@ void ptybox_options_init(struct ptybox_options *o)
 		.pids = 256,
 		.nofile = 1024,
 		.cpus = 1,
+		.busy_poll_us = PROTOCOL_DEFAULT_BUSY_POLL,
 	};
 }
 
@@ -307,7 +307,7 @@ static void session_send_failed_cb(uv_timer_t *t)
 	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
 }
 
-/* For SESSION_SPIN_NS after a snippet is sent the loop polls rather than
+/* For busy_poll_us after a snippet is sent the loop polls rather than
  * sleeps (an active idle handle makes uv_run poll with no timeout): a quick
  * result finds this thread awake. A sleeping one costs a wake-up, and in a VM
  * whose idle CPUs halt, an exit to the hypervisor and an interrupt back: tens
@@ -356,8 +356,10 @@ static void session_pump(ptybox_session *s)
 		return;
 	}
 	session_arm(s, options_seconds_ms(e->timeout), session_timeout_cb);
-	s->spin_until = e->sent_ns + SESSION_SPIN_NS;
-	uv_idle_start(&s->spin, session_spin_cb);
+	if (s->opts.busy_poll_us) {
+		s->spin_until = e->sent_ns + (uint64_t)s->opts.busy_poll_us * 1000;
+		uv_idle_start(&s->spin, session_spin_cb);
+	}
 }
 
 static void session_on_display(ptybox_session *s, struct exec *e, cJSON *root)
@@ -755,7 +757,8 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
 	struct exec *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	int rc = protocol_exec_line(id, code, len, s->opts.max_output, &e->line, &e->line_len);
+	int rc = protocol_exec_line(id, code, len, s->opts.max_output, s->opts.busy_poll_us,
+				    &e->line, &e->line_len);
 	if (rc < 0) {
 		free(e);
 		return rc;

@@ -63,7 +63,8 @@ static void check_exec_line(const uint8_t *data, size_t size)
 	size_t line_len = 0;
 	uint64_t id = size * 2654435761u,
 		 max_output = size & 1 ? PROTOCOL_DEFAULT_MAX_OUTPUT : size;
-	int rc = protocol_exec_line(id, (const char *)data, size, max_output, &line, &line_len);
+	int rc = protocol_exec_line(id, (const char *)data, size, max_output,
+				    PROTOCOL_DEFAULT_BUSY_POLL, &line, &line_len);
 	if (size && memchr(data, '\0', size)) {
 		CHECK(rc < 0);
 		return;

@@ -30,6 +30,18 @@ class DemoTest(TestCase):
         self.assertEqual(p.stdout, "5\n'aaa'\n")
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_busy_poll_changes_no_result(self):
+        # 0: both sides sleep at once; a long window: they poll through
+        # snippets that take longer than it, and through idle time.
+        codes = ["x = %d" % i for i in range(20)] + ["import time; time.sleep(0.01); x"]
+        for poll in ("0", "1000000"):
+            with self.subTest(busy_poll=poll):
+                args = ["run", "--busy-poll", poll]
+                for c in codes:
+                    args += ["-c", c]
+                p = run(*args)
+                self.assertEqual((p.returncode, p.stdout), (0, "19\n"), p.stderr)
+
 
 class StartUpTest(TestCase):
     """The interpreter starts with -S and imports site later (see the driver):
@@ -92,7 +104,9 @@ class ExitStatusTest(TestCase):
                  "run: --log /nonexistent/dir/x.log: No such file or directory"),
                 (["serve", "--stdio", "--log", "/"], "serve: --log /: Is a directory"),
                 (["run", "--max-output", "2T", "-c", "1"],
-                 "run: --max-output 2T: expected a size from 2 to 1T, e.g. 4M")):
+                 "run: --max-output 2T: expected a size from 2 to 1T, e.g. 4M"),
+                (["run", "--busy-poll", "-1", "-c", "1"],
+                 "run: --busy-poll -1: expected microseconds from 0 to 1000000")):
             with self.subTest(args=args):
                 p = run(*args, via=False, input="")
                 self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)

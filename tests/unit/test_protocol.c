@@ -1,5 +1,6 @@
 /* Unit tests for protocol.c: the boot, request encoding and frame decoding. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,7 +250,9 @@ static void test_exec_line_round_trips_any_code(void **state)
 	const char *code = "print('<<<ptybox:x:>>>\\n')\n# \xe2\x82\xac \x01\x03 \"q\"";
 	char *line;
 	size_t len;
-	assert_int_equal(protocol_exec_line(7, code, strlen(code), 4096, &line, &len), 0);
+	assert_int_equal(protocol_exec_line(7, code, strlen(code), 4096, PROTOCOL_DEFAULT_BUSY_POLL,
+					    &line, &len),
+			 0);
 	/* nothing the terminal could take as a control character */
 	assert_null(memchr(line, '\x03', len));
 	cJSON *o = decode_line(line, len);
@@ -261,21 +264,31 @@ static void test_exec_line_round_trips_any_code(void **state)
 	free(line);
 
 	/* the driver's default goes without saying; any other value is sent */
-	assert_int_equal(protocol_exec_line(9, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT, &line, &len),
+	assert_int_equal(protocol_exec_line(9, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT,
+					    PROTOCOL_DEFAULT_BUSY_POLL, &line, &len),
 			 0);
 	o = decode_line(line, len);
 	assert_null(cJSON_GetObjectItem(o, "max_output"));
+	assert_null(cJSON_GetObjectItem(o, "busy_poll"));
 	assert_string_equal(protocol_str(o, "code"), "x");
 	cJSON_Delete(o);
 	free(line);
-	assert_int_equal(
-		protocol_exec_line(9, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT - 1, &line, &len), 0);
+	assert_int_equal(protocol_exec_line(9, "x", 1, 1000, 0, &line, &len), 0);
+	o = decode_line(line, len);
+	assert_int_equal(cJSON_GetObjectItem(o, "busy_poll")->valuedouble, 0);
+	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble, 1000);
+	cJSON_Delete(o);
+	free(line);
+	assert_int_equal(protocol_exec_line(9, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT - 1,
+					    PROTOCOL_DEFAULT_BUSY_POLL, &line, &len),
+			 0);
 	o = decode_line(line, len);
 	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble,
 			 PROTOCOL_DEFAULT_MAX_OUTPUT - 1);
 	cJSON_Delete(o);
 	free(line);
-	assert_int_equal(protocol_exec_line(9, "x", 1, 0, &line, &len), 0);
+	assert_int_equal(protocol_exec_line(9, "x", 1, 0, PROTOCOL_DEFAULT_BUSY_POLL, &line, &len),
+			 0);
 	o = decode_line(line, len);
 	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble, 0);
 	cJSON_Delete(o);
@@ -287,7 +300,8 @@ static void test_exec_line_round_trips_any_code(void **state)
 	for (size_t i = 0; i < n; i++)
 		big[i] = (char)(1 + i % 31);
 	big[n] = '\0';
-	assert_int_equal(protocol_exec_line(8, big, n, 1, &line, &len), 0);
+	assert_int_equal(protocol_exec_line(8, big, n, 1, PROTOCOL_DEFAULT_BUSY_POLL, &line, &len),
+			 0);
 	o = decode_line(line, len);
 	assert_string_equal(protocol_str(o, "code"), big);
 	assert_int_equal(cJSON_GetObjectItem(o, "id")->valuedouble, 8);
@@ -317,11 +331,13 @@ static void test_ids_are_exact_and_the_same_in_both_lines(void **state)
 	 * print as the same exact digits in both requests. */
 	char *exec, *intr;
 	size_t elen, ilen;
-	assert_int_equal(protocol_exec_line(UINT64_MAX, "x = 1", 5, UINT64_MAX, &exec, &elen), 0);
+	assert_int_equal(
+		protocol_exec_line(UINT64_MAX, "x = 1", 5, UINT64_MAX, UINT_MAX, &exec, &elen), 0);
 	assert_int_equal(protocol_interrupt_line(UINT64_MAX, &intr, &ilen), 0);
 	char *e = decode_text(exec, elen), *i = decode_text(intr + 1, ilen - 1);
 	assert_non_null(strstr(e, "\"id\":18446744073709551615,"));
-	assert_non_null(strstr(e, "\"max_output\":18446744073709551615}"));
+	assert_non_null(strstr(e, "\"max_output\":18446744073709551615,"));
+	assert_non_null(strstr(e, "\"busy_poll\":4294967295}"));
 	assert_non_null(strstr(i, "\"id\":18446744073709551615,"));
 	free(e);
 	free(i);
@@ -333,7 +349,9 @@ static void test_exec_line_rejects_nul(void **state)
 {
 	char *line = NULL;
 	size_t len;
-	assert_int_equal(protocol_exec_line(1, "a\0b", 3, 10, &line, &len), -EINVAL);
+	assert_int_equal(
+		protocol_exec_line(1, "a\0b", 3, 10, PROTOCOL_DEFAULT_BUSY_POLL, &line, &len),
+		-EINVAL);
 	assert_null(line);
 }
 
