@@ -20,7 +20,7 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --net --env --python --log'
+		--cpus --tmp-size --nofile --max-file-size --net --env --python --log --busy-poll'
 	local vias='local none ssh:// exec:'
 
 	# The subcommand is the first word after "ptybox".
@@ -75,7 +75,7 @@ _ptybox()
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | -c)
+		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | -c)
 		# a value of the user's own
 		return
 		;;

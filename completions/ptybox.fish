@@ -30,6 +30,7 @@ complete -c ptybox -n $in_cmd -l via -x -d 'Where the interpreter runs' -a "
 	exec:\t'Experimental: exec:COMMAND that gives a terminal'"
 complete -c ptybox -n $in_cmd -l timeout -x -d 'Per-snippet time limit, seconds (default 30; 0 = none)'
 complete -c ptybox -n $in_cmd -l kill-grace -x -d 'Seconds between ^C and kill (default 2)'
+complete -c ptybox -n $in_cmd -l busy-poll -x -d 'Microseconds to poll for each answer before sleeping (default 100; 0 = never)'
 complete -c ptybox -n $in_cmd -l max-output -x -d 'Bytes kept per stream, head and tail (default 4M)'
 complete -c ptybox -n $in_cmd -l memory -x -d 'Memory limit (default 1G; 0 = none)'
 complete -c ptybox -n $in_cmd -l pids -x -d 'Process limit (default 256; 0 = none)'
