@@ -479,24 +479,24 @@ static void block_ratios(const struct series *v, int n, const char *via, bool af
 
 #define AB_BLOCK 300 /* round trips right before and right after each print loop */
 
-/* The p50 of a block of round trips, after a few to settle. */
-static double pb_block_p50(struct pb *b)
+static double pb_rt(void *b)
 {
-	double t[AB_BLOCK];
-	for (int k = 0; k < 10; k++)
-		pb_rt_us(b);
-	for (int k = 0; k < AB_BLOCK; k++)
-		t[k] = pb_rt_us(b);
-	return median(t, AB_BLOCK);
+	return pb_rt_us(b);
 }
 
-static double floor_block_p50(struct floor *f)
+static double floor_rt(void *f)
+{
+	return floor_rt_us(f);
+}
+
+/* The p50 of a block of round trips, after a few to settle. */
+static double block_p50(double (*rt)(void *), void *ctx)
 {
 	double t[AB_BLOCK];
 	for (int k = 0; k < 10; k++)
-		floor_rt_us(f);
+		rt(ctx);
 	for (int k = 0; k < AB_BLOCK; k++)
-		t[k] = floor_rt_us(f);
+		t[k] = rt(ctx);
 	return median(t, AB_BLOCK);
 }
 
@@ -574,7 +574,7 @@ static void measure_warm(const struct config *c, struct pb *b, const char *big, 
 	for (int i = 0; i < c->tput_reps; i++) {
 		/* Each print loop between two blocks of round trips, a moment apart:
 		 * what the machine does over seconds moves both blocks alike. */
-		double before_p = pb_block_p50(b), before_f = floor_block_p50(&f);
+		double before_p = block_p50(pb_rt, b), before_f = block_p50(floor_rt, &f);
 		double t0 = now_us();
 		size_t got = floor_exec(&f, line, strlen(line));
 		double us = now_us() - t0;
@@ -586,8 +586,8 @@ static void measure_warm(const struct config *c, struct pb *b, const char *big, 
 			die("ptybox (via %s): print loop: got %zu bytes of stdout%s", b->via,
 			    b->stdout_len, b->truncated ? ", truncated" : "");
 		v.p[i] = (double)PRINT_BYTES / MIB / (us / 1e6);
-		ab_p[i] = pb_block_p50(b) / before_p;
-		ab_f[i] = floor_block_p50(&f) / before_f;
+		ab_p[i] = block_p50(pb_rt, b) / before_p;
+		ab_f[i] = block_p50(floor_rt, &f) / before_f;
 	}
 	pw->print_mbs = median(v.p, (size_t)c->tput_reps);
 	fw->print_mbs = median(v.f, (size_t)c->tput_reps);
