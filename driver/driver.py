@@ -93,6 +93,7 @@ THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (
 END = b":ptybox>>>"
 EXIT_NO_TERMINAL = 119            # our terminal is gone for good: PROTOCOL_EXIT_NO_TERMINAL
 EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
+EXIT_NO_RESULT = 117              # a result cannot be sent, try as we may: PROTOCOL_EXIT_NO_RESULT
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
 F_DUPFD_CLOEXEC = getattr(fcntl, "F_DUPFD_CLOEXEC", 1030)
@@ -2010,12 +2011,21 @@ class Driver:
         return None
 
     def serve(self):
-        """Main loop: read requests and run them in order, whatever user code does."""
+        """Main loop: read requests and run them in order, whatever user code does.
+        Hit again and again while recovering (user code raising in every call
+        the driver makes, say: a sys.monitoring callback), it gives way to a
+        fresh interpreter rather than spin, or leave a result never sent."""
+        failures, since = 0, 0
         while True:
             try:
                 self._serve()
             except BaseException:            # hit again while recovering: go on
-                pass
+                now = _perf_ns()
+                if now - since > 10 ** 9:
+                    failures, since = 0, now
+                failures += 1
+                if failures >= 100:
+                    os._exit(EXIT_NO_RESULT)
 
     def _serve(self):
         term = self.term
@@ -2095,6 +2105,11 @@ class Driver:
                 self.result_pending = False
             except BaseException:
                 pass
+        if self.result_pending:
+            # Every try failed (user code broke what it needs, or raises in
+            # all code that runs): rather than leave the client waiting for
+            # the timeout, give way to a fresh interpreter.
+            os._exit(EXIT_NO_RESULT)
 
 
 # ---------------------------------------------------------------- boot

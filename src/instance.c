@@ -107,6 +107,11 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
 		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
 			 strsignal(WEXITSTATUS(st) - 128));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_RESULT)
+		snprintf(why, len,
+			 "its driver could not make or send the snippet's result, the code "
+			 "having broken what that takes (exit status %d)",
+			 PROTOCOL_EXIT_NO_RESULT);
 	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_FDS)
 		snprintf(why, len,
 			 "its driver could not open the file descriptors it needs, the code "

@@ -52,6 +52,9 @@
 /* ... and when it cannot open the descriptors it needs (RLIMIT_NOFILE set
  * below what it holds, say): a fresh interpreter is the way on. */
 #define PROTOCOL_EXIT_NO_FDS 118
+/* ... and when it cannot make or send a result, try as it may (user code broke
+ * what that takes). */
+#define PROTOCOL_EXIT_NO_RESULT 117
 /* The largest max_output a session takes: PROTOCOL_MAX_PAYLOAD stays far
  * from overflowing. */
 #define PROTOCOL_MAX_OUTPUT ((uint64_t)1 << 40)

@@ -655,6 +655,25 @@ class DriverDamageTest(TestCase):
         self.assertEqual((results[3]["status"], results[3]["result"]),
                          ("ok", {"text/plain": "'fresh'"}), results[3])
 
+    def test_a_driver_that_cannot_send_results_is_replaced_at_once(self):
+        # User code that breaks what every result needs (here reaching into
+        # the driver's globals; a sys.monitoring callback that raises in
+        # every call does as much): a fresh interpreter at once, not a wait
+        # for the timeout (forever with --timeout 0).
+        t0 = time.monotonic()
+        results, p = run_json(
+            "x = 1",
+            "import sys\n"
+            "g = sys._getframe(1).f_globals\n"
+            "def boom(*a): raise RuntimeError('no payload')\n"
+            "g['_payload'] = g['_fit_error'] = boom",
+            "x", "'x' in globals()", extra=["--timeout", "0"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "ok", "crashed", "ok"], p.stderr)
+        self.assertIn("could not make or send the snippet's result", results[2]["message"])
+        self.assertTrue(results[2]["state_lost"])
+        self.assertEqual(results[3]["result"], {"text/plain": "False"})
+        self.assertLess(time.monotonic() - t0, 20)
+
     def test_replacing_what_the_driver_calls_breaks_only_the_snippets_world(self):
         # The driver's os, fcntl, _signal ... are its own: a snippet that
         # replaces a function in the modules it shares with them (or
