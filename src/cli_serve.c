@@ -284,6 +284,24 @@ static cJSON *serve_parse_line(const char *text, size_t len)
 /* A line that is not a JSON object. If cJSON refused it for lone surrogates
  * (\ud800, which Python's json.dumps writes for such a str) the request is
  * answered under its id: its client may be waiting for that id. */
+/* Whether id, as cJSON read it from line (which has a NUL somewhere), lost
+ * what follows a NUL: cJSON's strings end there. */
+static bool serve_id_cut(const char *line, size_t len, const cJSON *id)
+{
+	if (!cJSON_IsObject(id) && !cJSON_IsArray(id) && !cJSON_IsString(id))
+		return false;
+	char *copy = malloc(len);
+	if (!copy)
+		return true;
+	memcpy(copy, line, len);
+	protocol_json_mask_nul(copy, len);
+	cJSON *whole = serve_parse_line(copy, len);
+	bool cut = !cJSON_Compare(id, cJSON_GetObjectItemCaseSensitive(whole, "id"), true);
+	cJSON_Delete(whole);
+	free(copy);
+	return cut;
+}
+
 static void serve_refuse(const char *line, size_t len)
 {
 	static const char malformed[] = "malformed request: expected one JSON object per line";
@@ -323,13 +341,21 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 		return serve_refuse(line, len);
 	}
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	bool nul = protocol_json_has_nul(line, len);
+	if (nul && serve_id_cut(line, len, id)) {
+		cJSON_Delete(req);
+		return serve_reply(
+			NULL, "error",
+			"the request's id contains a NUL character (\\u0000): it could not "
+			"come back whole, refused");
+	}
 	const char *op = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "op"))
 				 ? cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring
 				 : NULL;
 	if (!op)
 		serve_reply(id, "error", "request needs \"op\": exec, interrupt, restart or ping");
 	else if (strcmp(op, "exec") == 0)
-		serve_exec(sv, req, id, protocol_json_has_nul(line, len));
+		serve_exec(sv, req, id, nul);
 	else if (strcmp(op, "interrupt") == 0)
 		ptybox_session_interrupt(sv->session) == 0
 			? serve_reply(id, NULL, NULL)

@@ -375,6 +375,27 @@ size_t protocol_json_mask_surrogates(char *json, size_t len)
 	return masked;
 }
 
+size_t protocol_json_mask_nul(char *json, size_t len)
+{
+	size_t masked = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (json[i] == '\0') {
+			json[i] = ' ';
+			masked++;
+		} else if (json[i] == '\\' && i + 1 < len) {
+			if (json[i + 1] == 'u' && len - i >= 6 &&
+			    protocol_hex4(json + i + 2) <= 0) {
+				memcpy(json + i + 2, "2400", 4);
+				masked++;
+				i += 5;
+			} else {
+				i++; /* the escaped character, a backslash among them */
+			}
+		}
+	}
+	return masked;
+}
+
 bool protocol_utf8_valid(const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;

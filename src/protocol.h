@@ -129,6 +129,10 @@ bool protocol_json_has_nul(const char *json, size_t len);
  * refuses the whole text over one, so the request's id would be lost with
  * it: this finds the id to answer the request with an error. */
 size_t protocol_json_mask_surrogates(char *json, size_t len);
+/* Puts U+2400 (the symbol for NUL) in place of each escape that cJSON reads as
+ * U+0000 (see protocol_json_has_nul), and a space for each raw NUL byte, in
+ * place; returns how many. So a string that held one parses whole. */
+size_t protocol_json_mask_nul(char *json, size_t len);
 /* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
  * nothing past U+10FFFF). */
 bool protocol_utf8_valid(const char *s, size_t len);

@@ -93,6 +93,12 @@ class ServeTest(TestCase):
         # cJSON reads a \u without four hex digits as \u0000: refused the same
         self.s.send(r'{"id":7,"op":"exec","code":"print(1)\uZZZZprint(2)"}')
         self.assertIn("NUL", self.s.recv()["error"])
+        # An id cut at its NUL would come back as another id: refused, id-less.
+        for req in (r'{"id":"a\u0000b","op":"ping"}', r'{"id":["a\u0000c"],"op":"exec","code":"1"}'):
+            self.s.send(req)
+            reply = self.s.recv()
+            self.assertNotIn("id", reply)
+            self.assertIn("id contains a NUL", reply["error"])
         r = self.s.exec(r"print('a\\u0000b'.encode()); keep", id=4)  # an escaped backslash
         self.assertEqual((r["stdout"], r["result"]), ("b'a\\\\u0000b'\n", {"text/plain": "'me'"}))
         self.assertEqual(self.s.close(), 0)

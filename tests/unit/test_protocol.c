@@ -379,9 +379,22 @@ static void test_json_nul_escape_is_found(void **state)
 		{"\\", false},
 		{"", false},
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		assert_true(protocol_json_has_nul(cases[i].json, strlen(cases[i].json)) ==
 			    cases[i].nul);
+		/* masked, a line has no NUL left, and only those escapes changed */
+		char masked[64];
+		size_t n = strlen(cases[i].json);
+		memcpy(masked, cases[i].json, n);
+		assert_true((protocol_json_mask_nul(masked, n) > 0) == cases[i].nul);
+		assert_false(protocol_json_has_nul(masked, n));
+		if (!cases[i].nul)
+			assert_memory_equal(masked, cases[i].json, n);
+	}
+	char raw[] = "{\"id\":\"a\0b\"}";
+	assert_true(protocol_json_has_nul(raw, 12)); /* raw */
+	assert_int_equal(protocol_json_mask_nul(raw, 12), 1);
+	assert_string_equal(raw, "{\"id\":\"a b\"}");
 	assert_true(protocol_json_has_nul("{\"code\":\"a\0b\"}", 14)); /* raw */
 	/* A NUL escape cut off by the length is not there. */
 	assert_false(protocol_json_has_nul("\\u0000", 5));
