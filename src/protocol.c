@@ -378,11 +378,12 @@ size_t protocol_json_mask_surrogates(char *json, size_t len)
 size_t protocol_json_mask_nul(char *json, size_t len)
 {
 	size_t masked = 0;
+	for (char *p = json; (p = memchr(p, '\0', len - (size_t)(p - json))) != NULL; p++) {
+		*p = ' '; /* (first: a raw NUL may follow a backslash) */
+		masked++;
+	}
 	for (size_t i = 0; i < len; i++) {
-		if (json[i] == '\0') {
-			json[i] = ' ';
-			masked++;
-		} else if (json[i] == '\\' && i + 1 < len) {
+		if (json[i] == '\\' && i + 1 < len) {
 			if (json[i + 1] == 'u' && len - i >= 6 &&
 			    protocol_hex4(json + i + 2) <= 0) {
 				memcpy(json + i + 2, "2400", 4);

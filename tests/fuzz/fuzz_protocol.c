@@ -11,7 +11,8 @@
  *   - as a JSON request line: protocol_json_mask_surrogates changes only the hex digits of \u
  *     escapes, leaves nothing to mask a second time, and masks nothing in a text cJSON takes
  *     (cJSON refuses lone surrogates);
- *   - protocol_json_has_nul finds a raw NUL whenever there is one;
+ *   - protocol_json_has_nul finds a raw NUL whenever there is one, and nothing once
+ *     protocol_json_mask_nul has masked what it found, which masks nothing else;
  *   - as a request id: what protocol_json_dup_exact makes of the JSON value prints as JSON that
  *     reads back as the same value, every number the same double (null for infinities).
  * Any disagreement aborts.
@@ -141,6 +142,20 @@ static bool is_hex(char c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+static void check_nul(const uint8_t *data, size_t size)
+{
+	bool nul = protocol_json_has_nul((const char *)data, size);
+	if (size && memchr(data, '\0', size))
+		CHECK(nul);
+	char *text = exact_copy(data, size);
+	size_t masked = protocol_json_mask_nul(text, size);
+	CHECK((masked > 0) == nul);
+	CHECK(!protocol_json_has_nul(text, size));
+	if (!nul)
+		CHECK(size == 0 || memcmp(text, data, size) == 0);
+	free(text);
+}
+
 static void check_surrogates(const uint8_t *data, size_t size)
 {
 	char *text = exact_copy(data, size);
@@ -210,8 +225,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_exec_line(data, size);
 	check_utf8(data, size);
 	check_surrogates(data, size);
-	if (size && memchr(data, '\0', size))
-		CHECK(protocol_json_has_nul((const char *)data, size));
+	check_nul(data, size);
 	check_exact_id(data, size);
 	return 0;
 }

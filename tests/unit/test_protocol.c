@@ -395,6 +395,9 @@ static void test_json_nul_escape_is_found(void **state)
 	assert_true(protocol_json_has_nul(raw, 12)); /* raw */
 	assert_int_equal(protocol_json_mask_nul(raw, 12), 1);
 	assert_string_equal(raw, "{\"id\":\"a b\"}");
+	char escaped_raw[] = "{\"id\":\"a\\\0\"}"; /* a backslash, then a raw NUL */
+	assert_int_equal(protocol_json_mask_nul(escaped_raw, 11), 1);
+	assert_false(protocol_json_has_nul(escaped_raw, 11));
 	assert_true(protocol_json_has_nul("{\"code\":\"a\0b\"}", 14)); /* raw */
 	/* A NUL escape cut off by the length is not there. */
 	assert_false(protocol_json_has_nul("\\u0000", 5));
