@@ -1814,7 +1814,8 @@ class Driver:
             if self._interrupt_follows(sid):
                 self.sigint_seen = self.sigint_deferred = True
         self.max_output = max_output
-        _CUT.clear()
+        if _CUT:
+            _CUT.clear()
         self.display_cut = False
         capture = self.capture
         if not capture.begin(sid, max_output):
@@ -1856,7 +1857,7 @@ class Driver:
         # thorough check tells, see _check).
         thorough = micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY
         self.term.ensure(thorough)
-        cut = self.display_cut or _CUT.pop(self.main_ident, False)
+        cut = self.display_cut or bool(_CUT) and _CUT.pop(self.main_ident, False)
         if status == "ok" and result is None and not cut:
             # result and error left out when null: the client parses less
             payload = (b'{"type":"result","id":%s,"status":"ok","duration_ms":%d.%03d}'
@@ -1882,8 +1883,8 @@ class Driver:
                 frame["truncated"] = True
                 payload = _payload(frame)
         capture.end(sid, max_output, payload)
-        if self.busy_poll:
-            self.term.spin_until = _perf_ns() + self.busy_poll
+        if self.busy_poll:                   # (from the end of the code: a call less)
+            self.term.spin_until = t1 + self.busy_poll
         self.result_pending = False
         self.snippets += 1
         if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
