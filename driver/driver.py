@@ -1147,6 +1147,9 @@ class Driver:
         self.tracers = None                  # user code's (tracer, profiler), paused
         self.display_cut = False             # a display of the running snippet was cut
         self.busy_poll = BUSY_POLL * 1000    # ns: of the running snippet's request
+        self.pending = None                  # the request whose result is owed (result_pending)
+        self.hits, self.hits_since = 0, 0    # serve() hit again and again: _hit
+        self.stray_exc = None                # what cut it short (_stray)
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
         self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
@@ -1369,6 +1372,8 @@ class Driver:
                 try:
                     capture._drain()
                     capture._finish()
+                    for p in capture.pipes:  # sent: not again if _exit fails (bad argument)
+                        p.reset()
                 finally:
                     capture.io_lock.release()
         except BaseException:
@@ -2016,23 +2021,38 @@ class Driver:
         Hit again and again while recovering (user code raising in every call
         the driver makes, say: a sys.monitoring callback), it gives way to a
         fresh interpreter rather than spin, or leave a result never sent."""
-        failures, since = 0, 0
         while True:
             try:
                 self._serve()
             except BaseException:            # hit again while recovering: go on
-                now = _perf_ns()
-                if now - since > 10 ** 9:
-                    failures, since = 0, now
-                failures += 1
-                if failures >= 100:
-                    os._exit(EXIT_NO_RESULT)
+                try:
+                    self._hit()
+                except BaseException:
+                    pass
+
+    def _hit(self):
+        now = _perf_ns()
+        if now - self.hits_since > 10 ** 9:
+            self.hits, self.hits_since = 0, now
+        self.hits += 1
+        if self.hits >= 100:
+            os._exit(EXIT_NO_RESULT)
 
     def _serve(self):
         term = self.term
+        owed = 0
         while True:
             req = None
             try:
+                if self.result_pending:
+                    # An exception cut short even _stray (a tracer that user
+                    # code put on its frame, say): the result is owed still.
+                    owed += 1
+                    if owed > 100:
+                        os._exit(EXIT_NO_RESULT)
+                    self._stray(self.pending, self.stray_exc)
+                    continue
+                owed = 0
                 if (self.site is not None and not term.unread()
                         and not _readable(term.fd, 0 if self.snippets else SITE_WAIT)):
                     self.site.load()         # idle: the rest of a normal start-up
@@ -2056,6 +2076,7 @@ class Driver:
                     # Taken, and from here on an exception (a user's signal
                     # handler) ends in a result: _stray sends it.  Until here
                     # one makes the line read again (read_line).
+                    self.pending, self.stray_exc = req, None
                     self.result_pending = True  # (3.10+: no handler runs
                     term.rs = term.taken        # between these two)
                     self.busy_poll = req.get("busy_poll", BUSY_POLL) * 1000
@@ -2069,6 +2090,7 @@ class Driver:
                     os._exit(0)              # shutdown
                 term.rs = term.taken
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
+                self.stray_exc = exc
                 self._stray(req, exc)
 
     def _stray(self, req, exc):
@@ -2076,6 +2098,8 @@ class Driver:
         (retried, in case the same handler fires again; after a few tries
         without the traceback, which takes longest to make)."""
         self.armed, self.running = False, None
+        if exc is None:                      # (lost on the way: see _serve)
+            exc = RuntimeError("an exception in the driver's own code cut the snippet short")
         if isinstance(exc, OSError) and req is not None and self.result_pending:
             try:                             # RLIMIT_NOFILE below 3: no fd works,
                 broken = os.sysconf("SC_OPEN_MAX") < 3   # not even select()
@@ -2104,6 +2128,7 @@ class Driver:
                     self.capture.broken = True   # end() only sends the result then
                 self.capture.end(req.get("id"), req.get("max_output"), payload)
                 self.result_pending = False
+                self.stray_exc = None
             except BaseException:
                 pass
         if self.result_pending:
@@ -2190,7 +2215,11 @@ def main():
         driver.site = _DeferredSite(driver)
     term.send({"type": "ready", "protocol": PROTOCOL, "pid": os.getpid(),
                "python": sys.version.split()[0]})
-    driver.serve()
+    while True:                              # (serve() returns only when hit in its
+        try:                                 # own except clause: a handler firing there)
+            driver.serve()
+        except BaseException:
+            pass
 
 
 if __name__ == "__main__":

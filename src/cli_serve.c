@@ -284,6 +284,10 @@ static cJSON *serve_parse_line(const char *text, size_t len)
 /* A line that is not a JSON object. If cJSON refused it for lone surrogates
  * (\ud800, which Python's json.dumps writes for such a str) the request is
  * answered under its id: its client may be waiting for that id. */
+static const char serve_nul_id[] =
+	"the request's id contains a NUL character (\\u0000): it could not come back whole, "
+	"refused";
+
 /* Whether id, as cJSON read it from line (which has a NUL somewhere), lost
  * what follows a NUL: cJSON's strings end there. */
 static bool serve_id_cut(const char *line, size_t len, const cJSON *id)
@@ -312,8 +316,11 @@ static void serve_refuse(const char *line, size_t len)
 		if (protocol_json_mask_surrogates(copy, len) > 0)
 			req = serve_parse_line(copy, len);
 	}
-	if (cJSON_IsObject(req))
-		serve_reply(cJSON_GetObjectItemCaseSensitive(req, "id"), "error",
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	if (cJSON_IsObject(req) && protocol_json_has_nul(copy, len) && serve_id_cut(copy, len, id))
+		serve_reply(NULL, "error", serve_nul_id);
+	else if (cJSON_IsObject(req))
+		serve_reply(id, "error",
 			    "the request has a lone UTF-16 surrogate escape (\\ud800-\\udfff): "
 			    "not a Unicode character, refused");
 	else
@@ -344,10 +351,7 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 	bool nul = protocol_json_has_nul(line, len);
 	if (nul && serve_id_cut(line, len, id)) {
 		cJSON_Delete(req);
-		return serve_reply(
-			NULL, "error",
-			"the request's id contains a NUL character (\\u0000): it could not "
-			"come back whole, refused");
+		return serve_reply(NULL, "error", serve_nul_id);
 	}
 	const char *op = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "op"))
 				 ? cJSON_GetObjectItemCaseSensitive(req, "op")->valuestring

@@ -94,7 +94,8 @@ class ServeTest(TestCase):
         self.s.send(r'{"id":7,"op":"exec","code":"print(1)\uZZZZprint(2)"}')
         self.assertIn("NUL", self.s.recv()["error"])
         # An id cut at its NUL would come back as another id: refused, id-less.
-        for req in (r'{"id":"a\u0000b","op":"ping"}', r'{"id":["a\u0000c"],"op":"exec","code":"1"}'):
+        for req in (r'{"id":"a\u0000b","op":"ping"}', r'{"id":["a\u0000c"],"op":"exec","code":"1"}',
+                    r'{"id":"a\u0000d","op":"exec","code":"\ud800"}'):  # (and a surrogate)
             self.s.send(req)
             reply = self.s.recv()
             self.assertNotIn("id", reply)

@@ -655,6 +655,35 @@ class DriverDamageTest(TestCase):
         self.assertEqual((results[3]["status"], results[3]["result"]),
                          ("ok", {"text/plain": "'fresh'"}), results[3])
 
+    def test_a_result_cut_short_even_in_the_drivers_recovery_is_still_sent(self):
+        # An exception raised inside _stray itself (here by a tracer that the
+        # code puts on its frame) left the result owed for good: the client
+        # waited for the timeout, forever with --timeout 0.
+        results, p = run_json(
+            "keep = 42",
+            "import sys\n"
+            "class E(Exception):\n"
+            "    def __str__(self):\n"
+            "        f = sys._getframe()\n"
+            "        while f is not None and f.f_code.co_name != '_stray':\n"
+            "            f = f.f_back\n"
+            "        def lt(frame, ev, arg):\n"
+            "            if ev == 'line':\n"
+            "                raise RuntimeError('escape')\n"
+            "            return lt\n"
+            "        f.f_trace = lt\n"
+            "        sys.settrace(lambda *a: None)\n"
+            "        raise ValueError\n"
+            "class P:\n"
+            "    def __getattr__(self, name):\n"
+            "        del sys.modules['matplotlib.pyplot']\n"
+            "        raise E()\n"
+            "sys.modules['matplotlib.pyplot'] = P()",
+            "keep", extra=["--timeout", "0"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "error", "ok"], p.stderr)
+        self.assertEqual(results[2]["result"], {"text/plain": "42"})
+        self.assertFalse(any(r["state_lost"] for r in results))
+
     def test_a_driver_that_cannot_send_results_is_replaced_at_once(self):
         # User code that breaks what every result needs (here reaching into
         # the driver's globals; a sys.monitoring callback that raises in
