@@ -361,6 +361,21 @@ class CrashTest(TestCase):
             self.assertEqual((r["status"], r["stdout"]), ("crashed", "last words\nbuffered\n"), r)
             self.assertIn("exit status 5", r["message"])
 
+    def test_an_os_exit_that_fails_sends_nothing_twice(self):
+        code = ("import os, sys\n"
+                "for i in range(20): print('line%02d' % i)\n"
+                "try:\n"
+                "    os._exit('bad')\n"
+                "except TypeError:\n"
+                "    pass\n"
+                "for i in range(20, 23): print('after%02d' % i)")
+        plain = code.replace("os._exit('bad')", "pass")
+        results, p = run_json(code, plain, extra=["--max-output", "100"])
+        self.assertEqual([r["status"] for r in results], ["ok", "ok"], p.stderr)
+        self.assertEqual(results[0]["dropped_bytes"], results[1]["dropped_bytes"])
+        self.assertTrue(results[0]["stdout"].endswith("after22\n"), results[0]["stdout"])
+        self.assertEqual(results[0]["stdout"].count("after21"), 1)
+
     def test_segfault(self):
         r = self.assertCrashedAndRestarted("import ctypes; ctypes.string_at(0)")
         self.assertIn("signal 11", r["message"])
