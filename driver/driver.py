@@ -475,25 +475,26 @@ class Terminal:
     def pending_lines(self, wait_ns):
         """The complete lines read and not taken yet, after reading what comes
         within wait_ns (one read: a request line is written whole); None when
-        read_line is halfway through taking a read."""
+        read_line is halfway through taking a read, or at end of file.  Reads
+        as read_line does, step for step, so that a handler raising at any
+        point loses nothing: read_line takes up where this left off."""
         buf, pos, parts, chunk = self.rs
-        if self.chunks and self.chunks[0] is not chunk:
+        chunks = self.chunks
+        if chunks and chunks[0] is not chunk:
             return None
         if wait_ns > 0 and _readable(self.fd, wait_ns / 1e9):
+            if chunks:
+                chunks.clear()               # (in rs already)
             try:
-                data = os.read(self.fd, TTY_READ)
+                chunks.extend(zip(_map(os.read, (self.fd,), (TTY_READ,))))
             except OSError:
-                data = b""
-            if not data:
+                return None
+            new = chunks[0]
+            if not new[0]:
                 return None                  # (end of file: read_line's to say)
-            if data:                         # one chunk in rs, as read_line reads it
-                merged = (buf[pos:] + data,)
-                self.chunks.clear()
-                self.chunks.append(merged)
-                self.rs = (merged[0], 0, parts, merged)
-                self.taken = self.rs
-                buf, pos = merged[0], 0
-        return buf[pos:].split(b"\n")[:-1]
+            self.rs = (new[0], 0, parts + (buf[pos:],) if pos < len(buf) else parts, new)
+            buf, pos, parts, chunk = self.rs
+        return b"".join(parts + (buf[pos:],)).split(b"\n")[:-1]
 
     def unread(self):
         """Whether input is here that read_line has not returned yet."""
