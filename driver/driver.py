@@ -506,18 +506,24 @@ class Terminal:
         Checks the fd first: the pump sends while user code runs, and a pipe
         that user code put in our fd's place would block it for good."""
         with self.lock:
-            if self.writing or self.deferred is None:  # a handler, in the middle of a frame
-                if self.deferred is not None:
-                    self.deferred.append(parts)
-                return
-            self.writing = True
-            try:
+            self._frame(parts, sum(map(len, parts)), True)
+
+    def _frame(self, parts, size, check):
+        """(lock held) One frame, whole: one written by a signal handler of
+        this thread in the middle of another waits for it (_write_deferred)."""
+        if self.writing or self.deferred is None:
+            if self.deferred is not None:
+                self.deferred.append(parts)
+            return
+        self.writing = True
+        try:
+            if check:
                 self.check()
-                self._writev(parts, sum(map(len, parts)))
-            finally:
-                self.writing = False
-            if self.deferred:
-                self._write_deferred()
+            self._writev(parts, size)
+        finally:
+            self.writing = False
+        if self.deferred:
+            self._write_deferred()
 
     def _write_deferred(self):
         """Frames that a signal handler of this thread wrote while one was
@@ -568,17 +574,7 @@ class Terminal:
         """One frame of a payload made of parts that _payload() returned."""
         start = self.start
         with self.lock:
-            if self.writing or self.deferred is None:
-                if self.deferred is not None:
-                    self.deferred.append((start, payload, END))
-                return
-            self.writing = True
-            try:
-                self._writev((start, payload, END), len(start) + len(payload) + len(END))
-            finally:
-                self.writing = False
-            if self.deferred:
-                self._write_deferred()
+            self._frame((start, payload, END), len(start) + len(payload) + len(END), False)
 
 
 # ---------------------------------------------------------------- capture
