@@ -439,7 +439,7 @@ class Terminal:
                 return line.replace(b"\r", b"").strip()
             chunks = self.chunks
             if chunks and chunks[0] is chunk:
-                chunks.clear()               # (in rs already)
+                chunks.popleft()             # (in rs already; the look-ahead may have read on)
             if not chunks:
                 if self.spin_until and _perf_ns() < self.spin_until:
                     self._spin()
@@ -474,32 +474,27 @@ class Terminal:
 
     def pending_lines(self, wait_ns):
         """The complete lines read and not taken yet, after reading what comes
-        within wait_ns (one read: a request line is written whole); None when
-        read_line is halfway through taking a read, or at end of file.  Reads
-        as read_line does, step for step, so that a handler raising at any
-        point loses nothing: read_line takes up where this left off."""
-        buf, pos, parts, chunk = self.rs
+        within wait_ns (one read: a request line is written whole); None at
+        end of file.  What it reads lands in chunks in one C call, queued for
+        read_line, and rs is left alone: a handler raising at any point loses
+        nothing, and read_line takes every line in order."""
         chunks = self.chunks
-        if chunks and chunks[0] is not chunk:
-            return None
         if wait_ns > 0 and _readable(self.fd, wait_ns / 1e9):
-            if chunks:
-                chunks.clear()               # (in rs already)
-            try:
+            try:                             # (queued behind what rs holds: read_line)
                 chunks.extend(zip(_map(os.read, (self.fd,), (TTY_READ,))))
             except OSError:
                 return None
-            new = chunks[0]
-            if not new[0]:
+            if not chunks[-1][0]:
                 return None                  # (end of file: read_line's to say)
-            self.rs = (new[0], 0, parts + (buf[pos:],) if pos < len(buf) else parts, new)
-            buf, pos, parts, chunk = self.rs
-        return b"".join(parts + (buf[pos:],)).split(b"\n")[:-1]
+        buf, pos, parts, chunk = self.rs
+        later = b"".join(c[0] for c in chunks if c is not chunk)
+        return (b"".join(parts) + buf[pos:] + later).split(b"\n")[:-1]
 
     def unread(self):
         """Whether input is here that read_line has not returned yet."""
         buf, pos, _, chunk = self.rs
-        return pos < len(buf) or bool(self.chunks) and self.chunks[0] is not chunk
+        chunks = self.chunks
+        return pos < len(buf) or len(chunks) > 1 or bool(chunks) and chunks[0] is not chunk
 
     def write(self, *parts):
         """Write the parts as one unit: one writev, finished on a partial write.
