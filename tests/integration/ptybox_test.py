@@ -5,6 +5,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 import unittest
 
@@ -33,6 +34,22 @@ def run_json(*codes, extra=(), timeout=60):
     p = run(*args, timeout=timeout)
     results = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
     return results, p
+
+
+def let_go_and_await(go, done, timeout=10):
+    """Lets code that waits to open the FIFO go go on (opened for writing),
+    then waits for it to open the FIFO done once it has done its part:
+    True if both happened within timeout each."""
+    opened = []
+    for path, flags in ((go, os.O_WRONLY), (done, os.O_RDONLY)):
+        t = threading.Thread(target=lambda: opened.append(os.open(path, flags)), daemon=True)
+        t.start()
+        t.join(timeout)
+        if t.is_alive():
+            break
+    for fd in opened:
+        os.close(fd)
+    return len(opened) == 2
 
 
 def kill_if_alive(pid):

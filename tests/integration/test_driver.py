@@ -8,9 +8,10 @@ import pty
 import select
 import signal
 import tempfile
-import threading
 import time
 import unittest
+
+from ptybox_test import let_go_and_await
 
 DRIVER = os.path.join(os.path.dirname(__file__), "..", "..", "driver", "driver.py")
 NONCE = b"0123456789abcdef"
@@ -87,15 +88,7 @@ class PipelineTest(unittest.TestCase):
                         "    open(%r, 'w').close()\n"
                         "threading.Thread(target=later).start()" % (go, done)})
                 self.assertEqual(d.replies(1)[0]["status"], "ok")
-                opened = []
-                for path, flags in ((go, os.O_WRONLY), (done, os.O_RDONLY)):
-                    t = threading.Thread(target=lambda: opened.append(os.open(path, flags)),
-                                         daemon=True)
-                    t.start()
-                    t.join(10)
-                    self.assertFalse(t.is_alive(), "the thread did not go on")
-                for fd in opened:
-                    os.close(fd)
+                self.assertTrue(let_go_and_await(go, done), "the thread did not go on")
             big = "s = '%s'\nlen(s)" % ("y" * 200000)   # longer than one read
             d.send({"id": 1, "op": "exec", "code": "1"}, {"id": 2, "op": "ping"},
                    {"id": 3, "op": "exec", "code": big}, {"id": 4, "op": "ping"},

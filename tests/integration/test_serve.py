@@ -3,11 +3,11 @@ import json
 import os
 import signal
 import tempfile
-import threading
 import time
 import unittest
 
-from ptybox_test import VIA, Serve, TestCase, kill_if_alive, start_once_transport
+from ptybox_test import (VIA, Serve, TestCase, kill_if_alive, let_go_and_await,
+                         start_once_transport)
 
 
 def cpu_seconds(pid):
@@ -252,15 +252,7 @@ class ServeTest(TestCase):
                         "    %s\n"
                         "    open(%r, 'w').close()\n"
                         "threading.Thread(target=later).start()" % (go, how, done), id="a"))
-                    opened = []
-                    for path, flags in ((go, os.O_WRONLY), (done, os.O_RDONLY)):
-                        t = threading.Thread(target=lambda: opened.append(os.open(path, flags)),
-                                             daemon=True)
-                        t.start()
-                        t.join(10)
-                        self.assertFalse(t.is_alive(), "the thread did not go on")
-                    for fd in opened:
-                        os.close(fd)
+                    self.assertTrue(let_go_and_await(go, done), "the thread did not go on")
                     r = self.s.exec("print('ran'); 6 * 7", id="b")
                     self.assertEqual((r["status"], r["stdout"], r["result"]),
                                      ("ok", "ran\n", {"text/plain": "42"}), r)
