@@ -139,31 +139,30 @@ class ExitStatusTest(TestCase):
         self.assertIn("python3: the very last line", p.stderr)
         self.assertEqual(p.stderr.count("\n"), 2, p.stderr)  # the warning and one error line
 
+    @staticmethod
+    def _run_file(source):
+        """`ptybox run FILE` on a file holding the bytes source: (process, FILE)."""
+        with tempfile.NamedTemporaryFile("wb", suffix=".py") as f:
+            f.write(source)
+            f.flush()
+            return run("run", f.name), f.name
+
     def test_source_files_are_utf8_and_a_bom_is_skipped(self):
-        with tempfile.NamedTemporaryFile("wb", suffix=".py") as f:
-            f.write(b"\xef\xbb\xbfprint('bom')\n")
-            f.flush()
-            p = run("run", f.name)
-            self.assertEqual((p.returncode, p.stdout), (0, "bom\n"), p.stderr)
-        with tempfile.NamedTemporaryFile("wb", suffix=".py") as f:
-            f.write(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n")
-            f.flush()
-            p = run("run", f.name)
-            self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
-            self.assertEqual(p.stderr.splitlines()[-1], "ptybox: run: %s: not valid UTF-8 "
-                             "(snippets are UTF-8 text, whatever coding line they have)" % f.name)
+        p, _ = self._run_file(b"\xef\xbb\xbfprint('bom')\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "bom\n"), p.stderr)
+        p, name = self._run_file(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n")
+        self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+        self.assertEqual(p.stderr.splitlines()[-1], "ptybox: run: %s: not valid UTF-8 "
+                         "(snippets are UTF-8 text, whatever coding line they have)" % name)
         p = run("run", "-c", "1", "-c", b"'\xff'".decode("utf-8", "surrogateescape"))
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertEqual(p.stderr.splitlines()[-1], "ptybox: run: -c #2: not valid UTF-8")
 
     def test_nul_byte_in_source_is_a_clear_error(self):
-        with tempfile.NamedTemporaryFile("wb", suffix=".py") as f:
-            f.write(b"x = 1\0\n")
-            f.flush()
-            p = run("run", f.name)
+        p, name = self._run_file(b"x = 1\0\n")
         self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
         self.assertEqual(p.stderr.splitlines()[-1],
-                         "ptybox: run: %s: the source contains a NUL byte" % f.name)
+                         "ptybox: run: %s: the source contains a NUL byte" % name)
 
 
 class StdioTest(TestCase):
