@@ -834,7 +834,7 @@ static void session_closed_one(ptybox_session *s)
 	free(s);
 }
 
-static void session_timer_closed_cb(uv_handle_t *h)
+static void session_handle_closed_cb(uv_handle_t *h)
 {
 	session_closed_one(h->data);
 }
@@ -860,8 +860,8 @@ void ptybox_session_close(ptybox_session *s)
 		instance_close_notify(s->in, session_instance_closed, s);
 	}
 	s->in = NULL;
-	uv_close((uv_handle_t *)&s->timer, session_timer_closed_cb);
-	uv_close((uv_handle_t *)&s->spin, session_timer_closed_cb);
+	uv_close((uv_handle_t *)&s->timer, session_handle_closed_cb);
+	uv_close((uv_handle_t *)&s->spin, session_handle_closed_cb);
 }
 
 const char *ptybox_version(void)
