@@ -101,28 +101,8 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 		snprintf(why, len, "killed");
 	else if (reason)
 		snprintf(why, len, "%s", reason);
-	else if (WIFSIGNALED(st))
-		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st),
-			 strsignal(WTERMSIG(st)));
-	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
-		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
-			 strsignal(WEXITSTATUS(st) - 128));
-	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_RESULT)
-		snprintf(why, len,
-			 "its driver could not make or send the snippet's result, the code "
-			 "having broken what that takes (exit status %d)",
-			 PROTOCOL_EXIT_NO_RESULT);
-	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_FDS)
-		snprintf(why, len,
-			 "its driver could not open the file descriptors it needs, the code "
-			 "having lowered RLIMIT_NOFILE (exit status %d)",
-			 PROTOCOL_EXIT_NO_FDS);
-	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_TERMINAL)
-		snprintf(why, len,
-			 "its driver lost its terminal and could not reopen it (exit status %d)",
-			 PROTOCOL_EXIT_NO_TERMINAL);
 	else
-		snprintf(why, len, "exit status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		protocol_describe_exit(st, why, len);
 }
 
 static void instance_scan_cb(void *ctx, enum frame_event ev, const char *data, size_t len)

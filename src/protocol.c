@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <signal.h>
 
 #include <sodium.h>
 
@@ -202,7 +204,7 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 {
-	/* The id printed as in the exec request, so the driver sees them equal. */
+	/* The id printed as in the exec request, so the relay sees them equal. */
 	cJSON *req = cJSON_CreateObject();
 	char *json = NULL;
 	if (req && protocol_add_uint(req, "id", id) &&
@@ -211,10 +213,47 @@ int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 	cJSON_Delete(req);
 	if (!json)
 		return -ENOMEM;
-	/* ^C and the request that names its snippet, in one write. */
-	int rc = protocol_encode_text("\x03", json, strlen(json), out, outlen);
+	int rc = protocol_encode_text("", json, strlen(json), out, outlen);
 	cJSON_free(json);
 	return rc;
+}
+
+int protocol_restart_line(char **out, size_t *outlen)
+{
+	static const char json[] = "{\"op\":\"restart\"}";
+	return protocol_encode_text("", json, sizeof(json) - 1, out, outlen);
+}
+
+void protocol_describe_exit(int wstatus, char *why, size_t len)
+{
+	int st = wstatus;
+	if (WIFSIGNALED(st))
+		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
+		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
+			 strsignal(WEXITSTATUS(st) - 128));
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_RESULT)
+		snprintf(why, len,
+			 "its kernel could not make or send the snippet's result, the code "
+			 "having broken what that takes (exit status %d)",
+			 PROTOCOL_EXIT_NO_RESULT);
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_FDS)
+		snprintf(why, len,
+			 "its kernel could not open the file descriptors it needs, the code "
+			 "having lowered RLIMIT_NOFILE (exit status %d)",
+			 PROTOCOL_EXIT_NO_FDS);
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_TERMINAL)
+		snprintf(why, len,
+			 "its kernel lost its pipes to the relay, the code having closed or "
+			 "replaced them (exit status %d)",
+			 PROTOCOL_EXIT_NO_TERMINAL);
+	else if (WIFEXITED(st) && WEXITSTATUS(st) == PROTOCOL_EXIT_NO_KERNEL)
+		snprintf(why, len,
+			 "its relay could not start a kernel, or lost the one it had "
+			 "(exit status %d)",
+			 PROTOCOL_EXIT_NO_KERNEL);
+	else
+		snprintf(why, len, "exit status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
 static const struct {
@@ -223,6 +262,7 @@ static const struct {
 } protocol_frame_types[] = {
 	{"ready", FRAME_READY},	  {"stream", FRAME_STREAM}, {"display", FRAME_DISPLAY},
 	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
+	{"died", FRAME_DIED},
 };
 
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f)

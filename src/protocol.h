@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
 /* Run by the transport as `python3 -I -S -c BOOTSTRAP`: says it runs and with
  * which bytecode magic (hex, from the importlib already loaded, so that it
  * imports nothing slow), reads a form line, then the driver as base64 lines up
@@ -45,9 +45,9 @@
 /* Microseconds each side polls for the answer (ptybox_options.busy_poll_us);
  * the driver takes it from each exec request, where it is left out when so. */
 #define PROTOCOL_DEFAULT_BUSY_POLL 100
-/* The driver's exit status when user code took its terminal fd and
- * /dev/tty cannot be opened again (driver.py: Terminal.recover, _retry):
- * one that user code is unlikely to pick, so "exit status 3" stays its own. */
+/* A kernel's exit status when user code closed or replaced its pipes to the
+ * relay (kernel.py: Channel, Kernel._check): one that user code is unlikely to
+ * pick, so "exit status 3" stays its own. */
 #define PROTOCOL_EXIT_NO_TERMINAL 119
 /* ... and when it cannot open the descriptors it needs (RLIMIT_NOFILE set
  * below what it holds, say): a fresh interpreter is the way on. */
@@ -55,12 +55,15 @@
 /* ... and when it cannot make or send a result, try as it may (user code broke
  * what that takes). */
 #define PROTOCOL_EXIT_NO_RESULT 117
+/* The relay's exit status when it cannot start a kernel (DEAD_STARTS in a row
+ * died before they were up) or lost its fork template (user code killed it). */
+#define PROTOCOL_EXIT_NO_KERNEL 116
 /* The largest max_output a session takes: PROTOCOL_MAX_PAYLOAD stays far
  * from overflowing. */
 #define PROTOCOL_MAX_OUTPUT ((uint64_t)1 << 40)
 /* The longest frame payload the client takes, for a session's max_output;
  * longer frames are dropped unread. The driver computes the same bound and
- * keeps its result and display frames under it (driver.py: _frame_cap). */
+ * keeps its result and display frames under it (relay.py, kernel.py: _frame_cap). */
 #define PROTOCOL_MAX_PAYLOAD(max_output) ((size_t)(max_output)*4 + ((size_t)16 << 20))
 
 #endif
@@ -78,6 +81,7 @@ enum protocol_frame_type {
 	FRAME_RESULT,
 	FRAME_PONG,
 	FRAME_ERROR,
+	FRAME_DIED, /* the kernel died under the relay; a ready frame follows its successor */
 };
 
 struct protocol_frame {
@@ -106,9 +110,14 @@ int protocol_boot_lines(const char *form, const unsigned char *data, size_t len,
  * -EINVAL if code has a NUL byte. */
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
 		       unsigned busy_poll_us, char **out, size_t *outlen);
-/* ^C, then the interrupt request naming snippet id (the driver learns from it
- * which snippet a ^C was meant for). Caller frees. */
+/* The interrupt request naming snippet id: the relay sends SIGINT to its
+ * kernel if that snippet runs, or starts it interrupted. Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);
+/* The restart request: the relay kills its kernel (died follows) and starts a
+ * fresh one (ready follows). Caller frees. */
+int protocol_restart_line(char **out, size_t *outlen);
+/* What a wait status says, in words, with ptybox's own exit statuses named. */
+void protocol_describe_exit(int wstatus, char *why, size_t len);
 /* Parses one frame's payload. 0, -EINVAL (not a JSON object with a known
  * shape) or -ENOMEM; a lone surrogate escape in a string is read as U+FFFD.
  * On success the caller frees with protocol_frame_free. */

@@ -40,6 +40,9 @@
 
 #define SESSION_QUEUE_CAP   4096
 #define SESSION_DISPLAY_CAP ((size_t)64 << 20)
+/* How long, past the kill grace, the relay has to restart a kernel we asked it
+ * to kill before the whole interpreter is replaced. */
+#define SESSION_RELAY_GRACE_MS 2000
 
 enum session_state { S_STARTING, S_IDLE, S_RUNNING, S_FATAL, S_CLOSING };
 
@@ -72,6 +75,7 @@ struct ptybox_session {
 	enum session_state state;
 	struct instance *in;
 	bool started_once;
+	bool kernel_restarting; /* the relay starts a fresh kernel: ready ends the wait */
 	uv_timer_t timer;
 	uv_idle_t spin; /* active: the loop polls, not sleeps (session_spin_cb) */
 	uint64_t spin_until;
@@ -104,6 +108,10 @@ static void session_replace(ptybox_session *s, enum ptybox_status status, const 
 			    const char *done);
 static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
 				 const char *what, const char *done);
+static void session_restart_kernel(ptybox_session *s, enum ptybox_status status,
+				   const char *what, const char *done);
+static void session_on_ready(struct instance *in);
+static void session_on_died(ptybox_session *s, struct protocol_frame *f);
 
 void ptybox_options_init(struct ptybox_options *o)
 {
@@ -244,10 +252,10 @@ static void session_grace_cb(uv_timer_t *t)
 	if (e->stop == STOP_TIMEOUT) {
 		snprintf(msg, sizeof(msg), "timed out after %g s and did not stop on ^C; killed",
 			 e->timeout);
-		session_replace(s, PTYBOX_TIMEOUT, msg, session_and_restarted);
+		session_restart_kernel(s, PTYBOX_TIMEOUT, msg, session_and_restarted);
 	} else {
-		session_replace(s, PTYBOX_INTERRUPTED, "did not stop on ^C; killed",
-				session_and_restarted);
+		session_restart_kernel(s, PTYBOX_INTERRUPTED, "did not stop on ^C; killed",
+				       session_and_restarted);
 	}
 }
 
@@ -282,12 +290,8 @@ static void session_restart_cb(uv_timer_t *t)
 		return;
 	exec_free(session_pop(s));
 	log_msg("session: restart");
-	if (s->in)
-		instance_close(s->in);
-	log_msg("session: the old interpreter is gone");
-	s->in = NULL;
-	s->state_lost_pending = true;
-	session_start(s);
+	s->state = S_IDLE; /* (so that nothing is held) */
+	session_restart_kernel(s, PTYBOX_CRASHED, "", NULL);
 }
 
 const char *ptybox_result_json(const struct ptybox_result *r)
@@ -516,6 +520,14 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 	case FRAME_DISPLAY: session_on_display_frame(s, &f); break;
 	case FRAME_RESULT: session_on_result(s, &f); break;
 	case FRAME_ERROR: session_on_driver_error(s, &f); break;
+	case FRAME_DIED: session_on_died(s, &f); break;
+	case FRAME_READY:
+		if (s->state == S_STARTING && s->kernel_restarting) {
+			s->kernel_restarting = false;
+			log_msg("session: the relay's fresh kernel is up");
+			session_on_ready(in);
+		}
+		break;
 	default: break;
 	}
 	protocol_frame_free(&f);
@@ -597,25 +609,93 @@ static void session_replace(ptybox_session *s, enum ptybox_status status, const 
 	session_replace_with(s, status, NULL, what, done);
 }
 
+/* The running snippet's result is held, and the session waits for a fresh
+ * interpreter. */
+static void session_hold(ptybox_session *s, enum ptybox_status status, const cJSON *error,
+			 const char *what, const char *done)
+{
+	s->state_lost_pending = true;
+	if (s->state != S_RUNNING)
+		return;
+	uv_timer_stop(&s->timer);
+	s->held.on = true;
+	s->held.status = status;
+	s->held.error = error ? cJSON_Duplicate(error, 1) : NULL;
+	s->held.duration_ms = (double)(uv_hrtime() - s->head->sent_ns) / 1e6;
+	snprintf(s->held.what, sizeof(s->held.what), "%s", what);
+	s->held.done = done;
+	s->state = S_STARTING;
+}
+
 static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
 				 const char *what, const char *done)
 {
 	if (s->in)
 		instance_close(s->in);
 	s->in = NULL;
-	s->state_lost_pending = true;
-	if (s->state == S_RUNNING) {
-		uv_timer_stop(&s->timer);
-		s->held.on = true;
-		s->held.status = status;
-		s->held.error = error ? cJSON_Duplicate(error, 1) : NULL;
-		s->held.duration_ms = (double)(uv_hrtime() - s->head->sent_ns) / 1e6;
-		snprintf(s->held.what, sizeof(s->held.what), "%s", what);
-		s->held.done = done;
-		s->state = S_STARTING;
-	}
+	s->kernel_restarting = false;
+	session_hold(s, status, error, what, done);
 	if (s->state != S_CLOSING && s->state != S_FATAL)
 		session_start(s);
+}
+
+/* The relay's fresh kernel did not come up in time (or the relay does not
+ * answer: stopped, say): the whole interpreter is replaced. */
+static void session_kernel_late_cb(uv_timer_t *t)
+{
+	ptybox_session *s = t->data;
+	if (s->state != S_STARTING || !s->kernel_restarting)
+		return;
+	log_msg("session: no fresh kernel from the relay in time; replacing the interpreter");
+	session_replace(s, PTYBOX_CRASHED, "", NULL);
+}
+
+/* The kernel is gone or must go, under a relay that stays: the running
+ * snippet's result is held until the relay says (ready) that a fresh
+ * kernel is up, or, if it does not within wait_ms, the whole interpreter is
+ * replaced. */
+static void session_kernel_gone(ptybox_session *s, enum ptybox_status status, const char *what,
+				const char *done, uint64_t wait_ms)
+{
+	session_hold(s, status, NULL, what, done);
+	s->state = S_STARTING;
+	s->kernel_restarting = true;
+	session_arm(s, wait_ms, session_kernel_late_cb);
+}
+
+/* Asks the relay for a fresh kernel (a restart, or the kill of a snippet that
+ * ignored ^C): no new transport, no new sandbox. */
+static void session_restart_kernel(ptybox_session *s, enum ptybox_status status,
+				   const char *what, const char *done)
+{
+	char *line;
+	size_t len;
+	int rc = s->in && s->in->state == I_READY ? protocol_restart_line(&line, &len) : -EPIPE;
+	if (rc == 0)
+		rc = instance_write(s->in, line, len);
+	if (rc < 0) {
+		session_replace(s, status, what, done);
+		return;
+	}
+	session_kernel_gone(s, status, what, done,
+			    options_seconds_ms(s->opts.kill_grace) + SESSION_RELAY_GRACE_MS);
+}
+
+/* A died frame: the kernel died under its relay, which starts a fresh one. */
+static void session_on_died(ptybox_session *s, struct protocol_frame *f)
+{
+	if (s->state == S_STARTING)
+		return; /* one we asked for, or the restart is under way */
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(f->root, "status");
+	char why[256], msg[640];
+	if (cJSON_IsNumber(st) && st->valuedouble >= 0 && st->valuedouble < 65536)
+		protocol_describe_exit((int)st->valuedouble, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "how, its relay did not say");
+	snprintf(msg, sizeof(msg), "the interpreter died (%s)", why);
+	log_msg("session: %s%s", msg, s->state == S_RUNNING ? "" : " while idle");
+	session_kernel_gone(s, PTYBOX_CRASHED, msg, session_restarted,
+			    options_seconds_ms(s->opts.boot_timeout));
 }
 
 static void session_on_dead(struct instance *in, const char *why, bool during_boot)

@@ -13,7 +13,8 @@ import unittest
 
 from ptybox_test import let_go_and_await
 
-DRIVER = os.path.join(os.path.dirname(__file__), "..", "..", "driver", "driver.py")
+DRIVER = os.environ.get("PTYBOX_DRIVER_PY") or os.path.join(
+    os.path.dirname(os.environ.get("PTYBOX", "build/ptybox")), "driver.py")
 NONCE = b"0123456789abcdef"
 
 

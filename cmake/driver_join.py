@@ -1,0 +1,81 @@
+"""Joins the relay and the kernel into the one program the client sends.
+
+Usage: python3 -I driver_join.py source RELAY_PY KERNEL_PY OUTPUT_PY
+       python3 -I driver_join.py code RELAY_PY KERNEL_PY OUTPUT_C
+
+The program on the wire is the relay (relay.py) with the kernel (kernel.py)
+inside it as the constant _KERNEL, which the relay's fork template runs once
+and every kernel it forks inherits.  In the source form (for any Python, and
+runnable as a script: the tests speak to it directly) _KERNEL is the kernel's
+source.  In the code form it is the kernel compiled by the interpreter that
+runs this script and marshalled, inside the relay's code, marshalled too and
+zlib-compressed: OUTPUT_C gets ptybox_driver_code and ptybox_driver_magic
+(this interpreter's bytecode magic), and the client sends this code instead
+of the source when the bootstrap reports the same magic (ptybox-protocol(7),
+BOOT).  Compressed because every byte goes through a canonical-mode
+terminal.  A syntax error in either file fails the build here.
+"""
+
+import importlib.util
+import marshal
+import os
+import sys
+import zlib
+
+TAIL = '''
+
+def _kernel_code():
+    if type(_KERNEL) is bytes:
+        import marshal
+        return marshal.loads(_KERNEL)
+    return compile(_KERNEL, "<ptybox-kernel>", "exec", dont_inherit=True)
+
+
+if __name__ == "__main__":
+    main(_kernel_code())
+'''
+
+
+def joined(relay, kernel_constant):
+    return "_KERNEL = %r\n\n%s%s" % (kernel_constant, relay, TAIL)
+
+
+def write(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main():
+    form, relay_path, kernel_path, out_path = sys.argv[1:5]
+    with open(relay_path) as f:
+        relay = f.read()
+    with open(kernel_path) as f:
+        kernel = f.read()
+    kernel_code = compile(kernel, "<ptybox-kernel>", "exec", dont_inherit=True, optimize=0)
+    if form == "source":
+        text = joined(relay, kernel)
+        compile(text, "<ptybox-driver>", "exec", dont_inherit=True)
+        write(out_path, text)
+        return
+    code = compile(joined(relay, marshal.dumps(kernel_code)), "<ptybox-driver>", "exec",
+                   dont_inherit=True, optimize=0)
+    blob = zlib.compress(marshal.dumps(code), 9)
+    magic = importlib.util.MAGIC_NUMBER.hex()
+    rows = ",\n".join(",".join("0x%02x" % b for b in blob[i:i + 16])
+                      for i in range(0, len(blob), 16))
+    write(out_path,
+          "/* Generated from %s and %s by %s (Python %s); do not edit. */\n"
+          "#include <stddef.h>\n"
+          "extern const unsigned char ptybox_driver_code[];\n"
+          "extern const size_t ptybox_driver_code_len;\n"
+          "extern const char ptybox_driver_magic[];\n"
+          "const unsigned char ptybox_driver_code[] = {\n%s};\n"
+          "const size_t ptybox_driver_code_len = %d;\n"
+          "const char ptybox_driver_magic[] = \"%s\";\n"
+          % (os.path.basename(relay_path), os.path.basename(kernel_path), sys.executable,
+             sys.version.split()[0], rows, len(blob), magic))
+
+
+main()

@@ -1,0 +1,1435 @@
+"""ptybox kernel: runs the snippets, under the relay (relay.py).
+
+Forked by the relay's template into its own session: no controlling
+terminal, no fd of the terminal, and no nonce ever in its memory.  It reads
+requests from its request pipe, runs them in one persistent __main__ like
+notebook cells, and sends results, displays and thread-written late output
+as JSON lines on its message pipe; fds 1 and 2 are capture pipes that the
+relay reads and frames.  Nothing it sends is trusted by the relay, which
+parses, bounds and re-encodes it: user code here can lie about its own
+snippets, as in any stateful interpreter, and about nothing else.
+
+Why it is still guarded: user code runs in this very process and may do
+anything to it - close fds, replace sys.stdout, ignore SIGINT, start
+threads and processes that outlive it.  So kernel state lives in objects the
+user's namespace does not name, the modules it needs are private copies, fds
+0-2, the SIGINT handler and sys.std* are put back after each result, and
+SIGINT raises only while user code runs.  When it cannot go on (its pipes
+to the relay gone, no result can be sent) it exits, and the relay forks a
+fresh kernel in a few milliseconds.
+
+sys.stdout and sys.stderr are line-buffered, as Python's own are on a
+terminal, so output keeps the order a terminal would show: print() before a
+subprocess's output, and across stdout and stderr (a write to one waits,
+briefly, until the relay has taken what the other holds).
+
+Interrupts: the relay writes "I<seq>" on the request pipe, then sends SIGINT
+to the kernel's process group.  While a snippet runs any SIGINT raises
+KeyboardInterrupt (the relay tells its own from the code's); one that came
+while idle interrupts the next snippet only if the relay's "I" line for it
+follows its request.
+Standard library only; runs on Python 3.8 and later.
+"""
+
+# Only what starts fast: the interpreter runs with -S and these imports are on
+# the way to the first result (re, enum, json, base64, linecache are not).
+import _ast, _signal, _thread, binascii, builtins, codecs, errno, fcntl, io
+import os, select, sys, termios, threading, time, types
+from _collections import deque
+
+# The driver's own builtins: a snapshot that user code cannot reach.  Every
+# function defined below looks names up in it (a function takes its builtins
+# from its globals when it is made), so `del builtins.type` in a snippet
+# breaks that snippet's world, not the driver's.
+__builtins__ = dict(builtins.__dict__)
+
+DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet: PROTOCOL_DEFAULT_MAX_OUTPUT
+TTY_READ = 64 << 10               # request bytes per read
+TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
+SETTLE_WAIT = 20 * 10 ** 6        # ns: a write to one stream waits this long for the other
+SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
+SITE_TRIES = 3                    # ... tries, if something cuts it short
+SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
+SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
+MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
+CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
+CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
+BUSY_POLL = 100                   # us: after a result, poll this long for the next request
+THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
+EXIT_LOST_PIPE = 119              # our pipe to the relay is gone: PROTOCOL_EXIT_NO_TERMINAL
+EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
+EXIT_NO_RESULT = 117              # a result cannot be sent, try as we may: PROTOCOL_EXIT_NO_RESULT
+STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
+NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
+F_DUPFD_CLOEXEC = getattr(fcntl, "F_DUPFD_CLOEXEC", 1030)
+_PIPE = object()                  # route: "write into the capture pipe"
+_UNSTAMPED = object()             # a thread not started through threading.Thread
+_DRIVER_GLOBALS = globals()       # frames running with these are driver frames
+
+
+def _snapshot(module):
+    """module's namespace as it is now, in a module of the driver's own: a
+    snippet that replaces os.read or fcntl.ioctl changes its world, not the
+    driver's (which would hang, or fail every snippet from then on)."""
+    copy = types.ModuleType(module.__name__)
+    copy.__dict__.update(module.__dict__)
+    return copy
+
+
+os, fcntl, termios, select, _signal, time, codecs, binascii, threading = map(
+    _snapshot, (os, fcntl, termios, select, _signal, time, codecs, binascii, threading))
+_CodeType = types.CodeType
+_get_ident = threading.get_ident
+_THREADS = threading._active          # ident -> Thread, without making one up
+_text_flush = io.TextIOWrapper.flush
+_perf_ns = time.perf_counter_ns
+_dup2 = os.dup2
+_sched_yield = os.sched_yield
+_gettrace, _settrace = sys.gettrace, sys.settrace
+_getprofile, _setprofile = sys.getprofile, sys.setprofile
+_map = map
+_SYS = sys.__dict__                   # (user code may delete sys.stdout, sys.modules ...)
+_MODULES = sys.modules                # the interpreter's own, whatever sys.modules names
+_BUILTINS = builtins.__dict__
+_SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
+try:                                  # the json package's own C accelerators, without
+    import _json                      # importing json (and re) at start-up
+
+    class _JSONContext:
+        strict, object_hook, object_pairs_hook = True, None, None
+        parse_float, parse_int, parse_constant = float, int, float
+
+    def _not_json(obj):
+        raise TypeError("%s is not JSON serializable" % type(obj).__name__)
+
+    _encode = _json.make_encoder(None, _not_json, _json.encode_basestring_ascii, None,
+                                 ":", ",", False, False, True)
+    _scan = _json.make_scanner(_JSONContext())
+
+    def _dumps(obj):
+        return "".join(_encode(obj, 0))
+
+    def _loads(text):
+        try:
+            obj, end = _scan(text, 0)
+        except StopIteration as e:
+            raise ValueError("not JSON (at character %d)" % e.value) from None
+        except SystemError:                  # _json raises JSONDecodeError only once
+            import json                      # json.decoder is imported: let it say why
+            return json.loads(text)
+        if end != len(text) and text[end:].strip():
+            raise ValueError("extra data after the JSON value")
+        return obj
+except (ImportError, AttributeError):
+    import json
+    _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+    _loads = json.JSONDecoder().decode
+_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
+
+
+# ---------------------------------------------------------------- helpers
+
+def _private(fd, keep=False):
+    """A close-on-exec copy of fd at a high number (away from user fds)."""
+    try:
+        limit = os.sysconf("SC_OPEN_MAX")
+    except (ValueError, OSError):
+        limit = 1024
+    try:
+        new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)))
+    except OSError:
+        new = os.dup(fd)
+    if not keep:
+        os.close(fd)
+    return new
+
+
+def _identity(fd):
+    """What fd refers to, or None if it is closed: detects close and dup2-over."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_rdev)
+
+
+def _char_start(data, i):
+    """An index j in [i-3, i] that does not split a UTF-8 character (i if none)."""
+    for j in range(i, max(i - 3, 0) - 1, -1):
+        if data[j] & 0xC0 != 0x80:
+            return j
+    return i
+
+
+_CUT = {}                         # ident: True, _cap_text cut something in that thread
+
+
+def _cap_text(text, limit):
+    """text cut to at most limit UTF-8 bytes (0: no limit), saying so (and in
+    _CUT, for the thread: its snippet's result says truncated)."""
+    data = text.encode("utf-8", "backslashreplace")
+    if not limit or len(data) <= limit:
+        return text
+    _CUT[_get_ident()] = True
+    cut = _char_start(data, limit)
+    return data[:cut].decode("utf-8", "replace") + "...[%d bytes truncated]" % (len(data) - cut)
+
+
+def _frame_cap(max_output):
+    """The longest payload the client takes (PROTOCOL_MAX_PAYLOAD): it drops
+    a longer frame unread, so a result over it would never arrive."""
+    return max_output * 4 + (16 << 20)
+
+
+def _fit_bundle(data, limit, what):
+    """A MIME bundle cut down to its text/plain (at most limit bytes)."""
+    dropped = ", ".join(k for k in data if k != "text/plain")
+    text = _cap_text(data.get("text/plain", ""), limit)
+    if dropped:
+        _CUT[_get_ident()] = True
+        text += "\n[ptybox: %s dropped: the %s was too large to send]" % (dropped, what)
+    return {"text/plain": text}
+
+
+def _fit_error(error, limit):
+    """An error cut down: name and value, and the traceback's last lines
+    (where it ends matters most), each part at most limit bytes."""
+    lines, left = [], limit
+    for line in reversed(error.get("traceback", ())):
+        line = _cap_text(line, left)
+        lines.append(line)
+        left -= len(line.encode("utf-8", "backslashreplace"))
+        if left <= 0:
+            break
+    lines.reverse()
+    return {"name": _cap_text(error.get("name", ""), limit),
+            "value": _cap_text(error.get("value", ""), limit), "traceback": lines}
+
+
+def _strip_driver_frames(exc):
+    """exc's traceback without the frames of the driver (its SIGINT handler)."""
+    kept, tb = [], exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals is not _DRIVER_GLOBALS:
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:] + [None]):
+        a.tb_next = b
+    exc.__traceback__ = kept[0] if kept else None
+
+
+def _stamped_call(stamp, fn, /, *args, **kwargs):
+    """fn(*args, **kwargs) in a pool thread, under the stamp of its snippet."""
+    thread = threading.current_thread()
+    old = getattr(thread, STAMP, _UNSTAMPED)
+    try:
+        setattr(thread, STAMP, stamp)
+    except Exception:
+        return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if old is _UNSTAMPED:
+            delattr(thread, STAMP)
+        else:
+            setattr(thread, STAMP, old)
+
+
+def _renamed(code, filename):
+    """code (and the code objects it holds) as if compiled from filename."""
+    consts = code.co_consts
+    for c in consts:
+        if type(c) is _CodeType:
+            consts = tuple(_renamed(c, filename) if type(c) is _CodeType else c
+                           for c in consts)
+            return code.replace(co_filename=filename, co_consts=consts)
+    return code.replace(co_filename=filename)
+
+
+
+
+# ---------------------------------------------------------------- channel
+
+class Channel:
+    """The kernel's pipes to the relay: request lines in, message lines out."""
+
+    def __init__(self, req, msg):
+        self.req, self.msg = _private(req), _private(msg)
+        self.idents = (_identity(self.req), _identity(self.msg))
+        self.lock = threading.RLock()        # one message per write, whole
+        self.writing = False                 # a message is being written (lock held)
+        self.deferred = []                   # messages a signal handler wrote meanwhile
+        self.buf = b""                       # read, not taken yet
+        self.spin_until = 0                  # _perf_ns(): read_request polls until then
+        self.spin_poll = select.poll()
+        self.spin_poll.register(self.req, select.POLLIN)
+
+    def healthy(self):
+        return (_identity(self.req), _identity(self.msg)) == self.idents
+
+    def _read(self):
+        """More request bytes (b"" at end of file: the relay is gone)."""
+        if self.spin_until and _perf_ns() < self.spin_until:
+            poll, until = self.spin_poll.poll, self.spin_until
+            self.spin_until = 0
+            try:
+                while not poll(0) and _perf_ns() < until:
+                    _sched_yield()
+            except OSError:
+                pass
+        while True:
+            try:
+                return os.read(self.req, TTY_READ)
+            except InterruptedError:
+                continue
+            except OSError as e:
+                if type(e) is not OSError and type(e) is not BlockingIOError:
+                    raise                    # a signal handler's, not the read's
+                if e.errno == errno.EAGAIN:  # someone set O_NONBLOCK
+                    select.select([self.req], [], [], 1.0)
+                    continue
+                os._exit(EXIT_LOST_PIPE)
+
+    def read_request(self):
+        """(seq, the request's JSON bytes, interrupted?) or (None, line) for an
+        "I" line.  A user's signal handler may raise between any two steps:
+        self.buf is replaced whole, after the request is complete."""
+        while True:
+            buf = self.buf
+            i = buf.find(b"\n")
+            if i >= 0:
+                head = buf[:i]
+                if head[:1] == b"I":
+                    self.buf = buf[i + 1:]
+                    return None, head
+                if head[:1] == b"X":
+                    seq, n = map(int, head[1:].split())
+                    if len(buf) - i - 1 >= n:
+                        body, rest = buf[i + 1:i + 1 + n], buf[i + 1 + n:]
+                        self.buf = rest
+                        return seq, body
+                else:
+                    self.buf = buf[i + 1:]   # (not the relay's: skipped)
+                    continue
+            data = self._read()
+            if not data:
+                os._exit(0)                  # the relay is gone: so are we
+            self.buf = buf + data
+
+    def interrupt_follows(self, seq):
+        """Whether the relay's interrupt line for seq is already here (read
+        now, without waiting: the relay writes it before its SIGINT)."""
+        try:
+            while _readable(self.req, 0):
+                data = os.read(self.req, TTY_READ)
+                if not data:
+                    break
+                self.buf += data
+        except OSError:
+            pass
+        return (b"\nI%d\n" % seq) in b"\n" + self.buf
+
+    def send(self, obj):
+        self.write(_dumps(obj).encode("ascii") + b"\n")
+
+    def write(self, data):
+        """One message, whole: one written by a signal handler of this thread
+        in the middle of another waits for it; what those set off in turn is
+        dropped (a printing gc callback would feed itself for ever)."""
+        with self.lock:
+            if self.writing or self.deferred is None:
+                if self.deferred is not None:
+                    self.deferred.append(data)
+                return
+            self.writing = True
+            try:
+                self._write(data)
+            finally:
+                self.writing = False
+            if self.deferred:
+                deferred, self.deferred = self.deferred, None
+                try:
+                    for d in deferred:
+                        self._write(d)
+                finally:
+                    self.deferred = []
+
+    def _write(self, data):
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.msg, view):]
+            except InterruptedError:
+                pass
+            except BlockingIOError:
+                select.select([], [self.msg], [], 1.0)
+            except OSError as e:
+                if type(e) is not OSError:
+                    raise                    # a signal handler's
+                os._exit(EXIT_LOST_PIPE)     # the relay or our pipe is gone
+
+
+
+# ---------------------------------------------------------------- stdio objects
+
+class _TextBuffer:
+    """What sys.stdout or sys.stderr was given and did not write yet: str
+    chunks.  Writers only append (atomic under the GIL: no lock on print()'s
+    path); whoever empties it holds lock until the bytes are in the pipe (or
+    in the capture), so the order is kept.  dirty: something may be in it;
+    eager: 1 to flush at each line end (line_buffering), 2 at each write;
+    gone: its stream was closed, or dropped when its fd failed."""
+    __slots__ = ("chunks", "size", "dirty", "closed", "gone", "lock", "errors", "eager")
+
+    def __init__(self, errors):
+        self.chunks, self.size, self.dirty, self.closed = [], 0, False, False
+        self.gone = False
+        self.lock = threading.RLock()        # re-entrant: a signal handler may print
+        self.errors, self.eager = errors, 1
+
+    def take(self):
+        """The bytes buffered (lock held); empty afterwards."""
+        self.dirty = False                   # first: a write after this sets it again
+        chunks, self.chunks = self.chunks, []
+        self.size = 0
+        return "".join(chunks).encode("utf-8", self.errors) if chunks else b""
+
+
+class _FdSink(io.RawIOBase):
+    """Raw writer on fd 1 or 2, under sys.stdout/err (sys.stdout.buffer).  Once
+    dead (its fd failed) it swallows what it is given, so leftovers can never
+    surface in a later snippet."""
+
+    def __init__(self, fd, name, buf):
+        self.fd, self.name, self.dead, self.buf = fd, name, False, buf
+        self.closing = False                 # its _OutStream closes it
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.fd
+
+    def close(self):
+        """Only its own stream closes it: a wrapper the user made around
+        sys.stdout.buffer closes it when collected, and sys.stdout would go
+        with it (anyone else only flushes)."""
+        if self.closing:
+            io.RawIOBase.close(self)
+        else:
+            self.flush_text()
+
+    def write(self, b):
+        """Bytes, after the text written before them."""
+        with self.buf.lock:
+            self.flush_text()
+            return self.write_all(b)
+
+    def flush_text(self):
+        data = self.buf.take()
+        if data:
+            self.write_all(data)
+
+    def write_all(self, b):
+        if self.dead:
+            return len(b)
+        if _LAST[0] != self.fd:
+            _settle(self.fd)
+        view, done = memoryview(b), 0
+        while done < len(view):
+            try:
+                done += os.write(self.fd, view[done:])
+            except BlockingIOError:          # user code set O_NONBLOCK: wait, lose nothing
+                select.select([], [self.fd], [], 1.0)
+        return done
+
+
+_LAST = [None]                    # the fd that our streams wrote to last
+
+
+def _settle(fd):
+    """Before our first write to fd after one to the other capture pipe: wait
+    (up to SETTLE_WAIT) until the relay has read what that pipe holds, so
+    the relay sees stdout and stderr in the order they were written."""
+    _LAST[0] = fd
+    other = 3 - fd
+    if other not in (1, 2):
+        return
+    deadline, spins = _perf_ns() + SETTLE_WAIT, 0
+    buf = bytearray(4)
+    while True:
+        try:
+            fcntl.ioctl(other, termios.FIONREAD, buf)
+        except OSError:
+            return
+        if not int.from_bytes(buf, sys.byteorder) or _perf_ns() >= deadline:
+            return
+        spins += 1
+        if spins < 100:
+            _sched_yield()
+        else:
+            time.sleep(0.0002)
+
+
+class _OutStream(io.TextIOWrapper):
+    """sys.stdout / sys.stderr: line-buffered UTF-8 over fd 1 or 2, except that
+    text from a thread of an earlier snippet goes out at once as late output
+    of that snippet.  The text goes into a _TextBuffer, not into the C text
+    layer (whose buffer threads that write at once can corrupt).  write() is
+    a closure in the instance (made by _writer): print()'s path, without
+    attribute lookups."""
+
+    def write(self, s):
+        return self.__dict__["write"](s)
+
+    def flush(self):
+        buf = self._ptybox_buf
+        if buf.closed:
+            raise ValueError("I/O operation on closed file.")
+        with buf.lock:
+            self._ptybox_sink.flush_text()
+        _text_flush(self)                    # anything written around write()
+
+    def close(self):
+        self._ptybox_sink.closing = True
+        try:
+            io.TextIOWrapper.close(self)     # flush() first
+        finally:
+            self._ptybox_buf.closed = self._ptybox_buf.gone = True
+
+    def reconfigure(self, **kwargs):
+        io.TextIOWrapper.reconfigure(self, **kwargs)
+        buf = self._ptybox_buf
+        buf.errors = self.errors
+        buf.eager = 2 if self.write_through else 1 if self.line_buffering else 0
+
+
+def _writer(stream, driver, name):
+    """The write() method of an _OutStream, as a closure."""
+    main, buf = driver.main_ident, stream._ptybox_buf
+
+    def write(s):
+        if driver.running is None or _get_ident() != main:
+            where = driver._route()
+            if where is not _PIPE:
+                if not isinstance(s, str):
+                    raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+                driver._late_write(where, name, s)
+                return len(s)
+        if type(s) is not str:
+            if not isinstance(s, str):
+                raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+            s = str(s)
+        if buf.closed:
+            raise ValueError("I/O operation on closed file.")
+        buf.chunks.append(s)
+        buf.size += len(s)
+        if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s):
+            stream.flush()
+        else:
+            buf.dirty = True
+        return len(s)
+    return write
+
+
+def _usable(stream):
+    """False if stream is None, closed, detached, dropped or missing our parts."""
+    try:
+        return not (stream.closed or stream._ptybox_buf.gone or stream._ptybox_sink.dead)
+    except (AttributeError, ValueError):     # (None, or parts deleted; detached)
+        return False
+
+
+def _no_input(*args):
+    raise EOFError(NO_STDIN)
+
+
+class _NoStdin(io.TextIOBase):
+    """sys.stdin: every read fails at once (fd 0 itself is /dev/null)."""
+    encoding = "utf-8"
+    read = readline = readlines = _no_input
+    buffer = property(lambda self: self)
+
+    def readable(self):
+        return True
+
+    def fileno(self):
+        return 0
+
+
+
+
+# ---------------------------------------------------------------- the driver
+
+class Kernel:
+    """The user's namespace and the execution of snippets."""
+
+    def __init__(self, chan):
+        self.chan = chan
+        self.main_ident = threading.get_ident()
+        self.running = None                  # seq of the snippet running now
+        self.max_output = DEFAULT_MAX_OUTPUT
+        self.last_id = None                  # seq that idle output belongs to
+        self.result_pending = False
+        self.checked = False                 # _check() ran since the last snippet
+        self.thorough_at = 0                 # _perf_ns() of the last thorough one
+        self.on_sigint = self._on_sigint     # one bound method: compared by identity
+        self.armed = False                   # SIGINT raises KeyboardInterrupt
+        self.sigint_deferred = False         # ... as user code resumes
+        self.sigint_idle = False             # a SIGINT came while idle
+        self.forked = False                  # set in a child that user code forked
+        self.tracers = None                  # user code's (tracer, profiler), paused
+        self.display_cut = False             # a display of the running snippet was cut
+        self.busy_poll = BUSY_POLL * 1000    # ns: of the running snippet's request
+        self.pending = None                  # (seq, max_output) whose result is owed
+        self.hits, self.hits_since = 0, 0    # serve() hit again and again: _hit
+        self.stray_exc = None                # what cut it short (_stray)
+        self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
+        self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
+        self.raw_stamps = {}                 # ident -> stamp of _thread's threads
+        self.c_fflush = None                 # the C library's fflush, once ctypes is in
+        self.site = None                     # a _DeferredSite until site is imported
+        self.snippets = 0
+        self.late_lock = threading.RLock()   # (its owner is known: _late_write)
+        self.sources, self.source_bytes = deque(), 0
+        self.unregistered = {}               # linecache entries, once it is imported
+        self.code_cache = {}                 # source -> (body, last expression, nested code?, lines)
+        self.module = types.ModuleType("__main__")
+        self.module.__dict__["__builtins__"] = builtins
+        self.ns = self.module.__dict__
+        # What fds 0-2 are dup2()ed from after each snippet: /dev/null and
+        # private copies of the capture pipes (the relay owns the other ends).
+        self.std_sources = (_private(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)),
+                            _private(1, keep=True), _private(2, keep=True))
+        self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
+        self.bufs = ()
+        self.stdin, self.streams = _NoStdin(), {}
+        self.display = self._display_builtin()
+        os.environ["MPLBACKEND"] = "Agg"
+        if "" not in sys.path:
+            sys.path.insert(0, "")           # like a REPL: import what you just wrote
+        self._patch_thread_start()
+        self._patch_exit()
+        os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
+        self._check()
+
+    # -- checked and re-installed after every result, before the next snippet
+    def _check(self, thorough=True):
+        """Put fds 0-2, the SIGINT handler, its mask and sys.std* back.  Runs
+        after the result, but a client that sends its next request at once
+        still waits for it, so a quick check is four system calls, the three
+        dup2 and the signal mask.  The thorough one (after snippets of 1 ms
+        or more, or THOROUGH_EVERY since the last) also checks by fstat that
+        our own fds are still ours: one that user code closed or replaced
+        cannot be made again (the relay holds the other ends), so the kernel
+        gives way to a fresh one."""
+        self.checked = False
+        self._install(thorough)
+        fd0, fd1, fd2 = self.std_sources
+        try:
+            _dup2(fd0, 0)
+            _dup2(fd1, 1)
+            _dup2(fd2, 2)
+        except OSError:                      # one of ours is closed
+            thorough = True
+        if thorough:
+            self.thorough_at = _perf_ns()
+            if (tuple(_map(_identity, self.std_sources)) != self.std_idents
+                    or not self.chan.healthy()):
+                os._exit(EXIT_LOST_PIPE)     # the relay starts a fresh kernel
+        if _signal.getsignal(_SIGINT) is not self.on_sigint:
+            _signal.signal(_SIGINT, self.on_sigint)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT_ONLY)
+        self.checked = True
+
+    def _install(self, thorough=True):
+        """sys.std*, __main__, input() and display(), as each snippet finds them.
+        Quick: our streams are replaced only if flagged gone, and the rest is
+        compared before it is assigned (assignments to modules are slow)."""
+        try:                                 # (none yet; detached: ValueError)
+            out, err = self.std_streams
+            fresh = (thorough or out.closed or err.closed or out._ptybox_buf.gone
+                     or err._ptybox_buf.gone)
+        except (AttributeError, ValueError):
+            fresh = True
+        if fresh:
+            out, err = self._stream("stdout", 1), self._stream("stderr", 2)
+            self.std_streams = (out, err)
+            self.bufs = (out._ptybox_buf, err._ptybox_buf)
+        if self.stdin.closed:
+            self.stdin = _NoStdin()
+        stdin, display, module = self.stdin, self.display, self.module
+        if not fresh:
+            try:                             # (subscripts: no calls; KeyError if deleted)
+                d, b = _SYS, _BUILTINS
+                fresh = (d["stdout"] is not out or d["stderr"] is not err
+                         or d["stdin"] is not stdin or d["__stdout__"] is not out
+                         or d["__stderr__"] is not err or d["__stdin__"] is not stdin
+                         or d["modules"] is not _MODULES or b["input"] is not _no_input
+                         or b["display"] is not display or _MODULES["__main__"] is not module)
+            except KeyError:
+                fresh = True
+        if fresh:
+            sys.stdout = sys.__stdout__ = out
+            sys.stderr = sys.__stderr__ = err
+            sys.stdin = sys.__stdin__ = stdin
+            sys.modules = _MODULES
+            _MODULES["__main__"] = module
+            builtins.input = _no_input
+            builtins.display = display
+
+    def _stream(self, name, fd):
+        """Our sys.stdout or sys.stderr: the one we have, or a new one."""
+        s = self.streams.get(name)
+        if not _usable(s):
+            s = self.streams[name] = self._make_stream(fd, name)
+        return s
+
+    def _before_fork(self):
+        """fork() in user code: flush first, or the child would write the
+        parent's buffered text a second time."""
+        for s in list(self.streams.values()):
+            try:
+                s.flush()
+            except BaseException:
+                pass
+
+    def _after_fork(self):
+        """In a child forked by user code: locks held by vanished threads are new,
+        and sys.stdout/err write through (a pool worker's print() would wait
+        for its exit, or be lost to an os._exit)."""
+        self.chan.lock = threading.RLock()
+        self.chan.writing, self.chan.deferred = False, []
+        self.late_lock = threading.RLock()
+        self.forked = True
+        for s in self.streams.values():
+            s._ptybox_buf.lock = threading.RLock()
+            s._ptybox_buf.eager = 2
+
+    def _make_stream(self, fd, name):
+        buf = _TextBuffer("backslashreplace")
+        sink = _FdSink(fd, "<%s>" % name, buf)
+        s = _OutStream(sink, encoding="utf-8", errors="backslashreplace")
+        s._ptybox_buf, s._ptybox_sink = buf, sink
+        s.write = _writer(s, self, name)
+        return s
+
+    def _flush_c_stdio(self):
+        """What C code printed through the C library's stdout (a pipe: block
+        buffered) belongs to this snippet.  Only once ctypes is imported:
+        the usual way to call C from a snippet, and what we call it with."""
+        try:
+            if self.c_fflush is None:
+                import ctypes
+                self.c_fflush = ctypes.CDLL(None).fflush
+                self.c_fflush.argtypes = (ctypes.c_void_p,)
+            self.c_fflush(None)
+        except Exception:
+            pass
+
+    def _flush_user_stdio(self):
+        """Flush sys.stdout/err that user code put in place of ours."""
+        for name in ("stdout", "stderr"):
+            current = getattr(sys, name, None)
+            if current is not None and current is not self.streams.get(name):
+                self._call_user(lambda: current.flush())
+
+    def _flush_stdio(self):
+        """Flush our sys.stdout/err; a stream whose fd failed is replaced, never
+        retried.  The first failure is returned (buffered text fails here, as
+        Python's own stdout on a pipe fails at exit)."""
+        failure = None
+        for name, s in tuple(self.streams.items()):
+            if not s._ptybox_buf.dirty:      # nothing buffered (closed: replaced later)
+                continue
+            try:
+                s.flush()
+            except BaseException as e:
+                s._ptybox_sink.dead = s._ptybox_buf.gone = True
+                del self.streams[name]
+                failure = failure or e
+        return failure
+
+    def _patch_exit(self):
+        """os._exit() in user code: what sys.stdout/err hold goes into the pipes
+        first (which the relay drains when it sees us die): a program's last
+        words are what its user needs most."""
+        module, driver = _MODULES["os"], self
+        real_exit = module._exit
+
+        def _exit(status):
+            for s in tuple(driver.streams.values()):
+                try:
+                    s.flush()
+                except BaseException:
+                    pass
+            real_exit(status)
+
+        _exit.__wrapped__, _exit.__doc__ = real_exit, real_exit.__doc__
+        module._exit = _exit
+
+    # -- threads and output routing
+    def _stamp(self):
+        """The snippet that the calling thread works for (None: no snippet)."""
+        ident = _get_ident()
+        if ident == self.main_ident:
+            return self.running
+        return self._thread_stamp(ident, self.running)
+
+    def _thread_stamp(self, ident, default):
+        """The stamp of thread ident, or default.  (Not current_thread(),
+        which would leave a _DummyThread behind for a _thread thread.)"""
+        thread = _THREADS.get(ident)
+        if thread is None:
+            return self.raw_stamps.get(ident, default)
+        return getattr(thread, STAMP, default)
+
+    def _patch_thread_start(self):
+        """Threads carry the snippet that started them (STAMP): what they write
+        once it is over is its late output, not the running snippet's.  So
+        does pool work, whose thread an earlier snippet may have started."""
+        original, driver = threading.Thread.start, self
+
+        def start(thread, *args, **kwargs):
+            """Stamp the thread with the snippet that starts it, then start it."""
+            try:
+                setattr(thread, STAMP, driver._stamp())
+            except Exception:
+                pass
+            if not driver.pool_patched and "concurrent.futures.thread" in _MODULES:
+                driver._patch_pool_submit()
+            if not driver.thread_pool_patched and "multiprocessing.pool" in _MODULES:
+                driver._patch_thread_pool()
+            return original(thread, *args, **kwargs)
+
+        start.__wrapped__ = original
+        threading.Thread.start = start
+        raw_start = _thread.start_new_thread
+
+        def start_new_thread(function, args, kwargs=None):
+            """The same stamp for a thread started without threading."""
+            if not callable(function):
+                raise TypeError("first arg must be callable")
+            stamp = driver._stamp()
+
+            def run(*a, **k):
+                ident = _get_ident()
+                driver.raw_stamps[ident] = stamp
+                try:
+                    return function(*a, **k)
+                finally:
+                    driver.raw_stamps.pop(ident, None)
+            return raw_start(run, args) if kwargs is None else raw_start(run, args, kwargs)
+
+        start_new_thread.__wrapped__ = raw_start
+        _thread.start_new_thread = _thread.start_new = start_new_thread
+
+    def _patch_pool_submit(self):
+        """ThreadPoolExecutor (and asyncio's run_in_executor, to_thread): work
+        runs under the stamp of the snippet that submitted it, whichever
+        snippet started the worker.  Patched when its first worker starts:
+        that first work item was submitted by the worker's own snippet."""
+        self.pool_patched = True
+        try:
+            cls = _MODULES["concurrent.futures.thread"].ThreadPoolExecutor
+            original = cls.submit
+        except Exception:
+            return
+        driver = self
+
+        def submit(self, fn, /, *args, **kwargs):
+            return original(self, _stamped_call, driver._stamp(), fn, *args, **kwargs)
+
+        submit.__wrapped__ = original
+        submit.__doc__ = original.__doc__
+        cls.submit = submit
+
+    def _patch_thread_pool(self):
+        """multiprocessing.pool.ThreadPool (multiprocessing.dummy.Pool): the
+        same for its work and for the callbacks its result thread runs (the
+        methods that every other one goes through).  Only the thread pool:
+        a process pool pickles what it is given."""
+        self.thread_pool_patched = True
+        try:
+            cls = _MODULES["multiprocessing.pool"].ThreadPool
+            apply_async, map_async = cls.apply_async, cls._map_async
+            imap, imap_unordered = cls.imap, cls.imap_unordered
+            from _functools import partial
+        except Exception:
+            return
+        driver = self
+
+        def stamped(stamp, fn):
+            return None if fn is None else partial(_stamped_call, stamp, fn)
+
+        def patched_apply_async(self, func, args=(), kwds={}, callback=None,
+                                error_callback=None):
+            stamp = driver._stamp()
+            return apply_async(self, stamped(stamp, func), args, kwds, stamped(stamp, callback),
+                               stamped(stamp, error_callback))
+
+        def patched_map_async(self, func, iterable, mapper, chunksize=None, callback=None,
+                              error_callback=None):
+            stamp = driver._stamp()
+            return map_async(self, stamped(stamp, func), iterable, mapper, chunksize,
+                             stamped(stamp, callback), stamped(stamp, error_callback))
+
+        def patched_imap(self, func, iterable, chunksize=1):
+            return imap(self, stamped(driver._stamp(), func), iterable, chunksize)
+
+        def patched_imap_unordered(self, func, iterable, chunksize=1):
+            return imap_unordered(self, stamped(driver._stamp(), func), iterable, chunksize)
+
+        for name, fn, original in (("apply_async", patched_apply_async, apply_async),
+                                   ("_map_async", patched_map_async, map_async),
+                                   ("imap", patched_imap, imap),
+                                   ("imap_unordered", patched_imap_unordered, imap_unordered)):
+            fn.__wrapped__, fn.__doc__ = original, original.__doc__
+            setattr(cls, name, fn)
+
+    def _route(self):
+        """_PIPE for writes of the running snippet, else the id to report late."""
+        running, ident = self.running, _get_ident()
+        if ident == self.main_ident:
+            return _PIPE if running is not None else self.last_id
+        stamp = self._thread_stamp(ident, _UNSTAMPED)
+        if running is not None and (stamp is _UNSTAMPED or stamp == running):
+            return _PIPE
+        return self.last_id if stamp is _UNSTAMPED or stamp is None else stamp
+
+    def _late_write(self, sid, name, text):
+        """Text a thread of snippet sid wrote after it ended: a message of its
+        own (the relay bounds what it forwards of a period's late output)."""
+        if self.late_lock._is_owned():
+            return                           # a handler printing inside a late write
+        with self.late_lock:
+            self.chan.send({"t": "late", "seq": sid, "name": name,
+                            "text": _cap_text(text, self.max_output)})
+
+    # -- rich output
+    def _display_builtin(self):
+        driver = self
+
+        def display(*objs):
+            """Show each object as rich output (image/png via _repr_png_, text/plain)."""
+            for obj in objs:
+                driver.display_data(driver._mime(obj, driver.max_output))
+        return display
+
+    def display_data(self, data):
+        """One display message, after the text written before it."""
+        where = self._route()
+        sid = self.running if where is _PIPE else where
+        msg = {"t": "display", "seq": sid, "late": where is not _PIPE, "data": data}
+        if where is _PIPE:
+            for s in self.streams.values():
+                s.flush()
+        line = _dumps(msg).encode("ascii")
+        cap = _frame_cap(self.max_output) // 2
+        if len(line) > cap:
+            msg["data"] = _fit_bundle(data, cap // 64, "display")
+            line = _dumps(msg).encode("ascii")
+        if _CUT and _CUT.pop(_get_ident(), False) and where is _PIPE:
+            self.display_cut = True          # the running snippet's result says truncated
+        if threading.get_ident() != self.main_ident or not self.armed:
+            self.chan.write(line + b"\n")
+            return
+        self.armed = False                   # a ^C must not cut a message in two
+        try:
+            self.chan.write(line + b"\n")
+        finally:
+            self.armed = True
+        if self.sigint_deferred:
+            self.sigint_deferred = False
+            raise KeyboardInterrupt
+
+    @staticmethod
+    def _mime(obj, limit):
+        data = {"text/plain": _cap_text(repr(obj), limit)}
+        png = getattr(obj, "_repr_png_", None)
+        png = png() if callable(png) else None
+        if isinstance(png, (bytes, bytearray)):
+            data["image/png"] = binascii.b2a_base64(png, newline=False).decode("ascii")
+        return data
+
+    def _show_figures(self):
+        """Like Jupyter's inline backend: every open pyplot figure, then close it."""
+        plt = _MODULES.get("matplotlib.pyplot")
+        if plt is None or not hasattr(plt, "get_fignums"):
+            return
+        def fignums():                       # (a list, but any iterable, bounded)
+            nums = []
+            for num in plt.get_fignums() or ():
+                nums.append(num)
+                if len(nums) >= MAX_FIGURES:
+                    break
+            return nums
+
+        nums, exc = self._call_user(fignums)
+        for num in nums or ():
+            def show():
+                fig = plt.figure(num)
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", bbox_inches="tight")
+                png = binascii.b2a_base64(buf.getvalue(), newline=False).decode("ascii")
+                self.display_data({"image/png": png,
+                                   "text/plain": repr(fig)})
+            _, exc = self._call_user(show)
+            self._call_user(plt.close, num)
+            if isinstance(exc, KeyboardInterrupt):
+                break
+
+    # -- SIGINT
+    def _on_sigint(self, signum, frame):
+        if self.running is None:             # between snippets: see execute()
+            self.sigint_idle = True
+            return
+        if self.armed:
+            raise KeyboardInterrupt
+        self.sigint_deferred = True          # raised as user code resumes
+
+    def _call_user(self, fn, *args):
+        """fn(*args) with SIGINT armed: (value, None) or (None, exception)."""
+        value = exc = None
+        try:
+            try:
+                self.armed = True
+                if self.tracers is not None:
+                    self._resume_tracing()
+                if self.sigint_deferred:
+                    self.sigint_deferred = False
+                    raise KeyboardInterrupt
+                value = fn(*args)
+            finally:
+                self.armed = False
+                # A tracer or profiler that user code set (sys.settrace) is
+                # off while driver code runs, and back on for the next user
+                # code: one that prints would print from inside the driver's
+                # writes, under their locks.  (Inline: no frame to trace.)
+                if _gettrace() is not None or _getprofile() is not None:
+                    self.tracers = (_gettrace(), _getprofile())
+                    _settrace(None)
+                    _setprofile(None)
+        except BaseException as e:           # everything, SystemExit and ^C included
+            exc = e
+        if self.forked:                      # a fork() of user code got here: end it
+            self._exit_forked_child(exc)
+        return value, exc
+
+    def _resume_tracing(self):
+        """The user's tracer and profiler back on, for user code (_call_user)."""
+        tracer, profiler = self.tracers
+        self.tracers = None
+        _settrace(tracer)
+        _setprofile(profiler)
+
+    def _exit_forked_child(self, exc):
+        code = 0
+        if isinstance(exc, SystemExit):
+            code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+        elif exc is not None:
+            import traceback
+            traceback.print_exception(type(exc), exc, exc.__traceback__)
+            code = 1
+        try:
+            for s in [sys.stdout, sys.stderr] + list(self.streams.values()):
+                try:
+                    s.flush()
+                except BaseException:
+                    pass
+        finally:
+            os._exit(code)
+
+    # -- one snippet
+    def _run_code(self, sid, code):
+        """Run code like a notebook cell: the last expression's value is returned."""
+        filename = "<snippet-%s>" % sid
+        hit = self.code_cache.get(code)
+        if hit is None:
+            # Each line with its newline, the last too: a traceback's carets
+            # are placed on the line as linecache holds it.
+            lines = code.splitlines(True)
+            if lines and not lines[-1].endswith("\n"):
+                lines[-1] += "\n"
+        else:
+            lines = hit[3]
+        # Tracebacks (and inspect) show snippet lines.  Until something imports
+        # linecache (slow to import), sources wait in unregistered; old ones go
+        # past a budget after the result (_trim_sources).
+        linecache = _MODULES.get("linecache")
+        entry = (len(code), None, lines, filename)
+        if linecache is None or self.unregistered:
+            self.unregistered[filename] = entry
+            self._flush_sources()
+        else:
+            try:
+                linecache.cache[filename] = entry
+            except Exception:                # user code replaced linecache or its cache
+                self.unregistered[filename] = entry
+        self.sources.append((filename, len(code)))
+        self.source_bytes += len(code)
+        if hit is None:
+            body, last = self._compile(code, filename, lines)
+        else:
+            body, last, nested, _ = hit
+            if nested:
+                body = _renamed(body, filename)
+                last = None if last is None else _renamed(last, filename)
+            else:
+                body = body.replace(co_filename=filename)
+                if last is not None:
+                    last = last.replace(co_filename=filename)
+        exec(body, self.ns)
+        return None if last is None else eval(last, self.ns)
+
+    def _compile(self, code, filename, lines):
+        """Parse once; compile the body, and the last statement apart when it is
+        an expression.  Kept for a repeated snippet unless compiling it wrote
+        to stderr (a SyntaxWarning is shown each time, as before)."""
+        err = self.streams.get("stderr")
+        quiet = err is not None and not err._ptybox_buf.dirty
+        try:
+            tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+            last = None
+            if tree.body and isinstance(tree.body[-1], _ast.Expr):
+                last = _ast.Expression(tree.body.pop().value)
+            body = compile(tree, filename, "exec", dont_inherit=True)
+            if last is not None:
+                last = compile(last, filename, "eval", dont_inherit=True)
+        except Exception as e:               # SyntaxError & co: no driver frames to show
+            e.__traceback__ = None
+            raise
+        if quiet and not err._ptybox_buf.dirty and len(code) <= CODE_CACHE_SOURCE:
+            if len(self.code_cache) >= CODE_CACHE:
+                self.code_cache.clear()
+            nested = any(type(c) is _CodeType for k in (body, last) if k is not None
+                         for c in k.co_consts)
+            self.code_cache[code] = (body, last, nested, lines)
+        return body, last
+
+    def _trim_sources(self):
+        """The oldest go, down to 7/8 of both budgets (not one per snippet)."""
+        while ((self.source_bytes > SOURCE_BUDGET // 8 * 7
+                or len(self.sources) > SOURCE_COUNT // 8 * 7) and len(self.sources) > 1):
+            old, n = self.sources.popleft()
+            self.source_bytes -= n
+            linecache = _MODULES.get("linecache")
+            if self.unregistered.pop(old, None) is None and linecache is not None:
+                try:
+                    linecache.cache.pop(old, None)
+                except Exception:
+                    pass
+
+    def _flush_sources(self):
+        linecache = _MODULES.get("linecache")
+        if linecache is None or not self.unregistered:
+            return
+        try:
+            linecache.cache.update(self.unregistered)
+        except Exception:                    # not linecache's as it was: kept for when it is
+            return
+        self.unregistered = {}
+
+    def _error(self, exc):
+        """name, value and traceback of exc (each part cut to max_output bytes)."""
+        import traceback
+        self._flush_sources()
+        cls = type(exc)
+        module = getattr(cls, "__module__", None)
+        name = cls.__qualname__
+        if module not in ("builtins", "__main__", None):
+            name = "%s.%s" % (module, name)
+        seen, chained = set(), exc           # drop the driver's own frames, also
+        while chained is not None and id(chained) not in seen:   # from the ^C
+            seen.add(id(chained))            # that the code caught, say
+            _strip_driver_frames(chained)
+            chained = chained.__cause__ or chained.__context__
+        tb = exc.__traceback__
+        sys.last_type, sys.last_value, sys.last_traceback = cls, exc, tb
+        sys.last_exc = exc                   # Python 3.12+: what pdb.pm() looks at
+        try:
+            value = str(exc.code) if isinstance(exc, SystemExit) else str(exc)
+        except Exception:
+            value = "<unprintable %s object>" % cls.__name__
+        try:
+            lines = traceback.format_exception(cls, exc, tb)
+        except Exception:                    # (a file name with a lone surrogate, say)
+            lines = ["%s: %s\n" % (name, value) if value else "%s\n" % name]
+        return {"name": name, "value": _cap_text(value, self.max_output),
+                "traceback": [_cap_text(line, self.max_output) for line in lines]}
+
+    def execute(self, sid, code, max_output):
+        # The hot path: a snippet that prints little, raises nothing and leaves
+        # the process as it found it costs a few attribute tests beyond running
+        # it.  What may be slow runs only when a test says it is needed, and
+        # the checks of what user code may have broken run after the result.
+        self.result_pending = True
+        if not self.checked:
+            self._check()                    # the last one was cut short
+        self.checked = False                 # user code runs: check after the result
+        self.sigint_deferred = False
+        self.running = self.last_id = sid
+        if self.sigint_idle:                 # the relay's ^C for this snippet came first?
+            self.sigint_idle = False
+            if self.chan.interrupt_follows(sid):
+                self.sigint_deferred = True
+        elif self.chan.buf and (b"I%d\n" % sid) in self.chan.buf:
+            self.sigint_deferred = True      # (its line came with the request)
+        self.max_output = max_output
+        if _CUT:
+            _CUT.clear()
+        self.display_cut = False
+
+        bufs = self.bufs
+        t0 = _perf_ns()
+        value, exc = self._call_user(self._run_code, sid, code)
+        if exc is None and (bufs[0].dirty or bufs[1].dirty):
+            exc = self._flush_stdio()        # a write that fails fails the snippet
+        t1 = _perf_ns()
+        micros = (t1 - t0) // 1000
+        if _signal.getsignal(_SIGINT) is not self.on_sigint:
+            _signal.signal(_SIGINT, self.on_sigint)  # user code replaced it
+        out, err = self.std_streams
+        if (exc is None and value is None and _SYS.get("stdout") is out
+                and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
+                and "ctypes" not in _MODULES and not self.display_cut):
+            status, result = "ok", None      # (and no more user code to run)
+        else:
+            status, result, error = self._conclude(value, exc, max_output)
+        # From here on, threads of this snippet write late output.
+        self.running = None
+        if bufs[0].dirty or bufs[1].dirty:
+            self._flush_stdio()
+        cut = self.display_cut or bool(_CUT) and _CUT.pop(self.main_ident, False)
+        if status == "ok" and result is None and not cut:
+            line = b"R%d\n" % sid
+        else:
+            msg = {"t": "result", "seq": sid, "status": status, "result": result,
+                   "error": error}
+            line = _dumps(msg).encode("ascii")
+            cap = _frame_cap(max_output) // 4
+            if len(line) > cap:
+                # Each text part cut to cap / 64 UTF-8 bytes: escaped (six
+                # bytes a byte at most) all of them stay under the cap.
+                part = cap // 64
+                if result is not None:
+                    msg["result"] = _fit_bundle(result, part, "result")
+                if error is not None:
+                    msg["error"] = _fit_error(error, part)
+            if cut or _CUT.pop(self.main_ident, False):
+                msg["cut"] = True
+            line = _dumps(msg).encode("ascii") + b"\n"
+        self.chan.write(line)
+        if self.busy_poll:                   # (from the end of the code: a call less)
+            self.chan.spin_until = t1 + self.busy_poll
+        self.result_pending = False
+        self.snippets += 1
+        if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
+            self._trim_sources()
+        self._check(micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY)
+
+    def _conclude(self, value, exc, max_output):
+        """(status, result, error) of a snippet that returned a value, raised,
+        replaced sys.stdout/err or uses pyplot: the user code that this
+        still runs (repr, traceback, flushes, figures) is interruptible, and
+        a ^C that stops it there is the snippet's KeyboardInterrupt."""
+        result = None
+        if exc is None and value is not None:
+            self.ns["_"] = value
+            result, exc = self._call_user(self._mime, value, max_output)
+        if exc is None:
+            status, error = "ok", None
+        else:
+            status = "error"
+            error, failed = self._call_user(self._error, exc)
+            if failed is not None:
+                name = type(exc).__name__
+                if isinstance(failed, KeyboardInterrupt):
+                    name = "KeyboardInterrupt"   # stopped while its message was made
+                error = {"name": name, "value": "<unprintable>", "traceback": []}
+        out, err = self.std_streams
+        if _SYS.get("stdout") is not out or _SYS.get("stderr") is not err:
+            self._flush_user_stdio()
+        if "ctypes" in _MODULES:
+            self._flush_c_stdio()
+        if "matplotlib.pyplot" in _MODULES:
+            self._show_figures()
+            self._flush_user_stdio()
+        return status, result, error
+
+    # -- requests
+    def serve(self):
+        """Main loop: read requests and run them in order, whatever user code does.
+        Hit again and again while recovering (user code raising in every call
+        the kernel makes, say: a sys.monitoring callback), it gives way to a
+        fresh kernel rather than spin, or leave a result never sent."""
+        while True:
+            try:
+                self._serve()
+            except BaseException:            # hit again while recovering: go on
+                try:
+                    self._hit()
+                except BaseException:
+                    pass
+
+    def _hit(self):
+        now = _perf_ns()
+        if now - self.hits_since > 10 ** 9:
+            self.hits, self.hits_since = 0, now
+        self.hits += 1
+        if self.hits >= 100:
+            os._exit(EXIT_NO_RESULT)
+
+    def _serve(self):
+        chan = self.chan
+        owed = 0
+        while True:
+            try:
+                if self.result_pending:
+                    # An exception cut short even _stray (a tracer that user
+                    # code put on its frame, say): the result is owed still.
+                    owed += 1
+                    if owed > 100:
+                        os._exit(EXIT_NO_RESULT)
+                    self._stray(self.pending, self.stray_exc)
+                    continue
+                owed = 0
+                if (self.site is not None and b"\n" not in chan.buf
+                        and not _readable(chan.req, 0 if self.snippets else SITE_WAIT)):
+                    self.site.load()         # idle: the rest of a normal start-up
+                seq, body = chan.read_request()
+                if seq is None:
+                    continue                 # an interrupt line for a snippet that is over
+                try:
+                    req = _loads(body.decode("utf-8"))
+                except Exception:            # (the relay parsed it: a handler raised)
+                    req = _loads(body.decode("utf-8", "surrogatepass"))
+                # From here on an exception (a user's signal handler) ends in
+                # a result: _stray sends it.
+                self.pending = (seq, req.get("max_output", DEFAULT_MAX_OUTPUT))
+                self.stray_exc = None
+                self.result_pending = True
+                self.busy_poll = req.get("busy_poll", BUSY_POLL) * 1000
+                self.execute(seq, req["code"], self.pending[1])
+            except BaseException as exc:     # e.g. a user's signal handler firing in our code
+                self.stray_exc = exc
+                self._stray(self.pending, exc)
+
+    def _stray(self, pending, exc):
+        """An exception escaped into kernel code: the snippet still gets a result
+        (retried, in case the same handler fires again; after a few tries
+        without the traceback, which takes longest to make)."""
+        self.armed, self.running = False, None
+        if exc is None:                      # (lost on the way: see _serve)
+            exc = RuntimeError("an exception in the kernel's own code cut the snippet short")
+        if isinstance(exc, OSError) and pending is not None and self.result_pending:
+            try:                             # RLIMIT_NOFILE below 3: no fd works,
+                broken = os.sysconf("SC_OPEN_MAX") < 3   # not even select()
+            except (OSError, ValueError):
+                broken = False
+            if broken:
+                os._exit(EXIT_NO_FDS)        # a fresh kernel must take over
+        line = None
+        for attempt in range(100):
+            try:
+                if pending is None or not self.result_pending:
+                    return
+                if line is None:
+                    error = {"name": type(exc).__name__, "value": "", "traceback": []}
+                    if attempt < 5:
+                        import traceback
+                        error["value"] = str(exc)
+                        error["traceback"] = traceback.format_exception(
+                            type(exc), exc, exc.__traceback__)
+                    limit = _frame_cap(pending[1] or 0) // 64
+                    line = _dumps({"t": "result", "seq": pending[0], "status": "error",
+                                   "result": None,
+                                   "error": _fit_error(error, limit)}).encode("ascii") + b"\n"
+                self.chan.write(line)
+                self.result_pending = False
+                self.stray_exc = None
+            except BaseException:
+                pass
+        if self.result_pending:
+            # Every try failed (user code broke what it needs, or raises in
+            # all code that runs): rather than leave the relay waiting for
+            # the timeout, give way to a fresh kernel.
+            os._exit(EXIT_NO_RESULT)
+
+
+# ---------------------------------------------------------------- boot
+
+def _readable(fd, timeout):
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class _DeferredSite:
+    """The interpreter starts with -S: importing site (the site-packages
+    directories, .pth files, sitecustomize) takes as long again as the
+    interpreter's own start-up.  So it comes when the driver is idle (no
+    request SITE_WAIT after ready, or none waiting after a result) or at the
+    first import that the standard library cannot satisfy, whichever is
+    first; exit(), quit() and help() are there from the start."""
+
+    def __init__(self, driver):
+        import _sitebuiltins
+        self.driver = driver
+        builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+        builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+        builtins.help = _sitebuiltins._Helper()
+        self.tries = 0
+        sys.meta_path.append(self)
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None:
+            return None                      # a submodule: its package was found
+        self.load()
+        return _MODULES["_frozen_importlib_external"].PathFinder.find_spec(name, None, target)
+
+    def load(self):
+        self.driver.site = None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        path = sys.path[:]
+        try:
+            import site
+            sys.path[:] = [p for p in path if p != ""]
+            site.main()                      # (which would make "" the absolute cwd)
+            if "" in path:
+                sys.path.insert(0, "")
+            import linecache                 # noqa: F401 (for tracebacks, as site would have it)
+            self.driver._flush_sources()
+        except BaseException:
+            # Cut short, by a user's signal handler say: again, later, a few
+            # times (a sitecustomize that always fails must not cost every
+            # idle moment).  site.main() run twice adds nothing twice.
+            if "" in path and "" not in sys.path:
+                sys.path.insert(0, "")
+            self.tries += 1
+            if self.tries < SITE_TRIES:
+                self.driver.site = self
+                sys.meta_path.append(self)
+
+
+
+def main(req, msg):
+    """A kernel on its pipes (fds 1 and 2 are the capture pipes already), in a
+    fresh child of the template."""
+    _signal.signal(_SIGINT, _signal.SIG_IGN)  # until the kernel is armed
+    os.setsid()                              # no controlling terminal: /dev/tty fails
+    chan = Channel(req, msg)
+    kernel = Kernel(chan)
+    if sys.flags.no_site and "site" not in _MODULES:
+        kernel.site = _DeferredSite(kernel)
+    chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
+    while True:                              # (serve() returns only when hit in its
+        try:                                 # own except clause: a handler firing there)
+            kernel.serve()
+        except BaseException:
+            pass
