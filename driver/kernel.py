@@ -260,7 +260,7 @@ class Channel:
         self.lock = threading.RLock()        # one message per write, whole
         self.writing = False                 # a message is being written (lock held)
         self.deferred = []                   # messages a signal handler wrote meanwhile
-        self.buf = b""                       # read, not taken yet
+        self.parts = deque()                 # read, not taken yet: 1-tuples of bytes
         self.spin_until = 0                  # _perf_ns(): read_request polls until then
         self.spin_poll = select.poll()
         self.spin_poll.register(self.req, select.POLLIN)
@@ -268,8 +268,30 @@ class Channel:
     def healthy(self):
         return (_identity(self.req), _identity(self.msg)) == self.idents
 
+    def watch(self):
+        """A thread that ends the kernel and its process group as soon as the
+        relay is gone (its end of the request pipe closes), also while a
+        snippet runs: a kernel must never outlive its relay."""
+        def watchdog():
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+            poll = select.poll()
+            poll.register(self.req, 0)      # (POLLHUP and POLLNVAL come anyway)
+            while True:
+                try:
+                    if poll.poll():
+                        break
+                except OSError:
+                    break
+            try:
+                os.killpg(0, _signal.SIGKILL)
+            finally:
+                os._exit(EXIT_LOST_PIPE)
+        _thread.start_new_thread(watchdog, ())
+
     def _read(self):
-        """More request bytes (b"" at end of file: the relay is gone)."""
+        """More request bytes, into self.parts within one C call (deque.extend
+        of a 1-tuple: a user's signal handler may raise around it, never in
+        the middle).  End of file: the relay is gone, and so are we."""
         if self.spin_until and _perf_ns() < self.spin_until:
             poll, until = self.spin_poll.poll, self.spin_until
             self.spin_until = 0
@@ -280,7 +302,8 @@ class Channel:
                 pass
         while True:
             try:
-                return os.read(self.req, TTY_READ)
+                self.parts.extend(zip(_map(os.read, (self.req,), (TTY_READ,))))
+                break
             except InterruptedError:
                 continue
             except OSError as e:
@@ -290,45 +313,53 @@ class Channel:
                     select.select([self.req], [], [], 1.0)
                     continue
                 os._exit(EXIT_LOST_PIPE)
+        if not self.parts[-1][0]:
+            os._exit(0)
 
-    def read_request(self):
-        """(seq, the request's JSON bytes, interrupted?) or (None, line) for an
-        "I" line.  A user's signal handler may raise between any two steps:
-        self.buf is replaced whole, after the request is complete."""
+    def peek_request(self):
+        """(seq, the request's JSON bytes, the parts after it), or (None, None,
+        the parts after an interrupt line).  Nothing is taken: the caller puts
+        chan.parts = rest once it owes the request a result, so a request is
+        neither lost nor run twice whatever a signal handler raises."""
         while True:
-            buf = self.buf
-            i = buf.find(b"\n")
+            parts = self.parts
+            first = parts[0][0] if parts else b""
+            i = first.find(b"\n")
+            if i < 0 and len(parts) > 1:     # (a header split across reads)
+                self.parts = deque(((b"".join(p[0] for p in parts),),))
+                continue
             if i >= 0:
-                head = buf[:i]
-                if head[:1] == b"I":
-                    self.buf = buf[i + 1:]
-                    return None, head
-                if head[:1] == b"X":
-                    seq, n = map(int, head[1:].split())
-                    if len(buf) - i - 1 >= n:
-                        body, rest = buf[i + 1:i + 1 + n], buf[i + 1 + n:]
-                        self.buf = rest
-                        return seq, body
-                else:
-                    self.buf = buf[i + 1:]   # (not the relay's: skipped)
+                head = first[:i]
+                if head[:1] != b"X":         # "I" lines, or not the relay's: passed over
+                    rest = deque(parts)
+                    rest[0] = (first[i + 1:],)
+                    if head[:1] == b"I":
+                        return None, None, rest
+                    self.parts = rest
                     continue
-            data = self._read()
-            if not data:
-                os._exit(0)                  # the relay is gone: so are we
-            self.buf = buf + data
+                seq, n = map(int, head[1:].split())
+                if sum(len(p[0]) for p in parts) - i - 1 >= n:
+                    buf = first if len(parts) == 1 else b"".join(p[0] for p in parts)
+                    return seq, buf[i + 1:i + 1 + n], deque(((buf[i + 1 + n:],),))
+            self._read()
 
     def interrupt_follows(self, seq):
         """Whether the relay's interrupt line for seq is already here (read
         now, without waiting: the relay writes it before its SIGINT)."""
         try:
             while _readable(self.req, 0):
-                data = os.read(self.req, TTY_READ)
-                if not data:
+                self.parts.extend(zip(_map(os.read, (self.req,), (TTY_READ,))))
+                if not self.parts[-1][0]:
                     break
-                self.buf += data
         except OSError:
             pass
-        return (b"\nI%d\n" % seq) in b"\n" + self.buf
+        return self.interrupt_queued(seq)
+
+    def interrupt_queued(self, seq):
+        parts = self.parts
+        if not parts or len(parts) == 1 and not parts[0][0]:
+            return False
+        return (b"\nI%d\n" % seq) in b"\n" + b"".join(p[0] for p in parts)
 
     def send(self, obj):
         self.write(_dumps(obj).encode("ascii") + b"\n")
@@ -449,27 +480,27 @@ _LAST = [None]                    # the fd that our streams wrote to last
 
 
 def _settle(fd):
-    """Before our first write to fd after one to the other capture pipe: wait
-    (up to SETTLE_WAIT) until the relay has read what that pipe holds, so
-    the relay sees stdout and stderr in the order they were written."""
-    _LAST[0] = fd
-    other = 3 - fd
-    if other not in (1, 2):
-        return
+    """Before our first write to fd (1, 2, or None for a display message)
+    after one somewhere else: wait (up to SETTLE_WAIT) until the relay has
+    read what the other places hold, so that it sees stdout, stderr and
+    displays in the order they were written."""
+    last, _LAST[0] = _LAST[0], fd
+    others = [o for o in (1, 2, last) if o is not None and o != fd]
     deadline, spins = _perf_ns() + SETTLE_WAIT, 0
     buf = bytearray(4)
-    while True:
-        try:
-            fcntl.ioctl(other, termios.FIONREAD, buf)
-        except OSError:
-            return
-        if not int.from_bytes(buf, sys.byteorder) or _perf_ns() >= deadline:
-            return
-        spins += 1
-        if spins < 100:
-            _sched_yield()
-        else:
-            time.sleep(0.0002)
+    for other in others:
+        while True:
+            try:
+                fcntl.ioctl(other, termios.FIONREAD, buf)
+            except OSError:
+                break
+            if not int.from_bytes(buf, sys.byteorder) or _perf_ns() >= deadline:
+                break
+            spins += 1
+            if spins < 100:
+                _sched_yield()
+            else:
+                time.sleep(0.0002)
 
 
 class _OutStream(io.TextIOWrapper):
@@ -932,12 +963,16 @@ class Kernel:
             line = _dumps(msg).encode("ascii")
         if _CUT and _CUT.pop(_get_ident(), False) and where is _PIPE:
             self.display_cut = True          # the running snippet's result says truncated
+        if where is _PIPE:
+            _settle(None)                    # the relay has read the text before it
         if threading.get_ident() != self.main_ident or not self.armed:
             self.chan.write(line + b"\n")
+            _LAST[0] = self.chan.msg
             return
         self.armed = False                   # a ^C must not cut a message in two
         try:
             self.chan.write(line + b"\n")
+            _LAST[0] = self.chan.msg         # the text after it waits for the relay
         finally:
             self.armed = True
         if self.sigint_deferred:
@@ -1174,7 +1209,7 @@ class Kernel:
             self.sigint_idle = False
             if self.chan.interrupt_follows(sid):
                 self.sigint_deferred = True
-        elif self.chan.buf and (b"I%d\n" % sid) in self.chan.buf:
+        elif self.chan.interrupt_queued(sid):
             self.sigint_deferred = True      # (its line came with the request)
         self.max_output = max_output
         if _CUT:
@@ -1295,21 +1330,21 @@ class Kernel:
                     self._stray(self.pending, self.stray_exc)
                     continue
                 owed = 0
-                if (self.site is not None and b"\n" not in chan.buf
+                if (self.site is not None and not any(p[0] for p in chan.parts)
                         and not _readable(chan.req, 0 if self.snippets else SITE_WAIT)):
                     self.site.load()         # idle: the rest of a normal start-up
-                seq, body = chan.read_request()
+                seq, body, rest = chan.peek_request()
                 if seq is None:
-                    continue                 # an interrupt line for a snippet that is over
-                try:
-                    req = _loads(body.decode("utf-8"))
-                except Exception:            # (the relay parsed it: a handler raised)
-                    req = _loads(body.decode("utf-8", "surrogatepass"))
-                # From here on an exception (a user's signal handler) ends in
-                # a result: _stray sends it.
+                    chan.parts = rest        # an interrupt line for a snippet that is over
+                    continue
+                req = _loads(body.decode("utf-8"))
+                # Taken, and from here on an exception (a user's signal
+                # handler) ends in a result: _stray sends it.  Until here one
+                # makes the request read again.
                 self.pending = (seq, req.get("max_output", DEFAULT_MAX_OUTPUT))
                 self.stray_exc = None
-                self.result_pending = True
+                self.result_pending = True   # (3.10+: no handler runs
+                chan.parts = rest            # between these two)
                 self.busy_poll = req.get("busy_poll", BUSY_POLL) * 1000
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
@@ -1403,7 +1438,8 @@ class _DeferredSite:
             site.main()                      # (which would make "" the absolute cwd)
             if "" in path:
                 sys.path.insert(0, "")
-            import linecache                 # noqa: F401 (for tracebacks, as site would have it)
+            import linecache                 # for tracebacks, as site would have it
+            linecache.cache
             self.driver._flush_sources()
         except BaseException:
             # Cut short, by a user's signal handler say: again, later, a few
@@ -1424,6 +1460,7 @@ def main(req, msg):
     _signal.signal(_SIGINT, _signal.SIG_IGN)  # until the kernel is armed
     os.setsid()                              # no controlling terminal: /dev/tty fails
     chan = Channel(req, msg)
+    chan.watch()
     kernel = Kernel(chan)
     if sys.flags.no_site and "site" not in _MODULES:
         kernel.site = _DeferredSite(kernel)

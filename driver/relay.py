@@ -209,8 +209,9 @@ def _template(ctl, kernel_code):
     kernel's module code once, then forks a kernel on the fds the relay
     sends, reports its pid and its exit.  Single-threaded, runs no user
     code and holds nothing secret; when the relay goes, it takes its
-    kernels along."""
-    os.setsid()
+    kernels along.  It stays in our process group, so that a client that
+    kills the group kills it too (and its kernels with it: kernel.py's
+    watchdog)."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -360,7 +361,7 @@ class Relay:
         self.template, self.ctl = template, ctl
         self.ctl_buf = b""
         self.start = None                    # b"<<<ptybox:NONCE:"
-        self.rbuf = b""                      # terminal bytes not yet a line
+        self.rparts = []                     # terminal bytes not yet a line
         self.queue = deque()                 # requests waiting, in order
         self.kernel = None                   # pid of the kernel, once forked
         self.kernel_up = False               # it said hello
@@ -371,7 +372,7 @@ class Relay:
         self.req = self.msg = None           # the kernel's pipes (our ends)
         self.outs = ()
         self.wbuf = bytearray()              # bytes for the request pipe
-        self.mbuf = b""                      # message bytes not yet a line
+        self.mparts, self.mlen = [], 0       # message bytes not yet a line
         self.mskip = False                   # in an oversize message: drop to its end
         self.seq = 0
         self.running = None                  # (seq, id payload, request, t0) of the snippet
@@ -435,7 +436,7 @@ class Relay:
         for o in self.outs:
             o.period(self.last, True, self.max_output)
         self.wbuf = bytearray()
-        self.mbuf, self.mskip = b"", False
+        self.mparts, self.mlen, self.mskip = [], 0, False
         self.kernel, self.kernel_up, self.hello_early = None, False, None
         self.hello_by = time.monotonic() + HELLO_WAIT
         self.poller = None
@@ -504,20 +505,27 @@ class Relay:
             data = b""
         if not data:
             self.exit(0)
-        buf = self.rbuf + data if self.rbuf else data
+        i = data.find(b"\n")
+        if i < 0:                            # (a long line comes in many reads)
+            self.rparts.append(data)
+            return
+        if self.rparts:
+            self.rparts.append(data)
+            data = b"".join(self.rparts)
+            i = data.find(b"\n", len(data) - len(self.rparts[-1]))
+            self.rparts = []
         start = 0
-        while True:
-            i = buf.find(b"\n", start)
-            if i < 0:
-                break
-            line = buf[start:i]
+        while i >= 0:
+            line = data[start:i]
             start = i + 1
             if b"\x03" in line or b"\r" in line:
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
             line = line.strip()
             if line:
                 self.request(line)
-        self.rbuf = buf[start:]
+            i = data.find(b"\n", start)
+        if start < len(data):
+            self.rparts.append(data[start:])
 
     def request(self, line):
         try:
@@ -754,23 +762,30 @@ class Relay:
             self.msg = None
             self.poller = None
             return
-        buf = self.mbuf + data if self.mbuf else data
         cap = _frame_cap(self.max_output)
+        i = data.find(b"\n")
+        if i < 0:                            # (a long message comes in many reads)
+            self.mparts.append(data)
+            self.mlen += len(data)
+            if self.mlen > cap:              # an oversize message: dropped
+                self.mparts, self.mlen, self.mskip, self.cut = [], 0, True, True
+            return
+        if self.mparts:
+            self.mparts.append(data)
+            data = b"".join(self.mparts)
+            i = data.find(b"\n", len(data) - len(self.mparts[-1]))
+            self.mparts, self.mlen = [], 0
         start = 0
-        while True:
-            i = buf.find(b"\n", start)
-            if i < 0:
-                break
-            line, start = buf[start:i], i + 1
+        while i >= 0:
+            line, start = data[start:i], i + 1
             if self.mskip:
                 self.mskip = False
             else:
                 self.message(line)
-        rest = buf[start:]
-        if len(rest) > cap:                  # an oversize message: dropped
-            self.mskip, rest = True, b""
-            self.cut = True
-        self.mbuf = rest
+            i = data.find(b"\n", start)
+        if start < len(data):
+            self.mparts.append(data[start:])
+            self.mlen = len(data) - start
 
     def message(self, line):
         kind = line[:1]
@@ -805,8 +820,7 @@ class Relay:
             if data is None:
                 return
             late = running is None or seq != running[0] or m.get("late") is True
-            if not late:
-                self.drain()
+            if not late:                     # (the kernel waited for us to read its text)
                 self.cut = self.cut or cut
             frame = {"type": "display", "id": None, "data": data}
             if late:
@@ -997,7 +1011,9 @@ def main(kernel_code):
         if not data or len(line) > 256:
             relay.exit(0)
         line += data
-    nonce, relay.rbuf = line.split(b"\n", 1)
+    nonce, rest = line.split(b"\n", 1)
+    if rest:
+        relay.rparts.append(rest)
     nonce = nonce.replace(b"\r", b"").strip()
     if not 0 < len(nonce) <= 64 or nonce.translate(None, b"0123456789abcdefABCDEF"):
         relay.write(b"\r\nPTYBOX/1 BAD NONCE\r\n")
