@@ -518,9 +518,21 @@ class _OutStream(io.TextIOWrapper):
         buf = self._ptybox_buf
         if buf.closed:
             raise ValueError("I/O operation on closed file.")
-        with buf.lock:
-            self._ptybox_sink.flush_text()
-        _text_flush(self)                    # anything written around write()
+        tracers = None
+        if _gettrace() is not None or _getprofile() is not None:
+            # A user's tracer or profiler that prints would print from inside
+            # this flush, for ever: off while it runs.
+            tracers = (_gettrace(), _getprofile())
+            _settrace(None)
+            _setprofile(None)
+        try:
+            with buf.lock:
+                self._ptybox_sink.flush_text()
+            _text_flush(self)                # anything written around write()
+        finally:
+            if tracers is not None:
+                _settrace(tracers[0])
+                _setprofile(tracers[1])
 
     def close(self):
         self._ptybox_sink.closing = True
@@ -1349,6 +1361,8 @@ class Kernel:
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc
+                if not self.result_pending:  # (a request it cannot even take, again
+                    self._hit()              # and again: a fresh kernel takes over)
                 self._stray(self.pending, exc)
 
     def _stray(self, pending, exc):

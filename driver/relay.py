@@ -403,11 +403,27 @@ class Relay:
         self.write(self.start, _payload(obj), END)
 
     def exit(self, status):
+        """Ends the relay, its kernel first: killed, and its exit awaited (up
+        to KILL_WAIT), so that the client that waits for us knows it gone."""
         if self.kernel:
             try:
                 os.killpg(self.kernel, _signal.SIGKILL)
             except OSError:
                 pass
+            deadline = time.monotonic() + KILL_WAIT
+            buf = self.ctl_buf
+            while b"X%d " % self.kernel not in buf and time.monotonic() < deadline:
+                try:
+                    if not select.select([self.ctl], [], [], deadline - time.monotonic())[0]:
+                        break
+                    data = self.ctl.recv(4096)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    break
+                if not data:
+                    break
+                buf = buf[-64:] + data
         os._exit(status)
 
     # -- the kernel's life
@@ -453,6 +469,30 @@ class Relay:
                 except OSError:
                     pass
             self.killing = time.monotonic() + KILL_WAIT
+
+    def sweep(self):
+        """On restart, in a pid namespace of our own (we are its pid 2): every
+        process the old kernel left behind goes too, daemons included, so a
+        restarted session has only what a fresh one has.  Elsewhere the
+        processes around us are not ours to kill."""
+        if os.getpid() != 2:
+            return
+        spare = {1, 2, self.template}
+        for _ in range(10):                  # (they may fork as we go)
+            found = False
+            try:
+                pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+            except OSError:
+                return
+            for pid in pids:
+                if pid not in spare:
+                    try:
+                        os.kill(pid, _signal.SIGKILL)
+                        found = True
+                    except OSError:
+                        pass
+            if not found:
+                return
 
     def died(self, status):
         """The kernel is gone: what it wrote is sent, the snippet it ran ends
@@ -554,12 +594,15 @@ class Relay:
             if type(poll) is not int or not 0 <= poll <= 10 ** 6:
                 return self.reject(rid, "busy_poll must be an integer from 0 to 10**6", True)
             self.queue.append((op, rid, text, limit, poll))
-        elif op in ("ping", "shutdown"):
+        elif op == "ping":
             self.queue.append((op, rid, None, 0, 0))
+        elif op == "shutdown":
+            self.exit(0)
         elif op == "interrupt":
             self.interrupt(rid)
         elif op == "restart":
             self.kill()                      # died and ready follow
+            self.sweep()
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
@@ -757,10 +800,11 @@ class Relay:
             return
         except OSError:
             data = b""
-        if not data:                         # (its death comes from the template)
+        if not data:                         # it cannot talk to us any more: it goes
             os.close(self.msg)
             self.msg = None
             self.poller = None
+            self.kill()
             return
         cap = _frame_cap(self.max_output)
         i = data.find(b"\n")

@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "log.h"
 #include "options.h"
@@ -84,6 +87,8 @@ static void instance_noise_line(const struct instance *in, char *buf, size_t buf
 		end = start;
 	}
 }
+
+#define INSTANCE_SHUTDOWN_MS 500
 
 static void instance_describe_exit(struct instance *in, char *why, size_t len)
 {
@@ -465,10 +470,37 @@ int instance_interrupt(struct instance *in, uint64_t id)
 	return rc < 0 ? rc : pty_write_take(&in->pty, line, len);
 }
 
+/* A ready relay is asked to end first: it kills its kernel and waits for it,
+ * so that no kernel outlives ptybox (the kernel is in a session of its own,
+ * out of reach of the transport's kill). Bounded: a relay that does not end
+ * within INSTANCE_SHUTDOWN_MS is killed. */
+static void instance_shutdown(struct instance *in)
+{
+	static const char json[] = "{\"op\":\"shutdown\"}";
+	char line[64];
+	size_t n = sodium_base64_ENCODED_LEN(sizeof(json) - 1, sodium_base64_VARIANT_URLSAFE);
+	sodium_bin2base64(line, sizeof(line), (const unsigned char *)json, sizeof(json) - 1,
+			  sodium_base64_VARIANT_URLSAFE);
+	line[n - 1] = '\n';
+	if (write(in->pty.master, line, n) != (ssize_t)n)
+		return;
+	for (int waited = 0; waited < INSTANCE_SHUTDOWN_MS; waited++) {
+		pid_t r = waitpid(in->pty.pid, &in->wstatus, WNOHANG);
+		if (r == in->pty.pid || (r < 0 && errno != EINTR)) {
+			in->child_exited = true;
+			return;
+		}
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+}
+
 void instance_close(struct instance *in)
 {
 	if (in->state == I_CLOSING)
 		return;
+	if (in->state == I_READY && !in->child_exited && in->pty.master >= 0)
+		instance_shutdown(in);
 	if (!in->child_exited) {
 		transport_kill(in->transport, in->pty.pid, false);
 		while (waitpid(in->pty.pid, NULL, 0) < 0 && errno == EINTR)

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -692,7 +693,10 @@ static void session_on_died(ptybox_session *s, struct protocol_frame *f)
 		protocol_describe_exit((int)st->valuedouble, why, sizeof(why));
 	else
 		snprintf(why, sizeof(why), "how, its relay did not say");
-	snprintf(msg, sizeof(msg), "the interpreter died (%s)", why);
+	/* The sandbox's own account first: the memory cgroup's OOM killer, say. */
+	bool killed = cJSON_IsNumber(st) && ((int)st->valuedouble & 0x7f) == SIGKILL;
+	const char *reason = killed && s->in ? transport_death_reason(s->in->transport) : NULL;
+	snprintf(msg, sizeof(msg), "the interpreter died (%s)", reason ? reason : why);
 	log_msg("session: %s%s", msg, s->state == S_RUNNING ? "" : " while idle");
 	session_kernel_gone(s, PTYBOX_CRASHED, msg, session_restarted,
 			    options_seconds_ms(s->opts.boot_timeout));

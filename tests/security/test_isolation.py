@@ -169,14 +169,27 @@ def err(fn):
         return "ok"
     except OSError as e:
         return type(e).__name__
+def status(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return dict(l.split(":\t", 1) for l in f.read().splitlines() if ":\t" in l)
+init = status(1)
 print(json.dumps(dict(pid=os.getpid(), ppid=os.getppid(),
     pids=sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    init_name=init["Name"], init_ppid=init["PPid"],
     init_mem=err(lambda: open("/proc/1/mem", "rb")),
     init_root=err(lambda: os.listdir("/proc/1/root/")))))'''
         got = self.probe(code)
-        self.assertEqual(got["pid"], 2)
-        self.assertEqual(got["ppid"], 1)
-        self.assertEqual(got["pids"], [1, 2])
+        # a private pid namespace: pid 1 = init, 2 = relay, 3 = template, then the
+        # kernel that runs the snippet, a child of the template
+        self.assertGreater(got["pid"], 2)
+        self.assertLessEqual(got["pid"], 10)
+        self.assertEqual(got["ppid"], 3)
+        # pid 1 is the sandbox's init (ptybox's fork), whose parent is outside the
+        # namespace (PPid 0)
+        self.assertEqual(got["init_name"], "ptybox")
+        self.assertEqual(got["init_ppid"], "0")
+        # only the sandbox's own processes: no host pid is visible
+        self.assertEqual(got["pids"], [1, 2, 3, got["pid"]])
         # init runs unfiltered code's parent: it must not be reachable through /proc
         self.assertEqual(got["init_mem"], "PermissionError")
         self.assertEqual(got["init_root"], "PermissionError")

@@ -310,31 +310,48 @@ static void test_exec_line_round_trips_any_code(void **state)
 	free(big);
 }
 
-static void test_interrupt_line_is_ctrl_c_then_the_request(void **state)
+static void test_interrupt_line_is_the_request_alone(void **state)
 {
+	/* The relay reads it and signals its kernel: no ^C byte on the wire. */
 	char *line;
 	size_t len;
 	assert_int_equal(protocol_interrupt_line(12345678901234ULL, &line, &len), 0);
-	assert_int_equal(line[0], '\x03');
-	assert_null(memchr(line + 1, '\x03', len - 1)); /* one ^C, one signal */
+	assert_null(memchr(line, '\x03', len));
 	assert_int_equal(strlen(line), len);
-	cJSON *o = decode_line(line + 1, len - 1);
+	cJSON *o = decode_line(line, len);
 	assert_string_equal(protocol_str(o, "op"), "interrupt");
 	assert_true(cJSON_GetObjectItem(o, "id")->valuedouble == 12345678901234.0);
 	cJSON_Delete(o);
 	free(line);
 }
 
+static void test_restart_line_and_exit_words(void **state)
+{
+	char *line, why[256];
+	size_t len;
+	assert_int_equal(protocol_restart_line(&line, &len), 0);
+	cJSON *o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "op"), "restart");
+	cJSON_Delete(o);
+	free(line);
+	protocol_describe_exit(9, why, sizeof(why)); /* WTERMSIG 9 */
+	assert_non_null(strstr(why, "killed by signal 9"));
+	protocol_describe_exit(PROTOCOL_EXIT_NO_KERNEL << 8, why, sizeof(why));
+	assert_non_null(strstr(why, "could not start a kernel"));
+	protocol_describe_exit(3 << 8, why, sizeof(why));
+	assert_string_equal(why, "exit status 3");
+}
+
 static void test_ids_are_exact_and_the_same_in_both_lines(void **state)
 {
-	/* The driver matches an interrupt to its snippet by id: any uint64 must
+	/* The relay matches an interrupt to its snippet by id: any uint64 must
 	 * print as the same exact digits in both requests. */
 	char *exec, *intr;
 	size_t elen, ilen;
 	assert_int_equal(
 		protocol_exec_line(UINT64_MAX, "x = 1", 5, UINT64_MAX, UINT_MAX, &exec, &elen), 0);
 	assert_int_equal(protocol_interrupt_line(UINT64_MAX, &intr, &ilen), 0);
-	char *e = decode_text(exec, elen), *i = decode_text(intr + 1, ilen - 1);
+	char *e = decode_text(exec, elen), *i = decode_text(intr, ilen);
 	assert_non_null(strstr(e, "\"id\":18446744073709551615,"));
 	assert_non_null(strstr(e, "\"max_output\":18446744073709551615,"));
 	assert_non_null(strstr(e, "\"busy_poll\":4294967295}"));
@@ -578,7 +595,8 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_cannot_echo_as_its_prompt),
 		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
-		cmocka_unit_test(test_interrupt_line_is_ctrl_c_then_the_request),
+		cmocka_unit_test(test_interrupt_line_is_the_request_alone),
+		cmocka_unit_test(test_restart_line_and_exit_words),
 		cmocka_unit_test(test_ids_are_exact_and_the_same_in_both_lines),
 		cmocka_unit_test(test_exec_line_rejects_nul),
 		cmocka_unit_test(test_json_nul_escape_is_found),
