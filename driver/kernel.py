@@ -568,8 +568,9 @@ def _writer(stream, driver, name):
             raise ValueError("I/O operation on closed file.")
         buf.chunks.append(s)
         buf.size += len(s)
-        if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s):
-            stream.flush()
+        if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s) \
+                and _getprofile() is None and _gettrace() is None:
+            stream.flush()                   # (under a user's tracer: at the end, as before)
         else:
             buf.dirty = True
         return len(s)
