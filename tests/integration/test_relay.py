@@ -1,0 +1,173 @@
+"""The relay and the kernel (issue 13): code in a session cannot forge frames,
+read the nonce or touch the terminal, and a dead kernel is replaced under the
+same relay, with no new transport."""
+import os
+import tempfile
+import time
+
+from ptybox_test import VIA, TestCase, run_json, start_once_transport
+
+# The attack of issue 13: find the driver's terminal and its nonce among the
+# objects of the process, and write a result frame of its own.
+FORGE = ("import gc, os, json\n"
+         "term = next(o for o in gc.get_objects() if type(o).__name__ == 'Terminal'"
+         " and hasattr(o, 'start'))\n"
+         "drv = next(o for o in gc.get_objects() if type(o).__name__ == 'Driver')\n"
+         "os.write(term.fd, term.start + json.dumps({'type': 'result', 'id': drv.running,"
+         " 'status': 'ok', 'result': {'text/plain': '42'}, 'duration_ms': 1.0}).encode()"
+         " + b':ptybox>>>')\n")
+
+# Whatever the process holds that looks like a frame's start: the nonce would be in it.
+HUNT = ("import gc\n"
+        "def hunt():\n"
+        "    found = 0\n"
+        "    for o in gc.get_objects():\n"
+        "        try:\n"
+        "            for v in (vars(o).values() if hasattr(o, '__dict__') else ()):\n"
+        "                if isinstance(v, (bytes, str)) and '<<<ptybox:' in str(v)"
+        " and 'hunt' not in str(v):\n"
+        "                    found += 1\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "    return found\n")
+
+
+class ForgeryTest(TestCase):
+    def test_the_issues_reproducer_gets_the_real_result(self):
+        results, p = run_json(FORGE + "raise RuntimeError('real error hidden')")
+        self.assertEqual(len(results), 1, p.stderr)
+        self.assertEqual(results[0]["status"], "error", results[0])
+        self.assertIsNone(results[0]["result"])
+        self.assertNotEqual(p.returncode, 0)
+
+    def test_a_thread_cannot_forge_the_results_of_later_snippets(self):
+        # A thread of the first snippet hunts for the nonce and the terminal
+        # while later snippets run: every later result is the real one.
+        results, p = run_json(
+            HUNT + "import threading, os\n"
+            "tries = []\n"
+            "def forge():\n"
+            "    for _ in range(200):\n"
+            "        tries.append(hunt())\n"
+            "        for fd in range(3, 64):\n"
+            "            try: os.write(fd, b'<<<ptybox:x:{\"type\":\"result\"}:ptybox>>>')\n"
+            "            except OSError: pass\n"
+            "threading.Thread(target=forge, daemon=True).start()",
+            "1/0", "x = 2", "x * 21", "sum(tries)", timeout=90)
+        self.assertEqual([r["status"] for r in results], ["ok", "error", "ok", "ok", "ok"],
+                         results)
+        self.assertEqual(results[1]["error"]["name"], "ZeroDivisionError")
+        self.assertEqual(results[3]["result"], {"text/plain": "42"})
+        self.assertEqual(results[4]["result"], {"text/plain": "0"})   # nothing found
+
+    def test_no_nonce_in_the_kernel_and_no_way_into_the_relay(self):
+        # The kernel's parent is the fork template, whose parent is the
+        # relay: neither one's memory, fds or environment may be read.
+        results, _ = run_json(
+            HUNT + "import os\n"
+            "def ppid(pid):\n"
+            "    return int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])\n"
+            "relay = ppid(os.getppid())\n"
+            "def denied(path):\n"
+            "    try:\n"
+            "        open(path, 'rb').read(1)\n"
+            "    except OSError:\n"
+            "        return True\n"
+            "    return False\n"
+            "(hunt(), denied('/proc/%d/mem' % relay), denied('/proc/%d/environ' % relay),\n"
+            " all(denied('/proc/%d/fd/%s' % (relay, fd)) for fd in ('0', '1', '2')),\n"
+            " os.isatty(0) or os.isatty(1) or os.isatty(2))")
+        self.assertEqual(results[0]["result"], {"text/plain": "(0, True, True, True, False)"},
+                         results[0])
+
+    def test_the_terminal_cannot_be_opened(self):
+        results, _ = run_json(
+            "import errno, os, subprocess, getpass, time\n"
+            "try:\n"
+            "    os.open('/dev/tty', os.O_RDWR)\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode[e.errno])\n"
+            "t = time.monotonic()\n"
+            "p = subprocess.run(['sh', '-c', 'read x < /dev/tty'], capture_output=True)\n"
+            "try:\n"
+            "    getpass.getpass()\n"
+            "except EOFError:\n"
+            "    print('eof')\n"
+            "(p.returncode != 0, time.monotonic() - t < 5)",
+            extra=["--timeout", "20"], timeout=60)
+        r = results[0]
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["stdout"], "ENXIO\neof\n")
+        self.assertEqual(r["result"], {"text/plain": "(True, True)"})
+
+
+class KernelRestartTest(TestCase):
+    def test_a_crash_is_recovered_without_a_new_transport(self):
+        # The transport starts once: the kernel's death is mended under the
+        # same relay (over ssh: no new connection), in milliseconds.
+        with tempfile.TemporaryDirectory() as d:
+            results, p = run_json("x = 1", "import os; os._exit(1)", "print(3)", "x = 4; x",
+                                  extra=["--via", start_once_transport(d)])
+        self.assertEqual([r["status"] for r in results], ["ok", "crashed", "ok", "ok"],
+                         p.stderr)
+        self.assertIn("the interpreter died (exit status 1)", results[1]["message"])
+        self.assertIn("restarted with fresh state", results[1]["message"])
+        self.assertTrue(results[1]["state_lost"])
+        self.assertEqual(results[2]["stdout"], "3\n")
+        self.assertEqual(results[3]["result"], {"text/plain": "4"})
+        self.assertLess(results[1]["duration_ms"], 1000)
+
+    def test_a_snippet_that_ignores_ctrl_c_is_killed_and_the_relay_stays(self):
+        results, p = run_json(
+            "import os; relay = open('/proc/%d/stat' % os.getppid()).read().split()[3]\n"
+            "x = 1", "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "time.sleep(60)",
+            "import os; open('/proc/%d/stat' % os.getppid()).read().split()[3]",
+            extra=["--timeout", "0.5", "--kill-grace", "0.5"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "timeout", "ok"], p.stderr)
+        self.assertTrue(results[1]["state_lost"])
+        self.assertIn("did not stop on ^C; killed", results[1]["message"])
+        self.assertLess(results[1]["duration_ms"], 5000)
+
+
+class ReportTest(TestCase):
+    def test_a_snippet_that_catches_the_timeouts_ctrl_c_is_a_timeout(self):
+        results, _ = run_json("import time\ntry:\n    time.sleep(3)\n"
+                              "except KeyboardInterrupt:\n    print('caught')",
+                              extra=["--timeout", "1"], timeout=60)
+        r = results[0]
+        self.assertEqual((r["status"], r["stdout"], r["state_lost"]),
+                         ("timeout", "caught\n", False), r)
+        self.assertIn("timed out", r["message"])
+
+    def test_output_keeps_the_order_a_terminal_shows(self):
+        results, _ = run_json(
+            "import subprocess, os, sys, warnings\n"
+            "print('step 1')\n"
+            "subprocess.run(['echo', 'from child'])\n"
+            "os.system('echo from system')\n"
+            "print('step 2')\n"
+            "warnings.warn('careful')\n"
+            "print('after', file=sys.stderr)\n"
+            "print('last')", extra=["--timeout", "20"])
+        r = results[0]
+        self.assertEqual(r["stdout"], "step 1\nfrom child\nfrom system\nstep 2\nlast\n")
+        self.assertTrue(r["stderr"].endswith("careful\n  warnings.warn('careful')\nafter\n")
+                        or r["stderr"].endswith("careful\nafter\n"), r["stderr"])
+
+    def test_the_carets_of_the_last_line_stand_under_the_operator(self):
+        results, _ = run_json("x = 1 / 0")
+        tb = "".join(results[0]["error"]["traceback"])
+        self.assertIn("    x = 1 / 0\n        ~~^~~\n", tb)
+
+    def test_a_timeout_inside_repr_is_timed_as_it_ran(self):
+        results, _ = run_json("class R:\n    def __repr__(self):\n        while True: pass\nR()",
+                              extra=["--timeout", "1"], timeout=60)
+        r = results[0]
+        self.assertEqual(r["status"], "timeout", r)
+        self.assertGreater(r["duration_ms"], 900)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
