@@ -228,7 +228,8 @@ void protocol_describe_exit(int wstatus, char *why, size_t len)
 {
 	int st = wstatus;
 	if (WIFSIGNALED(st))
-		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st), strsignal(WTERMSIG(st)));
+		snprintf(why, len, "killed by signal %d, %s", WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
 	else if (WIFEXITED(st) && WEXITSTATUS(st) > 128 && WEXITSTATUS(st) < 128 + NSIG)
 		snprintf(why, len, "killed by signal %d, %s", WEXITSTATUS(st) - 128,
 			 strsignal(WEXITSTATUS(st) - 128));

@@ -109,8 +109,8 @@ static void session_replace(ptybox_session *s, enum ptybox_status status, const 
 			    const char *done);
 static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
 				 const char *what, const char *done);
-static void session_restart_kernel(ptybox_session *s, enum ptybox_status status,
-				   const char *what, const char *done);
+static void session_restart_kernel(ptybox_session *s, enum ptybox_status status, const char *what,
+				   const char *done);
 static void session_on_ready(struct instance *in);
 static void session_on_died(ptybox_session *s, struct protocol_frame *f);
 
@@ -666,8 +666,8 @@ static void session_kernel_gone(ptybox_session *s, enum ptybox_status status, co
 
 /* Asks the relay for a fresh kernel (a restart, or the kill of a snippet that
  * ignored ^C): no new transport, no new sandbox. */
-static void session_restart_kernel(ptybox_session *s, enum ptybox_status status,
-				   const char *what, const char *done)
+static void session_restart_kernel(ptybox_session *s, enum ptybox_status status, const char *what,
+				   const char *done)
 {
 	char *line;
 	size_t len;

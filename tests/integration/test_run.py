@@ -13,6 +13,10 @@ import unittest
 from ptybox_test import (PTYBOX, Serve, TestCase, kill_if_alive, run, run_json,
                          start_once_transport)
 
+# A crash that takes the relay along (a kernel's own death is mended under it):
+# the transport must start again.
+KILL_RELAY = "import os, signal; relay = int(open('/proc/%d/stat' % os.getppid()).read().rsplit(')', 1)[1].split()[1]); os.kill(relay, signal.SIGKILL)"
+
 
 class DemoTest(TestCase):
     def test_demo_output_state_and_error(self):
@@ -238,13 +242,13 @@ class NotRunTest(TestCase):
 
     def test_a_restart_that_fails_is_not_called_a_restart(self):
         with tempfile.TemporaryDirectory() as d:
-            results, p = run_json("x = 1", "import os; os._exit(1)", "print(3)", "print(4)",
+            results, p = run_json("x = 1", KILL_RELAY, "print(3)", "print(4)",
                                   extra=["--via", start_once_transport(d)])
         self.assertEqual([r["id"] for r in results], [1, 2, 3, 4], p.stdout)
         self.assertOk(results[0])
         crashed = results[1]
         self.assertEqual((crashed["status"], crashed["state_lost"]), ("crashed", True))
-        self.assertIn("the interpreter died (exit status 1)", crashed["message"])
+        self.assertIn("the interpreter died (", crashed["message"])
         self.assertIn("could not be restarted", crashed["message"])
         self.assertIn("once.sh: refusing a second start", crashed["message"])
         self.assertNotIn("restarted with", crashed["message"])

@@ -9,6 +9,10 @@ import unittest
 from ptybox_test import (VIA, Serve, TestCase, kill_if_alive, let_go_and_await,
                          start_once_transport)
 
+# A crash that takes the relay along (a kernel's own death is mended under it):
+# the transport must start again.
+KILL_RELAY = "import os, signal; relay = int(open('/proc/%d/stat' % os.getppid()).read().rsplit(')', 1)[1].split()[1]); os.kill(relay, signal.SIGKILL)"
+
 
 def cpu_seconds(pid):
     """User and system time a process used so far, all its threads."""
@@ -315,7 +319,7 @@ class ServeTest(TestCase):
             s = Serve(via=start_once_transport(d))
             try:
                 s.send("\n".join(json.dumps(r) for r in (  # (one write: both queued)
-                    {"id": "a", "op": "exec", "code": "import os; os._exit(1)"},
+                    {"id": "a", "op": "exec", "code": KILL_RELAY},
                     {"id": "b", "op": "exec", "code": "'never'"})))
                 r = s.recv_result("a")
                 self.assertEqual(r["status"], "crashed")
