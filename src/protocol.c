@@ -225,9 +225,56 @@ static const struct {
 	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
 };
 
+size_t protocol_json_values(const char *json, size_t len, size_t max)
+{
+	const char *p = json, *end = json + len;
+	size_t n = 1;
+	while (p < end) {
+		char c = *p++;
+		if (c == ',' || c == '[' || c == '{') {
+			if (++n > max)
+				return n;
+		} else if (c == '"') {
+			/* to the closing quote: the first after an even run of backslashes */
+			for (;;) {
+				const char *q = memchr(p, '"', (size_t)(end - p));
+				if (!q)
+					return n; /* unterminated: cJSON refuses it */
+				const char *b = q;
+				while (b > p && b[-1] == '\\')
+					b--;
+				p = q + 1;
+				if ((q - b) % 2 == 0)
+					break;
+			}
+		}
+	}
+	return n;
+}
+
+/* (Recursion as deep as the tree: cJSON parses no deeper than
+ * CJSON_NESTING_LIMIT.) */
+size_t protocol_json_cost(const cJSON *v)
+{
+	if (!v)
+		return 0;
+	size_t cost = sizeof(*v);
+	if (v->string)
+		cost += strlen(v->string) + 1;
+	if (v->valuestring)
+		cost += strlen(v->valuestring) + 1;
+	for (const cJSON *c = v->child; c; c = c->next)
+		cost += protocol_json_cost(c);
+	return cost;
+}
+
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f)
 {
 	memset(f, 0, sizeof(*f));
+	/* Counted before cJSON builds anything: its items, not the text, are
+	 * what a hostile frame would make the host pay for. */
+	if (protocol_json_values(payload, len, PROTOCOL_MAX_VALUES) > PROTOCOL_MAX_VALUES)
+		return -E2BIG;
 	cJSON *root = cJSON_ParseWithLength(payload, len);
 	if (!root && memmem(payload, len, "\\ud", 3)) {
 		/* A lone surrogate (Python's json writes one for a str that holds it: a

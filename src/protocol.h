@@ -62,6 +62,15 @@
  * longer frames are dropped unread. The driver computes the same bound and
  * keeps its result and display frames under it (driver.py: _frame_cap). */
 #define PROTOCOL_MAX_PAYLOAD(max_output) ((size_t)(max_output)*4 + ((size_t)16 << 20))
+/* The most JSON values a frame may hold. cJSON spends some 64 bytes of heap
+ * on each value whatever its text, so a payload of "0," pairs costs 32 times
+ * its size: a 30 MB frame, over a gigabyte. A real frame holds a few strings,
+ * or a result whose traceback has one string per entry (a RecursionError's
+ * folds its repeats: a few thousand at most). A frame with more is refused
+ * before cJSON sees it (protocol_parse_frame: -E2BIG) and dropped like an
+ * oversize one; so a frame costs at most about 4 MiB of cJSON items besides
+ * its strings. */
+#define PROTOCOL_MAX_VALUES ((size_t)1 << 16)
 
 #endif
 
@@ -110,10 +119,19 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
  * which snippet a ^C was meant for). Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);
 /* Parses one frame's payload. 0, -EINVAL (not a JSON object with a known
- * shape) or -ENOMEM; a lone surrogate escape in a string is read as U+FFFD.
- * On success the caller frees with protocol_frame_free. */
+ * shape), -E2BIG (more than PROTOCOL_MAX_VALUES values: not parsed) or
+ * -ENOMEM; a lone surrogate escape in a string is read as U+FFFD. On success
+ * the caller frees with protocol_frame_free. */
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f);
 void protocol_frame_free(struct protocol_frame *f);
+/* At least as many as the JSON values that the text holds (each '[', '{' and
+ * ',' outside strings counts one, and the text one more), counted up to
+ * max + 1 at most: a bound on the cJSON items a parse can make, in one pass
+ * that skips strings with memchr. */
+size_t protocol_json_values(const char *json, size_t len, size_t max);
+/* The heap that v and what it holds cost: items, keys and strings (0 for
+ * NULL). What keeping a parsed value costs, whatever its text was. */
+size_t protocol_json_cost(const cJSON *v);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
 /* A copy of v (a request's id) whose numbers print as exactly the doubles
