@@ -20,6 +20,7 @@
 #include <sodium.h>
 
 #include "ptybox.h"
+#include "term_safe.h"
 
 const char *ptybox_status_name(enum ptybox_status st)
 {
@@ -490,6 +491,65 @@ size_t protocol_utf8_prefix(const char *s, size_t len, size_t max)
 	return max;
 }
 
+/* The code point of the well-formed 2- or 3-byte UTF-8 sequence at p (n bytes
+ * left), with its length in *seq; -1 for anything else (every character that
+ * term_safe_hidden names is below U+10000). */
+static long protocol_utf8_char(const unsigned char *p, size_t n, size_t *seq)
+{
+	if (p[0] >= 0xc2 && p[0] <= 0xdf && n >= 2 && (p[1] & 0xc0) == 0x80) {
+		*seq = 2;
+		return (long)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+	}
+	if (p[0] >= 0xe0 && p[0] <= 0xef && n >= 3 && (p[1] & 0xc0) == 0x80 &&
+	    (p[2] & 0xc0) == 0x80) {
+		long cp = (long)(p[0] & 0x0f) << 12 | (long)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+		*seq = 3;
+		return cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff) ? cp : -1;
+	}
+	return -1;
+}
+
+char *protocol_json_escape_unsafe(char *json, size_t *len)
+{
+	const unsigned char *p = (const unsigned char *)json;
+	size_t n = *len, grow = 0, seq;
+	/* Such characters are rare: the first pass only looks; most lines are
+	 * handed back untouched. */
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < 0xc2)
+			continue;
+		long cp = protocol_utf8_char(p + i, n - i, &seq);
+		if (cp >= 0 && term_safe_hidden((uint32_t)cp)) {
+			grow += 6 - seq;
+			i += seq - 1;
+		}
+	}
+	if (grow == 0)
+		return json;
+	char *out = cJSON_malloc(n + grow + 1);
+	if (!out) {
+		cJSON_free(json);
+		return NULL;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		long cp = p[i] < 0xc2 ? -1 : protocol_utf8_char(p + i, n - i, &seq);
+		if (cp >= 0 && term_safe_hidden((uint32_t)cp)) {
+			out[o++] = '\\';
+			out[o++] = 'u';
+			for (int k = 12; k >= 0; k -= 4)
+				out[o++] = "0123456789abcdef"[(cp >> k) & 15];
+			i += seq - 1;
+		} else {
+			out[o++] = json[i];
+		}
+	}
+	out[o] = '\0';
+	cJSON_free(json);
+	*len = o;
+	return out;
+}
+
 /* Milliseconds to the microsecond, printed directly, like the integers. */
 static bool protocol_add_ms(cJSON *o, const char *key, double ms)
 {
@@ -545,5 +605,6 @@ char *protocol_result_json(const struct ptybox_result *r)
 	cJSON *o = protocol_result_object(r);
 	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
-	return s;
+	size_t len = s ? strlen(s) : 0;
+	return s ? protocol_json_escape_unsafe(s, &len) : NULL;
 }

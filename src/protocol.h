@@ -157,6 +157,14 @@ bool protocol_utf8_valid(const char *s, size_t len);
 /* How many of the first max bytes of the UTF-8 string s to keep so that no
  * character is cut. */
 size_t protocol_utf8_prefix(const char *s, size_t len, size_t max);
+/* JSON text with each character that term_safe_hidden names (C1 and bidi
+ * controls, which cJSON prints as raw UTF-8) written as a \uXXXX escape
+ * instead: the same value, but nothing that a terminal acts on or that makes
+ * the line read otherwise. Takes ownership of json (*len bytes and a NUL,
+ * from cJSON's allocator) and returns it, or, if it held such a character,
+ * a new string in its place (*len updated; json freed). NULL when out of
+ * memory (json freed). */
+char *protocol_json_escape_unsafe(char *json, size_t *len);
 /* Behind struct ptybox_result: the parts of the result kept as JSON. */
 struct ptybox_result_detail {
 	const cJSON *bundle, *error, *display; /* each may be NULL */
@@ -164,7 +172,8 @@ struct ptybox_result_detail {
 };
 /* The result as a JSON object (NULL when out of memory). Caller deletes. */
 cJSON *protocol_result_object(const struct ptybox_result *r);
-/* The same as one line of JSON (no newline). Caller frees with cJSON_free. */
+/* The same as one line of JSON (no newline), escaped by
+ * protocol_json_escape_unsafe. Caller frees with cJSON_free. */
 char *protocol_result_json(const struct ptybox_result *r);
 
 #endif

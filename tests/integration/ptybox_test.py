@@ -148,6 +148,7 @@ class Serve:
                     raise EOFError("ptybox serve closed its output")
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        self.last_line = line  # (its bytes, for tests of how it is escaped)
         return json.loads(line)
 
     def recv_result(self, id, timeout=30):

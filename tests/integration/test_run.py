@@ -232,6 +232,19 @@ class JsonTest(TestCase):
         self.assertFalse(any(r["state_lost"] or r["truncated"] for r in results))
         self.assertEqual(p.returncode, 1)
 
+    def test_c1_and_bidi_controls_are_escaped_and_read_back_the_same(self):
+        # cJSON writes them as raw UTF-8, which a terminal or an editor showing
+        # the line acts on (U+0085 is NEL; U+202E reverses what follows).
+        p = run("run", "--json", "-c", 'print("a\\u202eb\\x85c\\u2066\\u200f\\u061c")',
+                "-c", 'raise ValueError("\\u202e")', input=b"")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        for raw in ("\u202e", "\x85", "\u2066", "\u200f", "\u061c"):
+            self.assertNotIn(raw.encode(), p.stdout)
+        first, second = p.stdout.splitlines()
+        self.assertIn(b'"stdout":"a\\u202eb\\u0085c\\u2066\\u200f\\u061c\\n"', first)
+        self.assertEqual(json.loads(first)["stdout"], "a\u202eb\x85c\u2066\u200f\u061c\n")
+        self.assertEqual(json.loads(second)["error"]["value"], "\u202e")
+
 
 class NotRunTest(TestCase):
     """Every snippet gets one result line, also those the session could not run."""

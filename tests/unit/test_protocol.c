@@ -715,6 +715,81 @@ static void test_result_json_has_every_field(void **state)
 	cJSON_free(s);
 }
 
+/* protocol_json_escape_unsafe on a copy of text from cJSON's allocator. */
+static char *escape(const char *text, size_t *len)
+{
+	*len = strlen(text);
+	char *copy = cJSON_malloc(*len + 1);
+	memcpy(copy, text, *len + 1);
+	return protocol_json_escape_unsafe(copy, len);
+}
+
+static void test_json_escapes_c1_and_bidi_controls(void **state)
+{
+	/* Every character named, in a string; then its neighbours, left alone. */
+	static const char *const hidden[] = {
+		"\xc2\x80",	"\xc2\x85",	"\xc2\x9b",	"\xc2\x9f",
+		"\xd8\x9c",	"\xe2\x80\x8e", "\xe2\x80\x8f", "\xe2\x80\xaa",
+		"\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa9",
+	};
+	static const char *const escaped[] = {
+		"\\u0080", "\\u0085", "\\u009b", "\\u009f", "\\u061c", "\\u200e",
+		"\\u200f", "\\u202a", "\\u202e", "\\u2066", "\\u2069",
+	};
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		char in[64], want[64];
+		snprintf(in, sizeof(in), "{\"k\":\"a%sb\"}", hidden[i]);
+		snprintf(want, sizeof(want), "{\"k\":\"a%sb\"}", escaped[i]);
+		size_t len;
+		char *out = escape(in, &len);
+		assert_string_equal(out, want);
+		assert_int_equal(len, strlen(want));
+		cJSON *before = cJSON_Parse(in), *after = cJSON_Parse(out);
+		assert_non_null(after);
+		assert_true(cJSON_Compare(before, after, 1));
+		cJSON_Delete(before);
+		cJSON_Delete(after);
+		cJSON_free(out);
+	}
+	static const char *const kept[] = {
+		"[\"\xc2\xa0 \xe2\x80\x8d \xe2\x80\xaf \xe2\x81\xa5 \xe2\x81\xaa \xd8\x9b "
+		"caf\xc3\xa9 "
+		"\xf0\x9f\x98\x80\"]",
+		"[\"\\u0085 is already escaped\"]",
+		"[\"\xc2\"]", /* a lead byte cut off, left as it is */
+		"[\"\xe2\x80\"]",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		size_t len;
+		char *out = escape(kept[i], &len);
+		assert_string_equal(out, kept[i]);
+		assert_int_equal(len, strlen(kept[i]));
+		cJSON_free(out);
+	}
+}
+
+/* The result line of `print("a\u202eb\x85c")`: escaped, and the same value. */
+static void test_result_json_escapes_what_cjson_prints_raw(void **state)
+{
+	struct ptybox_result r = {
+		.id = 1,
+		.stdout_text = "a\xe2\x80\xae"
+			       "b\xc2\x85"
+			       "c\n",
+		.stderr_text = "\xe2\x81\xa6",
+	};
+	char *s = protocol_result_json(&r);
+	assert_non_null(strstr(s, "\"stdout\":\"a\\u202eb\\u0085c\\n\""));
+	assert_non_null(strstr(s, "\"stderr\":\"\\u2066\""));
+	assert_null(strstr(s, "\xe2\x80\xae"));
+	cJSON *o = cJSON_Parse(s);
+	assert_string_equal(protocol_str(o, "stdout"), r.stdout_text);
+	assert_string_equal(protocol_str(o, "stderr"), r.stderr_text);
+	cJSON_Delete(o);
+	cJSON_free(s);
+}
+
 /* serve echoes ids: a number must come back as the double it parsed to. */
 static void test_ids_are_echoed_exactly(void **state)
 {
@@ -763,6 +838,8 @@ int main(void)
 		cmocka_unit_test(test_json_cost_counts_items_keys_and_strings),
 		cmocka_unit_test(test_result_json_has_every_field),
 		cmocka_unit_test(test_ids_are_echoed_exactly),
+		cmocka_unit_test(test_json_escapes_c1_and_bidi_controls),
+		cmocka_unit_test(test_result_json_escapes_what_cjson_prints_raw),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
