@@ -206,12 +206,11 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			if (res->traceback && res->traceback[0]) {
 				run_whole_text(r, 2, res->traceback);
 			} else {
-				run_texts(r, 2, res->error_name);
+				run_whole_text(r, 2, res->error_name);
 				if (res->error_value && res->error_value[0]) {
 					run_outs(2, ": ");
-					run_texts(r, 2, res->error_value);
+					run_whole_text(r, 2, res->error_value);
 				}
-				run_text_end(r, 2);
 				run_outs(2, "\n");
 			}
 			if (r->color)
@@ -386,8 +385,10 @@ int cli_run(int argc, char **argv)
 
 	cli_warn_unsandboxed(&so.o);
 	struct run r = {.json = json, .color = isatty(2) && !getenv("NO_COLOR")};
+	/* (with --json, stdout is JSON, escaped its own way; stderr still gets
+	 * ptybox's messages, which may quote the sandbox's terminal) */
 	for (int fd = 1; fd <= 2; fd++) {
-		r.safe[fd] = !json && !raw && isatty(fd);
+		r.safe[fd] = !raw && isatty(fd) && !(json && fd == 1);
 		term_safe_init(&r.safe_state[fd]);
 	}
 	r.loop = uv_default_loop();

@@ -373,6 +373,21 @@ class TerminalTest(TestCase):
         rc, got, piped = run_tty("run", "-c", code, stderr_tty=False)
         self.assertEqual((rc, got, piped), (0, b"o\\x1b]0;o\\x07\n", b"e\x1b]0;e\x07\n"))
 
+    def test_what_a_message_quotes_of_the_terminal_is_filtered(self):
+        # The reason a start failed quotes the terminal's last line (control
+        # bytes there are shown as '?'): a C1 CSI (U+009B) is shown escaped,
+        # in --json mode too, where stderr still gets the message.
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "fail.sh")
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\nprintf 'no \\302\\2332J python here\\n'\nexit 7\n")
+            os.chmod(script, 0o755)
+            for extra in ([], ["--json"]):
+                rc, got, _ = run_tty("run", "--via", "exec:" + script, *extra, "-c", "1")
+                self.assertEqual(rc, 125, got)
+                self.assertIn(b"no \\u009b2J python here", got)
+                self.assertNotIn(b"\xc2\x9b", got)
+
     def test_a_pipe_gets_the_bytes_as_they_are(self):
         p = run("run", "-c", "print(%r)" % self.HOSTILE)
         self.assertEqual((p.returncode, p.stdout), (0, self.HOSTILE + "\n"), p.stderr)
