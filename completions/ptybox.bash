@@ -84,7 +84,7 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --help $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --help $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null

@@ -14,6 +14,7 @@ complete -c ptybox -n __fish_use_subcommand -l version -d 'Show the version'
 # ptybox run
 complete -c ptybox -n '__fish_seen_subcommand_from run' -s c -x -d 'A snippet (repeatable)'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l json -d 'One result object per snippet per line'
+complete -c ptybox -n '__fish_seen_subcommand_from run' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- for standard input)'
 
 # ptybox serve

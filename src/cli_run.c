@@ -5,6 +5,13 @@
  * run in order in one session, so state carries from one to the next. Human
  * output mimics the Python REPL: output as it comes, the last expression's
  * value, tracebacks on stderr. --json prints one result object per line.
+ *
+ * What the sandbox wrote goes to a terminal through a filter (term_safe.c),
+ * one for stdout and one for stderr, each when that one is a terminal: a
+ * snippet must not write the user's clipboard or hide lines. A stream's chunk
+ * may end inside a sequence, which its filter holds; a whole text (a value, a
+ * traceback) lets go of what its stream held before it starts, and of what it
+ * held itself once it is written. --raw and pipes get the bytes as they are.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,15 +27,20 @@
 
 #include "cli.h"
 #include "protocol.h"
+#include "term_safe.h"
 
 #define RUN_MAX_SNIPPETS 4096
 #define RUN_MAX_FILE	 ((size_t)256 << 20)
+/* Bytes of sandbox text filtered per write to a terminal. */
+#define RUN_SAFE_CHUNK ((size_t)64 << 10)
 
 struct run {
 	uv_loop_t *loop;
 	ptybox_session *session;
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool json, color, fatal;
+	bool safe[3];			/* [fd]: text to fd goes through safe_state[fd] */
+	struct term_safe safe_state[3]; /* [1] stdout, [2] stderr */
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
@@ -41,6 +53,8 @@ static const char run_usage[] =
 	"  -c CODE             a snippet (repeatable)\n"
 	"  FILE, -             one more snippet from a file, or from standard input\n"
 	"  --json              one result object per snippet per line on stdout\n"
+	"  --raw               write output to a terminal as it is, escape sequences\n"
+	"                      and all (by default only colours pass; see ptybox(1))\n"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -65,6 +79,65 @@ static void run_outs(int fd, const char *s)
 	run_out(fd, s, strlen(s));
 }
 
+/* Text the sandbox wrote, to fd: through its filter when fd takes one. */
+static void run_text(struct run *r, int fd, const char *s, size_t len)
+{
+	static char buf[TERM_SAFE_OUT_MAX(RUN_SAFE_CHUNK)];
+	if (!r->safe[fd]) {
+		run_out(fd, s, len);
+		return;
+	}
+	while (len) {
+		size_t n = len < RUN_SAFE_CHUNK ? len : RUN_SAFE_CHUNK;
+		run_out(fd, buf, term_safe_feed(&r->safe_state[fd], s, n, buf));
+		s += n;
+		len -= n;
+	}
+}
+
+static void run_texts(struct run *r, int fd, const char *s)
+{
+	run_text(r, fd, s, strlen(s));
+}
+
+/* What the filter of fd holds comes out (escaped): the text it began ends. */
+static void run_text_end(struct run *r, int fd)
+{
+	char buf[TERM_SAFE_OUT_MAX(0)];
+	size_t n = r->safe[fd] ? term_safe_end(&r->safe_state[fd], buf) : 0;
+	if (n)
+		run_out(fd, buf, n);
+}
+
+/* A whole text, after what its stream left held. */
+static void run_whole_text(struct run *r, int fd, const char *s)
+{
+	run_text_end(r, fd);
+	run_texts(r, fd, s);
+	run_text_end(r, fd);
+}
+
+/* A message of ptybox's that quotes the sandbox (the last line its terminal
+ * said, in a crash's reason, say), on stderr: filtered there too. */
+static void run_message(struct run *r, const char *prefix, uint64_t id, const char *msg)
+{
+	size_t len = strlen(msg);
+	char *safe = r->safe[2] ? malloc(TERM_SAFE_OUT_MAX(len) + 1) : NULL;
+	if (safe) {
+		struct term_safe t;
+		term_safe_init(&t);
+		size_t n = term_safe_feed(&t, msg, len, safe);
+		n += term_safe_end(&t, safe + n);
+		safe[n] = '\0';
+	}
+	run_text_end(r, 2);
+	if (prefix)
+		cli_error("%s%s", prefix, safe ? safe : msg);
+	else
+		cli_error("snippet %llu: %s", (unsigned long long)id, safe ? safe : msg);
+	free(safe);
+}
+
 static void run_close(struct run *r)
 {
 	if (r->session) {
@@ -80,7 +153,7 @@ static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, cons
 	struct run *r = data;
 	if (r->json)
 		return;
-	run_out(name[3] == 'o' ? 1 : 2, text, len);
+	run_text(r, name[3] == 'o' ? 1 : 2, text, len);
 }
 
 /* Rich output as a terminal can show it, like Jupyter's console: its
@@ -94,7 +167,7 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 	cJSON *o = cJSON_Parse(bundle);
 	const char *text = protocol_str(o, "text/plain"), *png = protocol_str(o, "image/png");
 	if (text) {
-		run_outs(1, text);
+		run_whole_text(r, 1, text);
 		run_outs(1, "\n");
 	} else if (png) {
 		char note[64];
@@ -120,21 +193,23 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 				  (unsigned long long)res->id);
 			r->failed++;
 		}
-	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
+	} else if (!r->fatal) {	    /* (after it, what is left did not run: said once) */
+		run_text_end(r, 1); /* the snippet's streams end with it */
+		run_text_end(r, 2);
 		if (res->value_text) {
-			run_outs(1, res->value_text);
+			run_whole_text(r, 1, res->value_text);
 			run_outs(1, "\n");
 		}
 		if (res->error_name) {
 			if (r->color)
 				run_outs(2, "\033[31m");
 			if (res->traceback && res->traceback[0]) {
-				run_outs(2, res->traceback);
+				run_whole_text(r, 2, res->traceback);
 			} else {
-				run_outs(2, res->error_name);
+				run_whole_text(r, 2, res->error_name);
 				if (res->error_value && res->error_value[0]) {
 					run_outs(2, ": ");
-					run_outs(2, res->error_value);
+					run_whole_text(r, 2, res->error_value);
 				}
 				run_outs(2, "\n");
 			}
@@ -146,7 +221,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 				  (unsigned long long)res->id,
 				  (unsigned long long)res->dropped_bytes);
 		if (res->message)
-			cli_error("snippet %llu: %s", (unsigned long long)res->id, res->message);
+			run_message(r, NULL, res->id, res->message);
 	}
 	if (r->done == r->expected || r->interrupts) {
 		r->exit_code = r->interrupts ? 130
@@ -162,7 +237,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 static void run_on_fatal(ptybox_session *s, const char *message, void *data)
 {
 	struct run *r = data;
-	cli_error("cannot start the session: %s", message);
+	run_message(r, "cannot start the session: ", 0, message);
 	r->fatal = true;
 	r->exit_code = CLI_EXIT_CANNOT_START;
 	if (r->done == r->expected)
@@ -223,13 +298,14 @@ int cli_run(int argc, char **argv)
 	cli_session_opts_init(&so);
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
+		{"raw", no_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *codes[RUN_MAX_SNIPPETS];
 	size_t ncodes = 0;
-	bool json = false;
+	bool json = false, raw = false;
 	int opt;
 	optind = 1;
 	opterr = 0;
@@ -243,6 +319,7 @@ int cli_run(int argc, char **argv)
 			codes[ncodes++] = optarg;
 			break;
 		case 'j': json = true; break;
+		case 'r': raw = true; break;
 		case 'h':
 			printf("%s%s%s", run_usage, cli_session_help, run_usage_tail);
 			return CLI_EXIT_OK;
@@ -308,6 +385,12 @@ int cli_run(int argc, char **argv)
 
 	cli_warn_unsandboxed(&so.o);
 	struct run r = {.json = json, .color = isatty(2) && !getenv("NO_COLOR")};
+	/* (with --json, stdout is JSON, escaped its own way; stderr still gets
+	 * ptybox's messages, which may quote the sandbox's terminal) */
+	for (int fd = 1; fd <= 2; fd++) {
+		r.safe[fd] = !raw && isatty(fd) && !(json && fd == 1);
+		term_safe_init(&r.safe_state[fd]);
+	}
 	r.loop = uv_default_loop();
 	r.expected = ncodes + (file_code ? 1 : 0);
 	char err[512];
@@ -340,6 +423,8 @@ int cli_run(int argc, char **argv)
 		}
 	}
 	uv_run(r.loop, UV_RUN_DEFAULT);
+	run_text_end(&r, 1); /* late output may have ended inside a sequence */
+	run_text_end(&r, 2);
 	free(file_code);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");

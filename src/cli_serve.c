@@ -65,12 +65,15 @@ static const char serve_usage[] =
 	"  -h, --help          this help\n"
 	"\n";
 
+/* Every line goes out escaped by protocol_json_escape_unsafe. */
 static void serve_emit(cJSON *o)
 {
 	char *s = cJSON_PrintUnformatted(o);
+	size_t n = s ? strlen(s) : 0;
+	if (s)
+		s = protocol_json_escape_unsafe(s, &n);
 	if (s) {
-		size_t n = strlen(s);
-		s[n] = '\n'; /* cJSON's buffer ends in the NUL we overwrite */
+		s[n] = '\n'; /* the buffer ends in the NUL we overwrite */
 		int rc = cli_write_all(1, s, n + 1);
 		if (rc < 0) { /* the replies are lost: say so, unless nobody reads */
 			if (rc != -EPIPE)

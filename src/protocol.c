@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "ptybox.h"
+#include "term_safe.h"
 
 const char *ptybox_status_name(enum ptybox_status st)
 {
@@ -266,9 +267,56 @@ static const struct {
 	{"died", FRAME_DIED},
 };
 
+size_t protocol_json_values(const char *json, size_t len, size_t max)
+{
+	const char *p = json, *end = json + len;
+	size_t n = 1;
+	while (p < end) {
+		char c = *p++;
+		if (c == ',' || c == '[' || c == '{') {
+			if (++n > max)
+				return n;
+		} else if (c == '"') {
+			/* to the closing quote: the first after an even run of backslashes */
+			for (;;) {
+				const char *q = memchr(p, '"', (size_t)(end - p));
+				if (!q)
+					return n; /* unterminated: cJSON refuses it */
+				const char *b = q;
+				while (b > p && b[-1] == '\\')
+					b--;
+				p = q + 1;
+				if ((q - b) % 2 == 0)
+					break;
+			}
+		}
+	}
+	return n;
+}
+
+/* (Recursion as deep as the tree: cJSON parses no deeper than
+ * CJSON_NESTING_LIMIT.) */
+size_t protocol_json_cost(const cJSON *v)
+{
+	if (!v)
+		return 0;
+	size_t cost = sizeof(*v);
+	if (v->string)
+		cost += strlen(v->string) + 1;
+	if (v->valuestring)
+		cost += strlen(v->valuestring) + 1;
+	for (const cJSON *c = v->child; c; c = c->next)
+		cost += protocol_json_cost(c);
+	return cost;
+}
+
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f)
 {
 	memset(f, 0, sizeof(*f));
+	/* Counted before cJSON builds anything: its items, not the text, are
+	 * what a hostile frame would make the host pay for. */
+	if (protocol_json_values(payload, len, PROTOCOL_MAX_VALUES) > PROTOCOL_MAX_VALUES)
+		return -E2BIG;
 	cJSON *root = cJSON_ParseWithLength(payload, len);
 	if (!root && memmem(payload, len, "\\ud", 3)) {
 		/* A lone surrogate (Python's json writes one for a str that holds it: a
@@ -484,6 +532,65 @@ size_t protocol_utf8_prefix(const char *s, size_t len, size_t max)
 	return max;
 }
 
+/* The code point of the well-formed 2- or 3-byte UTF-8 sequence at p (n bytes
+ * left), with its length in *seq; -1 for anything else (every character that
+ * term_safe_hidden names is below U+10000). */
+static long protocol_utf8_char(const unsigned char *p, size_t n, size_t *seq)
+{
+	if (p[0] >= 0xc2 && p[0] <= 0xdf && n >= 2 && (p[1] & 0xc0) == 0x80) {
+		*seq = 2;
+		return (long)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+	}
+	if (p[0] >= 0xe0 && p[0] <= 0xef && n >= 3 && (p[1] & 0xc0) == 0x80 &&
+	    (p[2] & 0xc0) == 0x80) {
+		long cp = (long)(p[0] & 0x0f) << 12 | (long)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+		*seq = 3;
+		return cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff) ? cp : -1;
+	}
+	return -1;
+}
+
+char *protocol_json_escape_unsafe(char *json, size_t *len)
+{
+	const unsigned char *p = (const unsigned char *)json;
+	size_t n = *len, grow = 0, seq;
+	/* Such characters are rare: the first pass only looks; most lines are
+	 * handed back untouched. */
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < 0xc2)
+			continue;
+		long cp = protocol_utf8_char(p + i, n - i, &seq);
+		if (cp >= 0 && term_safe_hidden((uint32_t)cp)) {
+			grow += 6 - seq;
+			i += seq - 1;
+		}
+	}
+	if (grow == 0)
+		return json;
+	char *out = cJSON_malloc(n + grow + 1);
+	if (!out) {
+		cJSON_free(json);
+		return NULL;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		long cp = p[i] < 0xc2 ? -1 : protocol_utf8_char(p + i, n - i, &seq);
+		if (cp >= 0 && term_safe_hidden((uint32_t)cp)) {
+			out[o++] = '\\';
+			out[o++] = 'u';
+			for (int k = 12; k >= 0; k -= 4)
+				out[o++] = "0123456789abcdef"[(cp >> k) & 15];
+			i += seq - 1;
+		} else {
+			out[o++] = json[i];
+		}
+	}
+	out[o] = '\0';
+	cJSON_free(json);
+	*len = o;
+	return out;
+}
+
 /* Milliseconds to the microsecond, printed directly, like the integers. */
 static bool protocol_add_ms(cJSON *o, const char *key, double ms)
 {
@@ -539,5 +646,6 @@ char *protocol_result_json(const struct ptybox_result *r)
 	cJSON *o = protocol_result_object(r);
 	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
-	return s;
+	size_t len = s ? strlen(s) : 0;
+	return s ? protocol_json_escape_unsafe(s, &len) : NULL;
 }

@@ -65,6 +65,15 @@
  * longer frames are dropped unread. The driver computes the same bound and
  * keeps its result and display frames under it (relay.py, kernel.py: _frame_cap). */
 #define PROTOCOL_MAX_PAYLOAD(max_output) ((size_t)(max_output)*4 + ((size_t)16 << 20))
+/* The most JSON values a frame may hold. cJSON spends some 64 bytes of heap
+ * on each value whatever its text, so a payload of "0," pairs costs 32 times
+ * its size: a 30 MB frame, over a gigabyte. A real frame holds a few strings,
+ * or a result whose traceback has one string per entry (a RecursionError's
+ * folds its repeats: a few thousand at most). A frame with more is refused
+ * before cJSON sees it (protocol_parse_frame: -E2BIG) and dropped like an
+ * oversize one; so a frame costs at most about 4 MiB of cJSON items besides
+ * its strings. */
+#define PROTOCOL_MAX_VALUES ((size_t)1 << 16)
 
 #endif
 
@@ -119,10 +128,19 @@ int protocol_restart_line(char **out, size_t *outlen);
 /* What a wait status says, in words, with ptybox's own exit statuses named. */
 void protocol_describe_exit(int wstatus, char *why, size_t len);
 /* Parses one frame's payload. 0, -EINVAL (not a JSON object with a known
- * shape) or -ENOMEM; a lone surrogate escape in a string is read as U+FFFD.
- * On success the caller frees with protocol_frame_free. */
+ * shape), -E2BIG (more than PROTOCOL_MAX_VALUES values: not parsed) or
+ * -ENOMEM; a lone surrogate escape in a string is read as U+FFFD. On success
+ * the caller frees with protocol_frame_free. */
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f);
 void protocol_frame_free(struct protocol_frame *f);
+/* At least as many as the JSON values that the text holds (each '[', '{' and
+ * ',' outside strings counts one, and the text one more), counted up to
+ * max + 1 at most: a bound on the cJSON items a parse can make, in one pass
+ * that skips strings with memchr. */
+size_t protocol_json_values(const char *json, size_t len, size_t max);
+/* The heap that v and what it holds cost: items, keys and strings (0 for
+ * NULL). What keeping a parsed value costs, whatever its text was. */
+size_t protocol_json_cost(const cJSON *v);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
 /* A copy of v (a request's id) whose numbers print as exactly the doubles
@@ -148,6 +166,14 @@ bool protocol_utf8_valid(const char *s, size_t len);
 /* How many of the first max bytes of the UTF-8 string s to keep so that no
  * character is cut. */
 size_t protocol_utf8_prefix(const char *s, size_t len, size_t max);
+/* JSON text with each character that term_safe_hidden names (C1 and bidi
+ * controls, which cJSON prints as raw UTF-8) written as a \uXXXX escape
+ * instead: the same value, but nothing that a terminal acts on or that makes
+ * the line read otherwise. Takes ownership of json (*len bytes and a NUL,
+ * from cJSON's allocator) and returns it, or, if it held such a character,
+ * a new string in its place (*len updated; json freed). NULL when out of
+ * memory (json freed). */
+char *protocol_json_escape_unsafe(char *json, size_t *len);
 /* Behind struct ptybox_result: the parts of the result kept as JSON. */
 struct ptybox_result_detail {
 	const cJSON *bundle, *error, *display; /* each may be NULL */
@@ -155,7 +181,8 @@ struct ptybox_result_detail {
 };
 /* The result as a JSON object (NULL when out of memory). Caller deletes. */
 cJSON *protocol_result_object(const struct ptybox_result *r);
-/* The same as one line of JSON (no newline). Caller frees with cJSON_free. */
+/* The same as one line of JSON (no newline), escaped by
+ * protocol_json_escape_unsafe. Caller frees with cJSON_free. */
 char *protocol_result_json(const struct ptybox_result *r);
 
 #endif

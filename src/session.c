@@ -367,18 +367,14 @@ static void session_pump(ptybox_session *s)
 	}
 }
 
+/* A display kept for the result counts what it costs to keep, every value of
+ * it (not only its strings: a list of numbers costs the most per byte). */
 static void session_on_display(ptybox_session *s, struct exec *e, cJSON *root)
 {
 	cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
 	if (!cJSON_IsObject(data))
 		return;
-	size_t bytes = 0;
-	const cJSON *v;
-	cJSON_ArrayForEach(v, data)
-	{
-		if (cJSON_IsString(v))
-			bytes += strlen(v->valuestring);
-	}
+	size_t bytes = protocol_json_cost(data);
 	if (e->display_bytes + bytes > SESSION_DISPLAY_CAP) {
 		e->display_dropped = true;
 		return;

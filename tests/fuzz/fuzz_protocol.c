@@ -15,6 +15,8 @@
  *     protocol_json_mask_nul has masked what it found, which masks nothing else;
  *   - as a request id: what protocol_json_dup_exact makes of the JSON value prints as JSON that
  *     reads back as the same value, every number the same double (null for infinities).
+ *   - as JSON text cJSON takes: printed and escaped by protocol_json_escape_unsafe, it reads
+ *     back as the same value, with no C1 or bidi control left raw.
  * Any disagreement aborts.
  */
 #include <stdbool.h>
@@ -219,6 +221,27 @@ static void check_exact_id(const uint8_t *data, size_t size)
 	cJSON_Delete(id);
 }
 
+static void check_escape_unsafe(const uint8_t *data, size_t size)
+{
+	cJSON *v = cJSON_ParseWithLength((const char *)data, size);
+	char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+	cJSON_Delete(v);
+	if (!s)
+		return;
+	/* The printed line's value, before and after (cJSON's print rounds some
+	 * numbers: the input's value is not the line's). */
+	cJSON *before = cJSON_Parse(s);
+	size_t len = strlen(s);
+	s = protocol_json_escape_unsafe(s, &len);
+	CHECK(s != NULL && strlen(s) == len);
+	cJSON *after = cJSON_ParseWithLength(s, len);
+	CHECK(after != NULL && cJSON_Compare(before, after, 1));
+	CHECK(!strstr(s, "\xc2\x85") && !strstr(s, "\xe2\x80\xae"));
+	cJSON_Delete(after);
+	cJSON_Delete(before);
+	cJSON_free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_frame(data, size);
@@ -227,5 +250,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_surrogates(data, size);
 	check_nul(data, size);
 	check_exact_id(data, size);
+	check_escape_unsafe(data, size);
 	return 0;
 }

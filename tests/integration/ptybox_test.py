@@ -7,6 +7,7 @@ import signal
 import subprocess
 import threading
 import time
+import tty
 import unittest
 
 PTYBOX = os.environ.get("PTYBOX") or os.path.join(
@@ -24,6 +25,49 @@ def run(*args, input=None, timeout=60, via=True, env=None):
     return subprocess.run(argv, input=input, capture_output=True, timeout=timeout,
                           env=env, text=isinstance(input, str) or input is None,
                           errors="replace" if not isinstance(input, bytes) else None)
+
+
+def run_tty(*args, stderr_tty=True, timeout=60):
+    """Runs `ptybox ARGS` with stdout on a terminal (a PTY in raw mode, so
+    that the bytes read are the bytes written), and stderr too unless
+    stderr_tty is False (then a pipe). Returns (exit status, what the terminal
+    got, what the pipe got)."""
+    argv = [PTYBOX] + list(args)
+    if args and args[0] == "run" and not any(a.startswith("--via") for a in args):
+        argv[2:2] = ["--via", VIA]
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave,
+                             stderr=slave if stderr_tty else subprocess.PIPE)
+    finally:
+        os.close(slave)
+    got, piped, deadline = b"", b"", time.monotonic() + timeout
+    fds = [master] + ([p.stderr] if p.stderr else [])
+    try:
+        while fds:  # to the end of both: EIO on the master once ptybox is gone
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("ptybox run did not end within %s s: %r" % (timeout, got))
+            for f in select.select(fds, [], [], left)[0]:
+                try:
+                    chunk = os.read(f if f == master else f.fileno(), 1 << 16)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    fds.remove(f)
+                elif f == master:
+                    got += chunk
+                else:
+                    piped += chunk
+        return p.wait(max(0.1, deadline - time.monotonic())), got, piped
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if p.stderr:
+            p.stderr.close()
 
 
 def run_json(*codes, extra=(), timeout=60):
@@ -104,6 +148,7 @@ class Serve:
                     raise EOFError("ptybox serve closed its output")
                 self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
+        self.last_line = line  # (its bytes, for tests of how it is escaped)
         return json.loads(line)
 
     def recv_result(self, id, timeout=30):

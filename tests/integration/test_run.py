@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from ptybox_test import (PTYBOX, Serve, TestCase, kill_if_alive, run, run_json,
+from ptybox_test import (PTYBOX, Serve, TestCase, kill_if_alive, run, run_json, run_tty,
                          start_once_transport)
 
 # A crash that takes the relay along (a kernel's own death is mended under it):
@@ -236,6 +236,19 @@ class JsonTest(TestCase):
         self.assertFalse(any(r["state_lost"] or r["truncated"] for r in results))
         self.assertEqual(p.returncode, 1)
 
+    def test_c1_and_bidi_controls_are_escaped_and_read_back_the_same(self):
+        # cJSON writes them as raw UTF-8, which a terminal or an editor showing
+        # the line acts on (U+0085 is NEL; U+202E reverses what follows).
+        p = run("run", "--json", "-c", 'print("a\\u202eb\\x85c\\u2066\\u200f\\u061c")',
+                "-c", 'raise ValueError("\\u202e")', input=b"")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        for raw in ("\u202e", "\x85", "\u2066", "\u200f", "\u061c"):
+            self.assertNotIn(raw.encode(), p.stdout)
+        first, second = p.stdout.splitlines()
+        self.assertIn(b'"stdout":"a\\u202eb\\u0085c\\u2066\\u200f\\u061c\\n"', first)
+        self.assertEqual(json.loads(first)["stdout"], "a\u202eb\x85c\u2066\u200f\u061c\n")
+        self.assertEqual(json.loads(second)["error"]["value"], "\u202e")
+
 
 class NotRunTest(TestCase):
     """Every snippet gets one result line, also those the session could not run."""
@@ -320,6 +333,68 @@ class DisplayTest(TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"^plotted\n<Figure size \d+x\d+ with 1 Axes>\n"
                                    r"'shown'\nthen\n3\n'value'\n$")
+
+
+class TerminalTest(TestCase):
+    """What the sandbox writes reaches a terminal with only its colours live:
+    a snippet must not write the clipboard (OSC 52), retitle the window (OSC
+    0) or move the cursor over lines already shown."""
+    HOSTILE = "\x1b]52;c;SGVsbG8=\x07\x1b]0;pwned\x07\x1b[2Aok\x1b[31mred\x1b[0m"
+    SHOWN = b"\\x1b]52;c;SGVsbG8=\\x07\\x1b]0;pwned\\x07\\x1b[2Aok\x1b[31mred\x1b[0m"
+    # Each place text from the sandbox comes out: stdout, stderr, a value's
+    # repr, a traceback and an error value, and output cut between writes.
+    EVERYWHERE = ["print(%r)" % HOSTILE,
+                  "import sys; _ = sys.stderr.write('err\\x1b]0;e\\x07\\n')",
+                  "class R:\n    def __repr__(self): return 'v\\x1b]0;v\\x07\\u202e'\nR()",
+                  "raise ValueError('\\x1b]0;t\\x07')",
+                  "import sys\nfor c in '\\x1b[2A\\x1b[3': sys.stdout.write(c); sys.stdout.flush()\n"
+                  "print('1mx\\r!')"]
+
+    def test_escape_sequences_show_escaped_and_colours_pass(self):
+        rc, got, _ = run_tty("run", "-c", "print(%r)" % self.HOSTILE)
+        self.assertEqual((rc, got), (0, self.SHOWN + b"\n"))
+
+    def test_every_text_from_the_sandbox_is_filtered(self):
+        args = ["run"]
+        for c in self.EVERYWHERE:
+            args += ["-c", c]
+        rc, got, _ = run_tty(*args)
+        self.assertEqual(rc, 1, got)
+        for raw in (b"\x1b]", b"\x07", b"\x1b[2A", b"\xe2\x80\xae", b"\r\x1b"):
+            self.assertNotIn(raw, got)
+        self.assertIn(self.SHOWN + b"\n", got)
+        self.assertIn(b"err\\x1b]0;e\\x07\n", got)
+        self.assertIn(b"v\\x1b]0;v\\x07\\u202e\n", got)
+        self.assertIn(b"ValueError: \\x1b]0;t\\x07\n", got)
+        self.assertIn(b"\\x1b[2A\x1b[31mx\\x0d!\n", got)
+
+    def test_raw_passes_everything(self):
+        rc, got, _ = run_tty("run", "--raw", "-c", "print(%r)" % self.HOSTILE)
+        self.assertEqual((rc, got), (0, self.HOSTILE.encode() + b"\n"))
+
+    def test_each_of_stdout_and_stderr_is_filtered_if_it_is_a_terminal(self):
+        code = "import sys; print('o\\x1b]0;o\\x07'); _ = sys.stderr.write('e\\x1b]0;e\\x07\\n')"
+        rc, got, piped = run_tty("run", "-c", code, stderr_tty=False)
+        self.assertEqual((rc, got, piped), (0, b"o\\x1b]0;o\\x07\n", b"e\x1b]0;e\x07\n"))
+
+    def test_what_a_message_quotes_of_the_terminal_is_filtered(self):
+        # The reason a start failed quotes the terminal's last line (control
+        # bytes there are shown as '?'): a C1 CSI (U+009B) is shown escaped,
+        # in --json mode too, where stderr still gets the message.
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "fail.sh")
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\nprintf 'no \\302\\2332J python here\\n'\nexit 7\n")
+            os.chmod(script, 0o755)
+            for extra in ([], ["--json"]):
+                rc, got, _ = run_tty("run", "--via", "exec:" + script, *extra, "-c", "1")
+                self.assertEqual(rc, 125, got)
+                self.assertIn(b"no \\u009b2J python here", got)
+                self.assertNotIn(b"\xc2\x9b", got)
+
+    def test_a_pipe_gets_the_bytes_as_they_are(self):
+        p = run("run", "-c", "print(%r)" % self.HOSTILE)
+        self.assertEqual((p.returncode, p.stdout), (0, self.HOSTILE + "\n"), p.stderr)
 
 
 def read_line(f, timeout=30):

@@ -38,6 +38,23 @@ class ServeTest(TestCase):
         self.assertEqual(r["result"], {"text/plain": "42"})
         self.assertEqual(self.s.close(), 0)
 
+    def test_c1_and_bidi_controls_are_escaped_in_every_line(self):
+        # Replies, stream events and the caller's own id, escaped the same way.
+        self.s.send({"id": "\u202e", "op": "exec", "stream": True,
+                     "code": 'print("a\\u202eb\\x85c", flush=True); "\\u2067"'})
+        lines, deadline = [], time.monotonic() + 30
+        while not (lines and b'"status"' in lines[-1]):
+            self.s.recv(max(0.01, deadline - time.monotonic()))
+            lines.append(self.s.last_line)
+        self.assertEqual(self.s.close(), 0)
+        raw = b"\n".join(lines)
+        for ch in ("\u202e", "\x85", "\u2067"):
+            self.assertNotIn(ch.encode(), raw)
+        stream, result = json.loads(lines[0]), json.loads(lines[-1])
+        self.assertIn(b'"text":"a\\u202eb\\u0085c\\n"', lines[0])
+        self.assertEqual((stream["id"], stream["text"]), ("\u202e", "a\u202eb\x85c\n"))
+        self.assertEqual((result["id"], result["result"]), ("\u202e", {"text/plain": "'\\u2067'"}))
+
     def test_numeric_ids_come_back_as_exactly_the_number_sent(self):
         # (cJSON prints 15 digits: 9007199254740991 came back as 9.00719925474099e+15,
         # and 5000000000000001 as 5e+15, the id of another request)

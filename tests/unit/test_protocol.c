@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -532,6 +534,175 @@ static void test_parse_frames(void **state)
 	}
 }
 
+/* "[0,0,...]" of k zeros: k + 1 values (the list and its items). */
+static char *zeros(size_t k, size_t *len)
+{
+	char *p = malloc(2 * k + 2);
+	size_t n = 0;
+	p[n++] = '[';
+	for (size_t i = 0; i < k; i++) {
+		if (i)
+			p[n++] = ',';
+		p[n++] = '0';
+	}
+	p[n++] = ']';
+	p[n] = '\0';
+	*len = n;
+	return p;
+}
+
+static void test_json_values_are_counted_outside_strings(void **state)
+{
+	static const struct {
+		const char *json;
+		size_t values;
+	} cases[] = {
+		{"0", 1},
+		{"{}", 2}, /* an upper bound: an empty container counts one more */
+		{"[1,2,3]", 4},
+		{"{\"a\":1,\"b\":[true,null]}", 5},
+		{"\"a,b,[c]{d}\"", 1},
+		{"[\"a\\\",b\",1]", 3},	  /* an escaped quote does not end the string */
+		{"[\"a\\\\\",\"b\"]", 3}, /* an escaped backslash before the quote does */
+		{"[\"\\\\\\\\\\\"\",\"x,y\"]", 3},
+		{"\"never, ended", 1},
+		{"", 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *j = cases[i].json;
+		assert_int_equal(protocol_json_values(j, strlen(j), 100), cases[i].values);
+	}
+	/* The count stops once past max. */
+	assert_int_equal(protocol_json_values("[1,2,3,4,5]", 11, 2), 3);
+	/* A length, not a NUL, ends the text. */
+	assert_int_equal(protocol_json_values("[1,2]\0,,,", 9, 100), 6);
+}
+
+/* Exactly PROTOCOL_MAX_VALUES values parse; one more is refused unparsed. */
+static void test_frames_over_the_value_cap_are_refused(void **state)
+{
+	struct protocol_frame f;
+	size_t len;
+	static const char head[] = "{\"type\":\"display\",\"id\":1,\"data\":{\"x\":";
+	/* with its head, the frame counts 5 more than the list's zeros */
+	for (size_t extra = 0; extra < 2; extra++) {
+		char *list = zeros(PROTOCOL_MAX_VALUES - 5 + extra, &len);
+		char *p = malloc(sizeof(head) + len + 3);
+		memcpy(p, head, sizeof(head) - 1);
+		memcpy(p + sizeof(head) - 1, list, len);
+		memcpy(p + sizeof(head) - 1 + len, "}}", 3);
+		size_t plen = strlen(p);
+		assert_int_equal(protocol_json_values(p, plen, SIZE_MAX),
+				 PROTOCOL_MAX_VALUES + extra);
+		int rc = protocol_parse_frame(p, plen, &f);
+		if (extra) {
+			assert_int_equal(rc, -E2BIG);
+			assert_null(f.root);
+		} else {
+			assert_int_equal(rc, 0);
+			assert_int_equal(f.type, FRAME_DISPLAY);
+			protocol_frame_free(&f);
+		}
+		free(p);
+		free(list);
+	}
+	/* Commas and brackets inside strings cost nothing: one big string passes. */
+	size_t n = 4 * PROTOCOL_MAX_VALUES;
+	char *p = malloc(n + 64);
+	int o = sprintf(p, "{\"type\":\"stream\",\"id\":2,\"name\":\"stdout\",\"text\":\"");
+	for (size_t i = 0; i < n; i++)
+		p[o++] = ",[{"[i % 3];
+	memcpy(p + o, "\"}", 3);
+	assert_int_equal(protocol_parse_frame(p, strlen(p), &f), 0);
+	assert_int_equal(f.type, FRAME_STREAM);
+	assert_int_equal(strlen(protocol_str(f.root, "text")), n);
+	protocol_frame_free(&f);
+	free(p);
+}
+
+/* A result whose traceback has 20000 entries, longer than real ones get. */
+static void test_a_long_traceback_passes_the_cap(void **state)
+{
+	size_t lines = 20000, cap = lines * 64 + 256;
+	char *p = malloc(cap);
+	size_t o = (size_t)sprintf(
+		p, "{\"type\":\"result\",\"id\":5,\"status\":\"error\",\"error\":"
+		   "{\"name\":\"RecursionError\",\"value\":\"deep\",\"traceback\":[");
+	for (size_t i = 0; i < lines; i++)
+		o += (size_t)sprintf(p + o, "%s\"  File \\\"<cell 1>\\\", line %zu, in f\\n\"",
+				     i ? "," : "", i);
+	o += (size_t)sprintf(p + o, "]}}");
+	struct protocol_frame f;
+	assert_int_equal(protocol_parse_frame(p, o, &f), 0);
+	const cJSON *tb = cJSON_GetObjectItem(cJSON_GetObjectItem(f.root, "error"), "traceback");
+	assert_int_equal(cJSON_GetArraySize(tb), lines);
+	protocol_frame_free(&f);
+	free(p);
+}
+
+static void test_json_cost_counts_items_keys_and_strings(void **state)
+{
+	assert_int_equal(protocol_json_cost(NULL), 0);
+	cJSON *v = cJSON_Parse("{\"text/plain\":\"abc\",\"x\":[0,0,0]}");
+	assert_non_null(v);
+	/* the object, 2 members, 3 numbers; keys "text/plain" and "x", string "abc" */
+	assert_int_equal(protocol_json_cost(v), 6 * sizeof(cJSON) + 11 + 2 + 4);
+	/* A member's cost is its own, not its siblings'. */
+	assert_int_equal(protocol_json_cost(cJSON_GetObjectItem(v, "text/plain")),
+			 sizeof(cJSON) + 11 + 4);
+	cJSON_Delete(v);
+	/* Numbers cost as much heap as their text is short: the cap's reason. */
+	size_t len;
+	char *list = zeros(1000, &len);
+	v = cJSON_Parse(list);
+	assert_true(protocol_json_cost(v) > 16 * len);
+	cJSON_Delete(v);
+	free(list);
+}
+
+/* A display frame of a 30 MB list of zeros, as code that found the nonce
+ * could write: refused before cJSON builds it (15 million values, about
+ * 1.2 GB of heap), fast and without growing the process. Run in a child, so
+ * that its peak RSS is its own. */
+static void test_forged_frame_of_many_values_is_refused_cheaply(void **state)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static const char head[] = "{\"type\":\"display\",\"id\":1,\"data\":{\"x\":[0",
+				  tail[] = "]}}";
+		size_t len = (size_t)30 << 20;
+		char *p = malloc(len);
+		if (!p)
+			_exit(10);
+		memcpy(p, head, sizeof(head) - 1);
+		for (size_t i = sizeof(head) - 1; i < len - (sizeof(tail) - 1); i += 2)
+			memcpy(p + i, ",0", 2);
+		memcpy(p + len - (sizeof(tail) - 1), tail, sizeof(tail) - 1);
+		struct rusage before, after;
+		struct timespec t0, t1;
+		getrusage(RUSAGE_SELF, &before);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		struct protocol_frame f;
+		int rc = protocol_parse_frame(p, len, &f);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		getrusage(RUSAGE_SELF, &after);
+		double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+			    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		long grew_kib = after.ru_maxrss - before.ru_maxrss;
+		print_message("forged frame of %zu bytes: rc %d in %.1f ms, peak RSS +%ld KiB\n",
+			      len, rc, ms, grew_kib);
+		if (rc == 0)
+			protocol_frame_free(&f);
+		free(p);
+		_exit(rc != -E2BIG ? 11 : ms > 1000 ? 12 : grew_kib > (16 << 10) ? 13 : 0);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void test_result_json_has_every_field(void **state)
 {
 	struct ptybox_result r = {
@@ -557,6 +728,81 @@ static void test_result_json_has_every_field(void **state)
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "state_lost")));
 	assert_true(cJSON_GetObjectItem(o, "duration_ms")->valuedouble == 1.235);
 	assert_string_equal(protocol_str(o, "message"), "timed out");
+	cJSON_Delete(o);
+	cJSON_free(s);
+}
+
+/* protocol_json_escape_unsafe on a copy of text from cJSON's allocator. */
+static char *escape(const char *text, size_t *len)
+{
+	*len = strlen(text);
+	char *copy = cJSON_malloc(*len + 1);
+	memcpy(copy, text, *len + 1);
+	return protocol_json_escape_unsafe(copy, len);
+}
+
+static void test_json_escapes_c1_and_bidi_controls(void **state)
+{
+	/* Every character named, in a string; then its neighbours, left alone. */
+	static const char *const hidden[] = {
+		"\xc2\x80",	"\xc2\x85",	"\xc2\x9b",	"\xc2\x9f",
+		"\xd8\x9c",	"\xe2\x80\x8e", "\xe2\x80\x8f", "\xe2\x80\xaa",
+		"\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x81\xa9",
+	};
+	static const char *const escaped[] = {
+		"\\u0080", "\\u0085", "\\u009b", "\\u009f", "\\u061c", "\\u200e",
+		"\\u200f", "\\u202a", "\\u202e", "\\u2066", "\\u2069",
+	};
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		char in[64], want[64];
+		snprintf(in, sizeof(in), "{\"k\":\"a%sb\"}", hidden[i]);
+		snprintf(want, sizeof(want), "{\"k\":\"a%sb\"}", escaped[i]);
+		size_t len;
+		char *out = escape(in, &len);
+		assert_string_equal(out, want);
+		assert_int_equal(len, strlen(want));
+		cJSON *before = cJSON_Parse(in), *after = cJSON_Parse(out);
+		assert_non_null(after);
+		assert_true(cJSON_Compare(before, after, 1));
+		cJSON_Delete(before);
+		cJSON_Delete(after);
+		cJSON_free(out);
+	}
+	static const char *const kept[] = {
+		"[\"\xc2\xa0 \xe2\x80\x8d \xe2\x80\xaf \xe2\x81\xa5 \xe2\x81\xaa \xd8\x9b "
+		"caf\xc3\xa9 "
+		"\xf0\x9f\x98\x80\"]",
+		"[\"\\u0085 is already escaped\"]",
+		"[\"\xc2\"]", /* a lead byte cut off, left as it is */
+		"[\"\xe2\x80\"]",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		size_t len;
+		char *out = escape(kept[i], &len);
+		assert_string_equal(out, kept[i]);
+		assert_int_equal(len, strlen(kept[i]));
+		cJSON_free(out);
+	}
+}
+
+/* The result line of `print("a\u202eb\x85c")`: escaped, and the same value. */
+static void test_result_json_escapes_what_cjson_prints_raw(void **state)
+{
+	struct ptybox_result r = {
+		.id = 1,
+		.stdout_text = "a\xe2\x80\xae"
+			       "b\xc2\x85"
+			       "c\n",
+		.stderr_text = "\xe2\x81\xa6",
+	};
+	char *s = protocol_result_json(&r);
+	assert_non_null(strstr(s, "\"stdout\":\"a\\u202eb\\u0085c\\n\""));
+	assert_non_null(strstr(s, "\"stderr\":\"\\u2066\""));
+	assert_null(strstr(s, "\xe2\x80\xae"));
+	cJSON *o = cJSON_Parse(s);
+	assert_string_equal(protocol_str(o, "stdout"), r.stdout_text);
+	assert_string_equal(protocol_str(o, "stderr"), r.stderr_text);
 	cJSON_Delete(o);
 	cJSON_free(s);
 }
@@ -603,8 +849,15 @@ int main(void)
 		cmocka_unit_test(test_lone_surrogate_escapes_are_masked),
 		cmocka_unit_test(test_utf8_validity),
 		cmocka_unit_test(test_parse_frames),
+		cmocka_unit_test(test_json_values_are_counted_outside_strings),
+		cmocka_unit_test(test_frames_over_the_value_cap_are_refused),
+		cmocka_unit_test(test_a_long_traceback_passes_the_cap),
+		cmocka_unit_test(test_forged_frame_of_many_values_is_refused_cheaply),
+		cmocka_unit_test(test_json_cost_counts_items_keys_and_strings),
 		cmocka_unit_test(test_result_json_has_every_field),
 		cmocka_unit_test(test_ids_are_echoed_exactly),
+		cmocka_unit_test(test_json_escapes_c1_and_bidi_controls),
+		cmocka_unit_test(test_result_json_escapes_what_cjson_prints_raw),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
