@@ -5,7 +5,7 @@ import os
 import time
 
 from sandbox_test import (SandboxTestCase, cgroup_dirs_of, fd_count, host_pids_with, marker,
-                          mount_table, sleeper, wait_until)
+                          mount_table, sandbox_pids_with, sleeper, wait_until)
 
 # A daemon: own session, double fork, no terminal, argv carrying a marker the host
 # can look for; the snippet returns once the daemon is up.
@@ -158,7 +158,7 @@ class LifecycleChecks:
                            for d in dirs)
                 self.assertEqual(len(want), 1, dirs)
                 path = want.pop()
-                pids = [p for p in host_pids_with(mark) if p != s.p.pid]
+                pids = sandbox_pids_with(mark, s.p.pid)
                 self.assertGreaterEqual(len(pids), 4, pids)  # outer child, init, driver, child
                 threads = 0
                 for pid in pids:
