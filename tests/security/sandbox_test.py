@@ -105,6 +105,15 @@ def cgroup_dirs_of(pid):
     return found
 
 
+def cgroup_procs(d):
+    """The pids in cgroup folder d; [] once it is gone."""
+    try:
+        with open(os.path.join(d, "cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
