@@ -10,6 +10,14 @@
  * them, so that nothing forked or setsid'ed inside escapes the session's end;
  * sandbox_free removes them. Everything the child needs (paths included) is
  * formatted here in the parent.
+ *
+ * A ptybox that was SIGKILLed leaves its cgroups behind, with its sandbox still
+ * dying in them (it goes by PDEATHSIG after ptybox, and a process on its way out
+ * stays in its cgroups a while after it stopped showing in /proc, e.g. through
+ * an RCU grace period when it releases the mount namespace) or, if ptybox died
+ * inside sandbox_cgroup_kill, frozen. The first session of every later ptybox
+ * sweeps them (sandbox_cgroup_sweep): thaw, kill, wait until empty, rmdir, in
+ * SB_CG_SWEEP_WAIT_MS at most, paid only while a stale cgroup is still busy.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,6 +40,8 @@
 
 #define SB_CG_FREEZE_WAIT_MS 1000 /* sandbox_cgroup_kill: bound on waiting for the freeze */
 #define SB_CG_RMDIR_WAIT_MS  1000 /* sandbox_cgroup_remove: bound on retrying a busy cgroup */
+#define SB_CG_SWEEP_WAIT_MS  500  /* sandbox_cgroup_sweep: bound on waiting for stale ones */
+#define SB_CG_SWEEPS	     3	  /* sweeps per process at most, while some are left */
 
 static const char *const sandbox_cgroup_names[SANDBOX_CG_COUNT] = {"memory", "pids", "cpu",
 								   "freezer"};
@@ -218,38 +228,112 @@ static void sandbox_cgroup_forget(struct sandbox_cgroup *g)
 }
 
 static int sandbox_cgroup_kill_procs(const char *procs, pid_t spare);
+static bool sandbox_cgroup_empty(const char *procs);
 
-/* Removes the cgroups of a ptybox that died without cleaning up (SIGKILL):
- * the name says which ptybox made one; if that process is gone, whatever is
- * still inside is killed and the directory goes. Once per hierarchy and
- * process: new sessions do not pay for it. */
-static void sandbox_cgroup_sweep(const char *base)
+/* Calls fn on every stale cgroup below base: named <pid>-<n> by a ptybox (not us)
+ * that no longer exists. Returns how many fn said it could not remove. */
+static int sandbox_cgroup_each_stale(const struct sandbox_cgroup *g, const char *base,
+				     int (*fn)(const struct sandbox_cgroup *g, const char *dir,
+					       int64_t deadline),
+				     int64_t deadline)
 {
 	DIR *d = opendir(base);
 	struct dirent *de;
+	int left = 0;
+
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
-		char *end;
+		char dir[PATH_MAX + NAME_MAX + 2], *end;
 		long owner = strtol(de->d_name, &end, 10);
+
 		if (owner <= 0 || *end != '-' || owner == (long)getpid())
 			continue;
 		if (kill((pid_t)owner, 0) == 0 || errno != ESRCH)
 			continue;
-		char dir[PATH_MAX + NAME_MAX + 2], procs[sizeof(dir) + 16];
 		snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name);
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-		sandbox_cgroup_kill_procs(procs, 0);
-		if (rmdir(dir) == 0)
-			log_msg("sandbox: removed the stale cgroup %s", dir);
+		left += fn(g, dir, deadline);
 	}
 	closedir(d);
+	return left;
+}
+
+/* Sweep, first pass: thaw (a ptybox killed inside sandbox_cgroup_kill leaves its
+ * session frozen, and a frozen v1 task sits on its SIGKILL) and kill. */
+static int sandbox_cgroup_sweep_kill(const struct sandbox_cgroup *g, const char *dir,
+				     int64_t deadline)
+{
+	char path[PATH_MAX + NAME_MAX + 32];
+
+	(void)deadline;
+	if (g->mask & (1u << SANDBOX_CG_FREEZER)) {
+		snprintf(path, sizeof(path), g->v2 ? "%s/cgroup.freeze" : "%s/freezer.state", dir);
+		sandbox_cgroup_write(path, g->v2 ? "0" : "THAWED");
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.kill", dir); /* v2, Linux 5.14 */
+	if (!g->v2 || sandbox_cgroup_write(path, "1") < 0) {
+		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+		sandbox_cgroup_kill_procs(path, 0);
+	}
+	return 0;
+}
+
+/* Sweep, second pass: wait for the processes to be gone (they may still be dying:
+ * a killed ptybox's sandbox dies by PDEATHSIG after it) and remove. 1 if left. */
+static int sandbox_cgroup_sweep_remove(const struct sandbox_cgroup *g, const char *dir,
+				       int64_t deadline)
+{
+	char procs[PATH_MAX + NAME_MAX + 32];
+	long delay = 1;
+
+	(void)g;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	while (!sandbox_cgroup_empty(procs) && sandbox_now_ms() < deadline) {
+		sandbox_cgroup_kill_procs(procs, 0); /* whatever forked before its kill */
+		sandbox_cgroup_sleep_ms(1);
+	}
+	/* an exited task leaves the cgroup a little after cgroup.procs stops showing it */
+	while (rmdir(dir) < 0) {
+		if (errno != EBUSY || sandbox_now_ms() >= deadline) {
+			log_msg("sandbox: could not remove the stale cgroup %s: %s", dir,
+				strerror(errno));
+			return 1;
+		}
+		sandbox_cgroup_sleep_ms(delay);
+		delay = delay < 16 ? delay * 2 : delay;
+	}
+	log_msg("sandbox: removed the stale cgroup %s", dir);
+	return 0;
+}
+
+/* Removes the cgroups of a ptybox that died without cleaning up (SIGKILL): the name
+ * says which ptybox made one; if that process is gone, whatever is still inside is
+ * thawed and killed in every hierarchy first (the same processes are in each), then
+ * awaited and the directories go. Waits at most SB_CG_SWEEP_WAIT_MS in all, and only
+ * while a stale cgroup is still busy. Returns how many are left (for a later sweep). */
+static int sandbox_cgroup_sweep(const struct sandbox_cgroups *cgs)
+{
+	int64_t deadline = sandbox_now_ms() + SB_CG_SWEEP_WAIT_MS;
+	char base[PATH_MAX];
+	size_t i;
+	int left = 0;
+
+	for (i = 0; i < cgs->n; i++) {
+		snprintf(base, sizeof(base), "%s/ptybox", cgs->cg[i].mnt);
+		sandbox_cgroup_each_stale(&cgs->cg[i], base, sandbox_cgroup_sweep_kill, deadline);
+	}
+	for (i = 0; i < cgs->n; i++) {
+		snprintf(base, sizeof(base), "%s/ptybox", cgs->cg[i].mnt);
+		left += sandbox_cgroup_each_stale(&cgs->cg[i], base, sandbox_cgroup_sweep_remove,
+						  deadline);
+	}
+	return left;
 }
 
 static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char *err,
 				 size_t errlen)
 {
-	static bool swept;
+	static int sweeps;
 	static unsigned seq;
 	char path[PATH_MAX];
 	size_t i;
@@ -262,8 +346,6 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 			sandbox_errf(err, errlen, "mkdir %s: %s", path, strerror(errno));
 			return -errno;
 		}
-		if (!swept)
-			sandbox_cgroup_sweep(path);
 		for (int c = 0; g->v2 && c < SANDBOX_CG_COUNT; c++) {
 			char en[32];
 			if (c == SANDBOX_CG_FREEZER || !(g->mask & (1u << c)))
@@ -283,7 +365,10 @@ static int sandbox_cgroup_create(struct sandbox_cgroups *cgs, pid_t parent, char
 			}
 		}
 	}
-	swept = true;
+	/* Once per process; again at the next sessions while some are left (busy),
+	 * SB_CG_SWEEPS times at most. */
+	if (sweeps < SB_CG_SWEEPS)
+		sweeps = sandbox_cgroup_sweep(cgs) ? sweeps + 1 : SB_CG_SWEEPS;
 	/* The same name in every hierarchy; a stale one (a recycled ptybox pid) moves us on. */
 	for (int tries = 0;; tries++) {
 		unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);

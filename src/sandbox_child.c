@@ -38,6 +38,23 @@
  * (commit_creds clears it): killing O kills I, and the kernel kills every
  * process of a pid namespace whose init dies.
  *
+ * What init shows: it is a fork of the client that never execs, so the areas
+ * that the kernel set up at the client's exec are still its own: argv and the
+ * environment (--env values, the --log path, later -c snippets, a library
+ * user's --db-password=..., the host's variables). Its memory (the client's
+ * heap, copied) and /proc/1/environ need ptrace access, which PR_SET_DUMPABLE 0
+ * denies the sandbox's uid, but /proc/1/cmdline is readable by anyone, and
+ * reads on into the environment when the last byte of argv is not a NUL (the
+ * setproctitle rule). So init, before anything of the sandbox runs, looks both
+ * areas up in /proc/self/stat (arg_start..env_end, fields 48-51, Linux 3.5)
+ * and overwrites them in its own copy-on-write pages (the client's stay as
+ * they were): the environment with NULs; argv with "ptybox-init", NULs and a
+ * final '.', which by that same rule makes cmdline end at the first NUL rather
+ * than tell argv's length by its trail of NULs. Its comm ("ptybox", or a
+ * library user's program name: /proc/1/comm, status, stat) becomes
+ * "ptybox-init" too. Exec'ing a minimal reaper instead would need a binary of
+ * its own, shipped and still reachable after the pivot.
+ *
  * Identity: inside uid/gid 1000 ("sandbox") is the only mapped id. As host root
  * it maps to nobody/nogroup (65534) and supplementary groups are dropped first;
  * otherwise to the caller's own uid/gid. Inside uid 0 does not exist, so
@@ -476,6 +493,54 @@ static pid_t sandbox_spawn_driver(const struct sandbox *sb, char *const argv[], 
 	return pid;
 }
 
+/* Overwrites init's argv and environment areas (see the top of the file) and
+ * renames it. The areas' bounds are fields 48-51 of /proc/self/stat: the 46th to
+ * 49th after the last ')', which closes comm (comm may hold blanks and parens). */
+static void sandbox_init_hide(int err_fd)
+{
+	static const char name[] = "ptybox-init";
+	char buf[2048], *p = NULL;
+	unsigned long v[4] = {0, 0, 0, 0};
+	size_t len = 0, i, keep;
+	int fd, field = 2;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		sandbox_fail(err_fd, "open", "/proc/self/stat", errno);
+	while (len + 1 < sizeof(buf)) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			sandbox_fail(err_fd, "read", "/proc/self/stat", errno);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	for (i = 0; i < len; i++)
+		if (buf[i] == ')')
+			p = buf + i + 1;
+	for (; p && *p && field <= 51; p++) {
+		if (*p == ' ')
+			field++;
+		else if (field >= 48 && *p >= '0' && *p <= '9')
+			v[field - 48] = v[field - 48] * 10 + (unsigned long)(*p - '0');
+	}
+	if (field < 51 || !v[0] || v[0] >= v[1] || v[2] > v[3])
+		sandbox_fail(err_fd, "read", "/proc/self/stat: no arg_start..env_end", EINVAL);
+	memset((void *)v[2], 0, v[3] - v[2]);
+	memset((void *)v[0], 0, v[1] - v[0]);
+	keep = v[1] - v[0] - 1 < sizeof(name) - 1 ? v[1] - v[0] - 1 : sizeof(name) - 1;
+	memcpy((void *)v[0], name, keep);
+	/* cmdline is then "ptybox-init" without the trail of NULs (see the top) */
+	if (v[1] - v[0] > sizeof(name))
+		((char *)v[1])[-1] = '.';
+	if (prctl(PR_SET_NAME, name, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_NAME", name, errno);
+}
+
 /* pid 1 of the new namespaces. */
 static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
 	__attribute__((noreturn));
@@ -502,6 +567,7 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
 		_exit(SB_EXIT_SETUP); /* the outer child died before PDEATHSIG was armed */
 	close(sync_fd);
+	sandbox_init_hide(err_fd);
 	/* Non-dumpable: the sandbox's code runs as the same uid, and must not reach
 	 * into its unfiltered init through /proc/1/mem. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)

@@ -58,8 +58,11 @@ struct sandbox_cgroups {
 
 /* Parent, before fork, as host root: detects the hierarchies (saying once on
  * stderr which controllers are missing), creates <mount>/ptybox/<parent>-<n> in
- * each and writes the limits of o. On failure err has one line; what was created
- * is undone by sandbox_cgroup_remove. */
+ * each and writes the limits of o. The first call of a process also removes the
+ * cgroups that SIGKILLed ptyboxes left, killing what is inside; it blocks up to
+ * 500 ms while one of them is still busy (and again in the next calls, two at
+ * most, if one is left). On failure err has one line; what was
+ * created is undone by sandbox_cgroup_remove. */
 int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_options *o, pid_t parent,
 			 char *err, size_t errlen);
 /* Child, async-signal-safe, single-threaded: moves the calling process into every

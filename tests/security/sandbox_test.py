@@ -41,8 +41,9 @@ def sleeper(mark):
 
 def host_pids_with(text):
     """Pids of host processes whose argv or environment contains text. A session run
-    with `--env MARK=text` is found whole: ptybox's own forks (the outer child, the
-    sandbox's init) carry text in argv, the driver and its descendants in environ."""
+    with `--env MARK=text` is found but for its init: the outer child (ptybox's own
+    fork) carries text in argv, the driver and its descendants in environ; init has
+    overwritten both (see sandbox_child.c); sandbox_pids_with adds it."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -56,6 +57,24 @@ def host_pids_with(text):
             except OSError:
                 pass
     return found
+
+
+def ppid_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def sandbox_pids_with(text, client):
+    """The host pids of the sandbox of a session that the ptybox process client runs
+    with `--env MARK=text`: host_pids_with's but client, and their parents but
+    client, which adds the sandbox's init (the driver's parent)."""
+    pids = set(host_pids_with(text)) - {client}
+    for pid in list(pids):
+        try:
+            pids.add(ppid_of(pid))
+        except OSError:
+            pass  # gone meanwhile
+    return sorted(pids - {client})
 
 
 def wait_until(predicate, timeout, interval=0.02):
@@ -84,6 +103,15 @@ def cgroup_dirs_of(pid):
         except OSError:
             pass
     return found
+
+
+def cgroup_procs(d):
+    """The pids in cgroup folder d; [] once it is gone."""
+    try:
+        with open(os.path.join(d, "cgroup.procs")) as f:
+            return [int(p) for p in f.read().split()]
+    except FileNotFoundError:
+        return []
 
 
 def fd_count(pid):

@@ -1,11 +1,12 @@
 """What the code in the sandbox can see of the host: environment, files, network,
 identity, processes. Each test asserts what a user would check from inside."""
+import json
 import os
 import shutil
 import socket
 import uuid
 
-from sandbox_test import IS_ROOT, PTYBOX, REPO, SandboxTestCase
+from sandbox_test import IS_ROOT, PTYBOX, REPO, SandboxTestCase, marker
 
 
 class IsolationChecks:
@@ -193,6 +194,52 @@ print(json.dumps(dict(pid=os.getpid(), ppid=os.getppid(),
         # init runs unfiltered code's parent: it must not be reachable through /proc
         self.assertEqual(got["init_mem"], "PermissionError")
         self.assertEqual(got["init_root"], "PermissionError")
+
+    def test_init_shows_nothing_of_the_host_argv_or_environment(self):
+        # init is a fork of ptybox that never execs: /proc/1/cmdline (readable by
+        # anyone) would show ptybox's argv, and through it the setproctitle-style
+        # read-on its environment; comm would show a library user's program name.
+        token, snippet, log = marker(), marker(), marker()
+        code = r'''
+import json, os
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("latin-1")
+    except OSError as e:
+        return type(e).__name__
+areas = {}
+for p in os.listdir("/proc"):
+    if p.isdigit() or p == "self":
+        for what in ("cmdline", "environ", "comm", "status", "stat"):
+            areas["%s/%s" % (p, what)] = read("/proc/%s/%s" % (p, what))
+for what in ("maps", "mem", "auxv"):
+    areas["1/" + what] = read("/proc/1/" + what)
+print(json.dumps(areas))'''
+        results, p = self.r.run_json(
+            "1", code, "%r" % snippet,
+            extra=["--env", "API_TOKEN=" + token, "--log", "/tmp/" + log],
+            env={"PTYBOX_TEST_SECRET": token})
+        self.addCleanup(lambda: os.path.exists("/tmp/" + log) and os.unlink("/tmp/" + log))
+        self.assertEqual(len(results), 3, p.stderr)
+        self.assertOk(results[1])
+        areas = json.loads(results[1]["stdout"])
+        self.assertIn("2/cmdline", areas)
+        # the code's own environment has the --env (that is what it is for), and
+        # nothing else of ptybox's argv or the host's environment is anywhere
+        for path, text in areas.items():
+            for mark in (snippet, log, "--env", "--log", "PTYBOX_TEST_SECRET"):
+                self.assertNotIn(mark, text, path)
+            if not path.startswith(("2/environ", "self/environ")):
+                self.assertNotIn(token, text, path)
+        self.assertIn("API_TOKEN=" + token, areas["2/environ"])
+        self.assertEqual(areas["1/comm"], "ptybox-init\n")
+        self.assertIn("Name:\tptybox-init\n", areas["1/status"])
+        self.assertIn("(ptybox-init)", areas["1/stat"])
+        # exactly: a trail of NULs would tell the length of ptybox's argv
+        self.assertEqual(areas["1/cmdline"], "ptybox-init\0")
+        for what in ("environ", "maps", "mem", "auxv"):
+            self.assertEqual(areas["1/" + what], "PermissionError", what)
 
     def test_setuid_binary_gives_no_privilege(self):
         binary = next((b for b in ("/usr/bin/su", "/usr/bin/passwd", "/usr/bin/mount",

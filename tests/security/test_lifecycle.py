@@ -2,10 +2,12 @@
 inside reaches the host's processes, and hundreds of sessions leave no process,
 cgroup, mount or file descriptor behind."""
 import os
+import subprocess
 import time
 
-from sandbox_test import (SandboxTestCase, cgroup_dirs_of, fd_count, host_pids_with, marker,
-                          mount_table, sleeper, wait_until)
+from sandbox_test import (SandboxTestCase, cgroup_dirs_of, cgroup_procs, fd_count,
+                          host_pids_with, marker, mount_table, sandbox_pids_with, sleeper,
+                          wait_until)
 
 # A daemon: own session, double fork, no terminal, argv carrying a marker the host
 # can look for; the snippet returns once the daemon is up.
@@ -30,6 +32,11 @@ deadline = time.monotonic() + 30
 while not up() and time.monotonic() < deadline:
     time.sleep(0.01)
 up()'''
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read()
 
 
 class LifecycleChecks:
@@ -161,7 +168,7 @@ class LifecycleChecks:
                            for d in dirs)
                 self.assertEqual(len(want), 1, dirs)
                 path = want.pop()
-                pids = [p for p in host_pids_with(mark) if p != s.p.pid]
+                pids = sandbox_pids_with(mark, s.p.pid)
                 self.assertGreaterEqual(len(pids), 4, pids)  # outer child, init, driver, child
                 threads = 0
                 for pid in pids:
@@ -178,23 +185,108 @@ class LifecycleChecks:
             rc, err = s.close()
         self.assertEqual(rc, 0, err)
 
-    def test_a_killed_ptybox_takes_its_sandbox_along_and_its_cgroups_are_swept(self):
+    def _kill_ptybox_with(self, child):
+        """Starts serve, runs child (argv) detached inside and SIGKILLs ptybox once the
+        child has said a line; returns (mark, the dead ptybox's cgroups)."""
         mark = marker()
         s = self.r.serve("--env", "SECTEST_MARK=" + mark)
         self.assertOk(s.exec("import subprocess\n"
-                             "subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
-                             "'up'", id=1))
+                             "c = subprocess.Popen(%r, start_new_session=True,\n"
+                             "                     stdout=subprocess.PIPE)\n"
+                             "c.stdout.readline()\n"
+                             "'up'" % (child,), id=1))
         cgroups = cgroup_dirs_of(s.p.pid)
         self.assertEqual(bool(cgroups), self.r.root)
         self.assertTrue(host_pids_with(mark))
         s.p.kill()  # SIGKILL: no clean-up code of ptybox runs
         s.p.wait(10)
         s.p.stdin.close(); s.p.stdout.close(); s.p.stderr.close()
-        # die-with-parent takes the whole sandbox down, detached processes included
+        return mark, cgroups
+
+    def test_a_killed_ptybox_takes_its_sandbox_along_and_its_cgroups_are_swept(self):
+        mark, cgroups = self._kill_ptybox_with(["sh", "-c", "echo up; exec sleep 1000"])
+        # die-with-parent takes the whole sandbox down, detached processes included:
+        # out of sight first (a dying process shows no argv or environment), out of
+        # its cgroups a little later (on its way out it may still wait for an RCU
+        # grace period, releasing the sandbox's mount namespace, say)
         self.assertEqual(wait_until(lambda: not host_pids_with(mark), 5), True)
+        self.assertEqual(wait_until(lambda: not any(cgroup_procs(d) for d in cgroups), 5),
+                         True, cgroups)
         # the next ptybox removes the cgroups the dead one left
         self.assertOk(self.r.run_json("1")[0][0])
         self.assertEqual([d for d in cgroups if os.path.exists(d)], [])
+
+    def test_the_sweep_awaits_a_killed_ptyboxs_sandbox_that_is_still_dying(self):
+        # The next ptybox may start while the dead one's sandbox is still on its way
+        # out: a process tearing down 600 MB takes some 80 ms (measured) after it
+        # stopped showing in /proc, more than a ptybox takes to start, less than the
+        # sweep's 500 ms. The sweep must wait for it (it used to rmdir once: EBUSY).
+        self.skip_unless_root("the session's cgroups")
+        mark, cgroups = self._kill_ptybox_with(
+            ["python3", "-c", "b = b'x' * (600 << 20); print('up', flush=True); "
+             "import time; time.sleep(1000)"])
+        self.assertEqual(wait_until(lambda: not host_pids_with(mark), 5), True)
+        self.assertOk(self.r.run_json("1")[0][0])
+        self.assertEqual([d for d in cgroups if os.path.exists(d)], [])
+
+    def test_the_sweep_kills_and_awaits_what_a_dead_ptybox_left_frozen(self):
+        # A ptybox SIGKILLed in the middle of sandbox_cgroup_kill leaves its session
+        # frozen in cgroups with a dead owner, and a frozen v1 task holds on to its
+        # SIGKILL: the sweep must thaw, kill and wait for it before rmdir succeeds.
+        self.skip_unless_root("the session's cgroups")
+        s = self.r.serve()
+        try:
+            self.assertOk(s.exec("1", id=1))
+            bases = sorted(set(os.path.dirname(d) for d in cgroup_dirs_of(s.p.pid)))
+        finally:
+            rc, err = s.close()
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(bases)
+        gone = subprocess.Popen(["true"])
+        gone.wait(10)  # the dead owner: its pid is free
+        dirs = [os.path.join(b, "%d-0" % gone.pid) for b in bases]
+        victim = subprocess.Popen(sleeper(marker()), stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(self._remove_cgroups, dirs, victim)
+        frozen = None
+        for d in dirs:
+            os.mkdir(d)
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(victim.pid))
+            for state, value, events, done in (("freezer.state", "FROZEN", "freezer.state",
+                                                "FROZEN"),
+                                               ("cgroup.freeze", "1", "cgroup.events",
+                                                "frozen 1")):
+                if not frozen and os.path.exists(os.path.join(d, state)):
+                    with open(os.path.join(d, state), "w") as f:
+                        f.write(value)
+                    frozen = (os.path.join(d, events), done)
+        self.assertTrue(frozen, dirs)
+        self.assertTrue(wait_until(lambda: frozen[1] in read_file(frozen[0]), 5), frozen)
+
+        self.assertOk(self.r.run_json("1")[0][0])
+        self.assertEqual(wait_until(lambda: victim.poll() is not None, 5), True,
+                         "the frozen process outlived the sweep")
+        self.assertEqual(victim.returncode, -9)
+        self.assertEqual([d for d in dirs if os.path.exists(d)], [])
+
+    @staticmethod
+    def _remove_cgroups(dirs, victim):
+        for d in dirs:
+            for state, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+                try:
+                    with open(os.path.join(d, state), "w") as f:
+                        f.write(value)
+                except OSError:
+                    pass
+        victim.kill()
+        victim.wait(10)
+        for d in dirs:
+            wait_until(lambda: not os.path.exists(d) or not cgroup_procs(d), 5)
+            try:
+                os.rmdir(d)
+            except FileNotFoundError:
+                pass
 
 
 class AsRoot(LifecycleChecks, SandboxTestCase):
