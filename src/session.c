@@ -508,8 +508,11 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 {
 	ptybox_session *s = in->data;
 	struct protocol_frame f;
-	if (protocol_parse_frame(payload, len, &f) < 0) {
+	int rc = protocol_parse_frame(payload, len, &f);
+	if (rc < 0) {
 		log_msg("session: unparsable frame of %zu bytes", len);
+		if (rc == -E2BIG) /* too many values to parse: dropped, as an oversize one */
+			s->frame_dropped = true;
 		return;
 	}
 	switch (f.type) {

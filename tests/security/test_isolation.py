@@ -187,7 +187,7 @@ print(json.dumps(dict(pid=os.getpid(), ppid=os.getppid(),
         self.assertEqual(got["ppid"], 3)
         # pid 1 is the sandbox's init (ptybox's fork), whose parent is outside the
         # namespace (PPid 0)
-        self.assertEqual(got["init_name"], "ptybox")
+        self.assertEqual(got["init_name"], "ptybox-init")
         self.assertEqual(got["init_ppid"], "0")
         # only the sandbox's own processes: no host pid is visible
         self.assertEqual(got["pids"], [1, 2, 3, got["pid"]])
@@ -230,9 +230,11 @@ print(json.dumps(areas))'''
         for path, text in areas.items():
             for mark in (snippet, log, "--env", "--log", "PTYBOX_TEST_SECRET"):
                 self.assertNotIn(mark, text, path)
-            if not path.startswith(("2/environ", "self/environ")):
+            # (the session's environment: the relay's, the template's and the kernel's)
+            if not path.endswith("/environ") or path == "1/environ":
                 self.assertNotIn(token, text, path)
-        self.assertIn("API_TOKEN=" + token, areas["2/environ"])
+        self.assertIn("API_TOKEN=" + token, areas["self/environ"])
+        self.assertEqual(areas["2/environ"], "PermissionError")   # the relay is closed
         self.assertEqual(areas["1/comm"], "ptybox-init\n")
         self.assertIn("Name:\tptybox-init\n", areas["1/status"])
         self.assertIn("(ptybox-init)", areas["1/stat"])
