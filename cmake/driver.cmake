@@ -6,6 +6,7 @@
 # the interpreter it boots reports that magic (ptybox-protocol(7), BOOT).
 set(PTYBOX_RELAY_PY ${CMAKE_CURRENT_SOURCE_DIR}/driver/relay.py)
 set(PTYBOX_KERNEL_PY ${CMAKE_CURRENT_SOURCE_DIR}/driver/kernel.py)
+set(PTYBOX_SHARED_PY ${CMAKE_CURRENT_SOURCE_DIR}/driver/shared.py)
 set(PTYBOX_DRIVER_PY ${CMAKE_CURRENT_BINARY_DIR}/driver.py)
 set(PTYBOX_JOIN ${CMAKE_CURRENT_SOURCE_DIR}/cmake/driver_join.py)
 # Debian's interpreter first: it is the one the sandbox runs.
@@ -15,7 +16,7 @@ add_custom_command(
   OUTPUT ${PTYBOX_DRIVER_PY}
   COMMAND ${PTYBOX_BUILD_PYTHON} -I ${PTYBOX_JOIN} source ${PTYBOX_RELAY_PY} ${PTYBOX_KERNEL_PY}
           ${PTYBOX_DRIVER_PY}
-  DEPENDS ${PTYBOX_RELAY_PY} ${PTYBOX_KERNEL_PY} ${PTYBOX_JOIN}
+  DEPENDS ${PTYBOX_RELAY_PY} ${PTYBOX_KERNEL_PY} ${PTYBOX_SHARED_PY} ${PTYBOX_JOIN}
   VERBATIM)
 add_custom_command(
   OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/driver_blob.c
@@ -35,7 +36,7 @@ if(PTYBOX_PRECOMPILE)
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/driver_code.c
     COMMAND ${PTYBOX_BUILD_PYTHON} -I ${PTYBOX_JOIN} code ${PTYBOX_RELAY_PY} ${PTYBOX_KERNEL_PY}
             ${CMAKE_CURRENT_BINARY_DIR}/driver_code.c
-    DEPENDS ${PTYBOX_RELAY_PY} ${PTYBOX_KERNEL_PY} ${PTYBOX_JOIN} ${PTYBOX_BUILD_PYTHON}
+    DEPENDS ${PTYBOX_RELAY_PY} ${PTYBOX_KERNEL_PY} ${PTYBOX_SHARED_PY} ${PTYBOX_JOIN} ${PTYBOX_BUILD_PYTHON}
     VERBATIM)
 else()
   # No code and no magic: the client always sends the source.

@@ -3,6 +3,7 @@
 Usage: python3 -I driver_join.py source RELAY_PY KERNEL_PY OUTPUT_PY
        python3 -I driver_join.py code RELAY_PY KERNEL_PY OUTPUT_C
 
+Both files get shared.py (beside them) where they say "# @shared".
 The program on the wire is the relay (relay.py) with the kernel (kernel.py)
 inside it as the constant _KERNEL, which the relay's fork template runs once
 and every kernel it forks inherits.  In the source form (for any Python, and
@@ -36,6 +37,16 @@ if __name__ == "__main__":
 '''
 
 
+MARK = "# @shared\n"
+
+
+def with_shared(text, shared, name):
+    """text with shared.py's code where it says MARK (once)."""
+    if text.count(MARK) != 1:
+        sys.exit("driver_join.py: %s must say %r once" % (name, MARK.strip()))
+    return text.replace(MARK, shared.split('"""\n', 1)[1])
+
+
 def joined(relay, kernel_constant):
     return "_KERNEL = %r\n\n%s%s" % (kernel_constant, relay, TAIL)
 
@@ -49,10 +60,12 @@ def write(path, text):
 
 def main():
     form, relay_path, kernel_path, out_path = sys.argv[1:5]
+    with open(os.path.join(os.path.dirname(relay_path), "shared.py")) as f:
+        shared = f.read()
     with open(relay_path) as f:
-        relay = f.read()
+        relay = with_shared(f.read(), shared, relay_path)
     with open(kernel_path) as f:
-        kernel = f.read()
+        kernel = with_shared(f.read(), shared, kernel_path)
     kernel_code = compile(kernel, "<ptybox-kernel>", "exec", dont_inherit=True, optimize=0)
     if form == "source":
         text = joined(relay, kernel)

@@ -43,7 +43,6 @@ from _collections import deque
 # breaks that snippet's world, not the driver's.
 __builtins__ = dict(builtins.__dict__)
 
-DEFAULT_MAX_OUTPUT = 4 << 20      # per stream and snippet: PROTOCOL_DEFAULT_MAX_OUTPUT
 TTY_READ = 64 << 10               # request bytes per read
 TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
 SETTLE_WAIT = 20 * 10 ** 6        # ns: a write to one stream waits this long for the other
@@ -61,7 +60,6 @@ EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCO
 EXIT_NO_RESULT = 117              # a result cannot be sent, try as we may: PROTOCOL_EXIT_NO_RESULT
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
 NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
-F_DUPFD_CLOEXEC = getattr(fcntl, "F_DUPFD_CLOEXEC", 1030)
 _PIPE = object()                  # route: "write into the capture pipe"
 _UNSTAMPED = object()             # a thread not started through threading.Thread
 _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
@@ -92,40 +90,7 @@ _SYS = sys.__dict__                   # (user code may delete sys.stdout, sys.mo
 _MODULES = sys.modules                # the interpreter's own, whatever sys.modules names
 _BUILTINS = builtins.__dict__
 _SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
-try:                                  # the json package's own C accelerators, without
-    import _json                      # importing json (and re) at start-up
-
-    class _JSONContext:
-        strict, object_hook, object_pairs_hook = True, None, None
-        parse_float, parse_int, parse_constant = float, int, float
-
-    def _not_json(obj):
-        raise TypeError("%s is not JSON serializable" % type(obj).__name__)
-
-    _encode = _json.make_encoder(None, _not_json, _json.encode_basestring_ascii, None,
-                                 ":", ",", False, False, True)
-    _scan = _json.make_scanner(_JSONContext())
-
-    def _dumps(obj):
-        return "".join(_encode(obj, 0))
-
-    def _loads(text):
-        try:
-            obj, end = _scan(text, 0)
-        except StopIteration as e:
-            raise ValueError("not JSON (at character %d)" % e.value) from None
-        except SystemError:                  # _json raises JSONDecodeError only once
-            import json                      # json.decoder is imported: let it say why
-            return json.loads(text)
-        if end != len(text) and text[end:].strip():
-            raise ValueError("extra data after the JSON value")
-        return obj
-except (ImportError, AttributeError):
-    import json
-    _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-    _loads = json.JSONDecoder().decode
-_URLSAFE = bytes.maketrans(b"-_", b"+/")
-_CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
+# @shared
 
 
 # ---------------------------------------------------------------- helpers
@@ -154,13 +119,6 @@ def _identity(fd):
     return (st.st_dev, st.st_ino, st.st_rdev)
 
 
-def _char_start(data, i):
-    """An index j in [i-3, i] that does not split a UTF-8 character (i if none)."""
-    for j in range(i, max(i - 3, 0) - 1, -1):
-        if data[j] & 0xC0 != 0x80:
-            return j
-    return i
-
 
 _CUT = {}                         # ident: True, _cap_text cut something in that thread
 
@@ -175,11 +133,6 @@ def _cap_text(text, limit):
     cut = _char_start(data, limit)
     return data[:cut].decode("utf-8", "replace") + "...[%d bytes truncated]" % (len(data) - cut)
 
-
-def _frame_cap(max_output):
-    """The longest payload the client takes (PROTOCOL_MAX_PAYLOAD): it drops
-    a longer frame unread, so a result over it would never arrive."""
-    return max_output * 4 + (16 << 20)
 
 
 def _fit_bundle(data, limit, what):

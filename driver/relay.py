@@ -48,56 +48,24 @@ import _socket
 from _collections import deque
 
 PROTOCOL = 2
-DEFAULT_MAX_OUTPUT = 4 << 20
 BUSY_POLL = 100                   # us, when a request names none: PROTOCOL_DEFAULT_BUSY_POLL
 BATCH = 256 << 10                 # bytes of a stream frame
 READ = 256 << 10
 TTY_READ = 64 << 10
 PIPE_SIZE = 1 << 20
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
+REQUEST_CAP = 1 << 32             # bytes of one request line: a longer one is dropped
 HELLO_WAIT = 20.0                 # s for a fresh kernel to say it is up
 KILL_WAIT = 5.0                   # s for a killed kernel's exit to be reported
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
 END = b":ptybox>>>"
-F_DUPFD_CLOEXEC = getattr(fcntl, "F_DUPFD_CLOEXEC", 1030)
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _perf_ns = time.perf_counter_ns
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
-try:
-    import _json
-
-    class _JSONContext:
-        strict, object_hook, object_pairs_hook = True, None, None
-        parse_float, parse_int, parse_constant = float, int, float
-
-    def _not_json(obj):
-        raise TypeError("%s is not JSON serializable" % type(obj).__name__)
-
-    _encode = _json.make_encoder(None, _not_json, _json.encode_basestring_ascii, None,
-                                 ":", ",", False, False, True)
-    _scan = _json.make_scanner(_JSONContext())
-
-    def _dumps(obj):
-        return "".join(_encode(obj, 0))
-
-    def _loads(text):
-        try:
-            obj, end = _scan(text, 0)
-        except StopIteration as e:
-            raise ValueError("not JSON (at character %d)" % e.value) from None
-        except SystemError:
-            import json
-            return json.loads(text)
-        if end != len(text) and text[end:].strip():
-            raise ValueError("extra data after the JSON value")
-        return obj
-except (ImportError, AttributeError):
-    import json
-    _dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-    _loads = json.JSONDecoder().decode
+# @shared
 
 
 def _private(fd):
@@ -108,6 +76,49 @@ def _private(fd):
         new = os.dup(fd)
     os.close(fd)
     return new
+
+
+def _read(fd, n):
+    """Up to n bytes of fd, None if none are there now; b"" at its end (or an
+    error, which ends it as well)."""
+    try:
+        return os.read(fd, n)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
+class _Lines:
+    """Bytes in, whole lines out, without copying a long line on every read.
+    A line longer than cap is dropped whole (feed says so)."""
+
+    def __init__(self, cap):
+        self.parts, self.size, self.skip, self.cap = [], 0, False, cap
+
+    def feed(self, data):
+        """The lines that data completes, and whether one was dropped."""
+        lines, cut, start = [], False, 0
+        i = data.find(b"\n")
+        while i >= 0:
+            if self.skip:
+                self.skip = False
+            elif self.parts:
+                self.parts.append(data[start:i])
+                lines.append(b"".join(self.parts))
+                self.parts, self.size = [], 0
+            else:
+                lines.append(data[start:i])
+            start = i + 1
+            i = data.find(b"\n", start)
+        if start < len(data) and not self.skip:
+            self.parts.append(data[start:] if start else data)
+            self.size += len(data) - start
+            if self.size > self.cap:
+                self.parts, self.size, self.skip, cut = [], 0, True, True
+        if any(len(line) > self.cap for line in lines):
+            lines, cut = [line for line in lines if len(line) <= self.cap], True
+        return lines, cut
 
 
 def _pipe():
@@ -139,16 +150,6 @@ def _json_ascii(data):
             .replace(b">", b"\\u003e").replace(b"\x7f", b"\\u007f"))
 
 
-def _frame_cap(max_output):
-    """The longest payload the client takes (PROTOCOL_MAX_PAYLOAD)."""
-    return max_output * 4 + (16 << 20)
-
-
-def _char_start(data, i):
-    for j in range(i, max(i - 3, 0) - 1, -1):
-        if data[j] & 0xC0 != 0x80:
-            return j
-    return i
 
 
 def _cut(text, limit):
@@ -361,7 +362,7 @@ class Relay:
         self.template, self.ctl = template, ctl
         self.ctl_buf = b""
         self.start = None                    # b"<<<ptybox:NONCE:"
-        self.rparts = []                     # terminal bytes not yet a line
+        self.tty_lines = _Lines(REQUEST_CAP)
         self.queue = deque()                 # requests waiting, in order
         self.kernel = None                   # pid of the kernel, once forked
         self.kernel_up = False               # it said hello
@@ -372,8 +373,7 @@ class Relay:
         self.req = self.msg = None           # the kernel's pipes (our ends)
         self.outs = ()
         self.wbuf = bytearray()              # bytes for the request pipe
-        self.mparts, self.mlen = [], 0       # message bytes not yet a line
-        self.mskip = False                   # in an oversize message: drop to its end
+        self.msg_lines = _Lines(_frame_cap(DEFAULT_MAX_OUTPUT))
         self.seq = 0
         self.running = None                  # (seq, id payload, request, t0) of the snippet
         self.sigint = False                  # ... and whether we interrupted it
@@ -452,7 +452,7 @@ class Relay:
         for o in self.outs:
             o.period(self.last, True, self.max_output)
         self.wbuf = bytearray()
-        self.mparts, self.mlen, self.mskip = [], 0, False
+        self.msg_lines = _Lines(_frame_cap(self.max_output))
         self.kernel, self.kernel_up, self.hello_early = None, False, None
         self.hello_by = time.monotonic() + HELLO_WAIT
         self.poller = None
@@ -510,12 +510,9 @@ class Relay:
         self.spawn()
 
     def on_ctl(self):
-        try:
-            data = self.ctl.recv(4096)
-        except (BlockingIOError, InterruptedError):
+        data = _read(self.ctl.fileno(), 4096)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self.exit(EXIT_NO_KERNEL)        # the template died (user code killed it)
         self.ctl_buf += data
@@ -537,35 +534,21 @@ class Relay:
 
     # -- requests
     def on_tty(self):
-        try:
-            data = os.read(self.tty, TTY_READ)
-        except (BlockingIOError, InterruptedError):
+        data = _read(self.tty, TTY_READ)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self.exit(0)
-        i = data.find(b"\n")
-        if i < 0:                            # (a long line comes in many reads)
-            self.rparts.append(data)
-            return
-        if self.rparts:
-            self.rparts.append(data)
-            data = b"".join(self.rparts)
-            i = data.find(b"\n", len(data) - len(self.rparts[-1]))
-            self.rparts = []
-        start = 0
-        while i >= 0:
-            line = data[start:i]
-            start = i + 1
+        lines, cut = self.tty_lines.feed(data)
+        if cut:
+            self.reject(None, "a request line longer than %d bytes was dropped" % REQUEST_CAP,
+                        True)
+        for line in lines:
             if b"\x03" in line or b"\r" in line:
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
             line = line.strip()
             if line:
                 self.request(line)
-            i = data.find(b"\n", start)
-        if start < len(data):
-            self.rparts.append(data[start:])
 
     def request(self, line):
         try:
@@ -718,12 +701,9 @@ class Relay:
                 o.dropped += len(data)
 
     def on_out(self, o):
-        try:
-            data = os.read(o.fd, READ)
-        except (BlockingIOError, InterruptedError):
+        data = _read(o.fd, READ)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:                         # every writer gone: nothing comes any more
             o.paused = True
             self.poller = None
@@ -794,42 +774,20 @@ class Relay:
 
     # -- the kernel's messages
     def on_msg(self):
-        try:
-            data = os.read(self.msg, READ)
-        except (BlockingIOError, InterruptedError):
+        data = _read(self.msg, READ)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:                         # it cannot talk to us any more: it goes
             os.close(self.msg)
             self.msg = None
             self.poller = None
             self.kill()
             return
-        cap = _frame_cap(self.max_output)
-        i = data.find(b"\n")
-        if i < 0:                            # (a long message comes in many reads)
-            self.mparts.append(data)
-            self.mlen += len(data)
-            if self.mlen > cap:              # an oversize message: dropped
-                self.mparts, self.mlen, self.mskip, self.cut = [], 0, True, True
-            return
-        if self.mparts:
-            self.mparts.append(data)
-            data = b"".join(self.mparts)
-            i = data.find(b"\n", len(data) - len(self.mparts[-1]))
-            self.mparts, self.mlen = [], 0
-        start = 0
-        while i >= 0:
-            line, start = data[start:i], i + 1
-            if self.mskip:
-                self.mskip = False
-            else:
-                self.message(line)
-            i = data.find(b"\n", start)
-        if start < len(data):
-            self.mparts.append(data[start:])
-            self.mlen = len(data) - start
+        self.msg_lines.cap = _frame_cap(self.max_output)
+        lines, cut = self.msg_lines.feed(data)
+        self.cut = self.cut or cut           # (an oversize message: dropped)
+        for line in lines:
+            self.message(line)
 
     def message(self, line):
         kind = line[:1]
@@ -1057,7 +1015,7 @@ def main(kernel_code):
         line += data
     nonce, rest = line.split(b"\n", 1)
     if rest:
-        relay.rparts.append(rest)
+        relay.tty_lines.feed(rest)
     nonce = nonce.replace(b"\r", b"").strip()
     if not 0 < len(nonce) <= 64 or nonce.translate(None, b"0123456789abcdefABCDEF"):
         relay.write(b"\r\nPTYBOX/1 BAD NONCE\r\n")
