@@ -357,7 +357,7 @@ class _Out:
 
 
 class Relay:
-    def __init__(self, tty, template, ctl, kernel_fd_count=4):
+    def __init__(self, tty, template, ctl):
         self.tty = tty
         self.template, self.ctl = template, ctl
         self.ctl_buf = b""
@@ -375,7 +375,7 @@ class Relay:
         self.wbuf = bytearray()              # bytes for the request pipe
         self.msg_lines = _Lines(_frame_cap(DEFAULT_MAX_OUTPUT))
         self.seq = 0
-        self.running = None                  # (seq, id payload, request, t0) of the snippet
+        self.running = None                  # (seq, id payload, request, t0, busy_poll) now
         self.sigint = False                  # ... and whether we interrupted it
         self.cut = False                     # ... and whether we cut a message of it
         self.ids = {}                        # seq -> id payload, for late output
@@ -909,12 +909,14 @@ class Relay:
                 self.handlers = fds
                 for fd in fds:
                     poller.register(fd, select.POLLIN)
-                if len(self.queue) >= QUEUE_CAP:
+                self.tty_paused = len(self.queue) >= QUEUE_CAP
+                if self.tty_paused:          # (read again once the queue shrinks)
                     poller.unregister(self.tty)
                 self.watch_req = bool(self.wbuf)
                 if self.watch_req and self.req is not None:
                     poller.register(self.req, select.POLLOUT)
-            if bool(self.wbuf) != self.watch_req:
+            if (bool(self.wbuf) != self.watch_req
+                    or (len(self.queue) >= QUEUE_CAP) != self.tty_paused):
                 self.poller = None
                 continue
             timeout = None
@@ -923,8 +925,6 @@ class Relay:
             deadline = self.killing or self.hello_by
             if deadline is not None and timeout is None:
                 timeout = max(0, deadline - time.monotonic()) * 1000 + 1
-            elif timeout is None and any(o.paused for o in self.outs):
-                timeout = 1000
             try:
                 events = poller.poll(timeout)
             except InterruptedError:
