@@ -111,10 +111,14 @@ def _private(fd, keep=False):
 
 
 def _identity(fd):
-    """What fd refers to, or None if it is closed: detects close and dup2-over."""
+    """What fd refers to, or None if it is closed: detects close and dup2-over.
+    (An OSError subclass is a user's signal handler's, not fstat's: raised,
+    or a kernel whose fds are fine would give way.)"""
     try:
         st = os.fstat(fd)
-    except OSError:
+    except OSError as e:
+        if type(e) is not OSError:
+            raise
         return None
     return (st.st_dev, st.st_ino, st.st_rdev)
 

@@ -55,6 +55,8 @@ TTY_READ = 64 << 10
 PIPE_SIZE = 1 << 20
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
 REQUEST_CAP = 1 << 32             # bytes of one request line: a longer one is dropped
+MESSAGE_PLAIN = 64 << 10          # a kernel message longer than this has its values counted:
+MESSAGE_VALUES = 1 << 16          # ... past this many it is dropped (parsing costs 60 B a value)
 HELLO_WAIT = 20.0                 # s for a fresh kernel to say it is up
 KILL_WAIT = 5.0                   # s for a killed kernel's exit to be reported
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
@@ -119,6 +121,14 @@ class _Lines:
         if any(len(line) > self.cap for line in lines):
             lines, cut = [line for line in lines if len(line) <= self.cap], True
         return lines, cut
+
+
+def _values(line):
+    """How many JSON values line holds, about: separators and openings
+    outside strings (strings are cut out first)."""
+    import re
+    bare = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', line)
+    return bare.count(b",") + bare.count(b"[") + bare.count(b"{")
 
 
 def _pipe():
@@ -367,6 +377,9 @@ class Relay:
         self.kernel = None                   # pid of the kernel, once forked
         self.kernel_up = False               # it said hello
         self.hello_early = None              # a hello that came before its pid
+        self.restart_id = None               # a restart's id, for the ready that answers it
+        self.kill_pending = False            # a kill asked for before the kernel's pid came
+        self.pending_input = b""             # requests read with the nonce
         self.killing = None                  # deadline while a killed kernel's exit is due
         self.hello_by = None                 # deadline for the hello
         self.dead_starts = 0
@@ -469,11 +482,14 @@ class Relay:
                 except OSError:
                     pass
             self.killing = time.monotonic() + KILL_WAIT
+        elif not self.kernel and self.hello_by is not None:
+            self.kill_pending = True         # (no pid yet: as soon as there is one)
 
     def sweep(self):
-        """On restart, in a pid namespace of our own (we are its pid 2): every
-        process the old kernel left behind goes too, daemons included, so a
-        restarted session has only what a fresh one has.  Elsewhere the
+        """When a kernel is gone, in a pid namespace of our own (we are its pid
+        2): every process it left behind goes too, daemons included, so a
+        fresh kernel starts with only what a fresh session has (a leftover
+        could otherwise reach its pipes through /proc, as the same uid).  Elsewhere the
         processes around us are not ours to kill."""
         if os.getpid() != 2:
             return
@@ -507,6 +523,7 @@ class Relay:
         self.dead_starts = 0 if was_up else self.dead_starts + 1
         if self.dead_starts >= DEAD_STARTS:
             self.exit(EXIT_NO_KERNEL)
+        self.sweep()                         # what it left cannot reach the fresh one
         self.spawn()
 
     def on_ctl(self):
@@ -520,7 +537,14 @@ class Relay:
             line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)
             try:
                 if line[:1] == b"P":
-                    self.kernel = int(line[1:])
+                    pid = int(line[1:])
+                    if not 1 < pid < 1 << 22:
+                        raise ValueError("not a pid")
+                    self.kernel = pid
+                    if self.kill_pending:    # a kill was asked for before the pid came
+                        self.kill_pending = False
+                        self.kill()
+                        continue
                     if self.hello_early is not None:
                         self.hello(self.hello_early)
                 elif line[:1] == b"X":
@@ -539,6 +563,9 @@ class Relay:
             return
         if not data:
             self.exit(0)
+        self.input(data)
+
+    def input(self, data):
         lines, cut = self.tty_lines.feed(data)
         if cut:
             self.reject(None, "a request line longer than %d bytes was dropped" % REQUEST_CAP,
@@ -584,8 +611,11 @@ class Relay:
         elif op == "interrupt":
             self.interrupt(rid)
         elif op == "restart":
-            self.kill()                      # died and ready follow
-            self.sweep()
+            # The ready that answers it says so: a kernel that died by itself
+            # just before (its died and ready may be on their way) is not it.
+            self.restart_id = rid
+            if self.kernel_up:
+                self.kill()                  # died and ready follow
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
@@ -804,6 +834,9 @@ class Relay:
             else:
                 self.hello(line[1:])
             return
+        if len(line) > MESSAGE_PLAIN and _values(line) > MESSAGE_VALUES:
+            self.cut = True                  # (no kernel of ours sends such a thing)
+            return
         try:
             m = _loads(line.decode("ascii"))
         except (ValueError, UnicodeDecodeError, RecursionError):
@@ -847,7 +880,10 @@ class Relay:
         except (ValueError, UnicodeDecodeError):
             return
         self.kernel_up, self.hello_by, self.hello_early = True, None, None
-        self.send({"type": "ready", "protocol": PROTOCOL, "pid": pid, "python": python})
+        frame = {"type": "ready", "protocol": PROTOCOL, "pid": pid, "python": python}
+        if self.restart_id is not None:
+            frame["restart"], self.restart_id = self.restart_id, None
+        self.send(frame)
         self.next()
 
     def result(self, fast, m):
@@ -896,6 +932,8 @@ class Relay:
 
     # -- the loop
     def serve(self):
+        if self.pending_input:
+            self.input(self.pending_input)
         while True:
             poller = self.poller
             if poller is None:
@@ -957,7 +995,8 @@ class Relay:
 
 def _take_terminal():
     """Our terminal: a private fd in raw mode without echo or signals;
-    fds 0-2 on /dev/null; and no one else of our uid may open it by name."""
+    fds 0-2 on /dev/null; and exclusive (TIOCEXCL): no one else may open it
+    by name, not even a process of our uid outside a sandbox."""
     tty = _private(os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -976,8 +1015,8 @@ def _take_terminal():
         termios.tcsetattr(tty, termios.TCSANOW, [iflag, oflag, cflag, lflag, ispeed, ospeed, cc])
     except termios.error:
         pass
-    try:
-        os.fchmod(tty, 0)
+    try:                                     # (a chmod would be undone by its owner)
+        fcntl.ioctl(tty, termios.TIOCEXCL)
     except OSError:
         pass
     return tty
@@ -1014,8 +1053,7 @@ def main(kernel_code):
             relay.exit(0)
         line += data
     nonce, rest = line.split(b"\n", 1)
-    if rest:
-        relay.tty_lines.feed(rest)
+    relay.pending_input = rest
     nonce = nonce.replace(b"\r", b"").strip()
     if not 0 < len(nonce) <= 64 or nonce.translate(None, b"0123456789abcdefABCDEF"):
         relay.write(b"\r\nPTYBOX/1 BAD NONCE\r\n")

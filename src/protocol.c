@@ -219,10 +219,12 @@ int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 	return rc;
 }
 
-int protocol_restart_line(char **out, size_t *outlen)
+int protocol_restart_line(uint64_t id, char **out, size_t *outlen)
 {
-	static const char json[] = "{\"op\":\"restart\"}";
-	return protocol_encode_text("", json, sizeof(json) - 1, out, outlen);
+	char json[64];
+	int n = snprintf(json, sizeof(json), "{\"id\":%llu,\"op\":\"restart\"}",
+			 (unsigned long long)id);
+	return protocol_encode_text("", json, (size_t)n, out, outlen);
 }
 
 void protocol_describe_exit(int wstatus, char *why, size_t len)

@@ -123,8 +123,9 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
  * kernel if that snippet runs, or starts it interrupted. Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);
 /* The restart request: the relay kills its kernel (died follows) and starts a
- * fresh one (ready follows). Caller frees. */
-int protocol_restart_line(char **out, size_t *outlen);
+ * fresh one, whose ready frame carries "restart":id (a ready without it is
+ * that of a kernel that replaced one that died by itself). Caller frees. */
+int protocol_restart_line(uint64_t id, char **out, size_t *outlen);
 /* What a wait status says, in words, with ptybox's own exit statuses named. */
 void protocol_describe_exit(int wstatus, char *why, size_t len);
 /* Parses one frame's payload. 0, -EINVAL (not a JSON object with a known

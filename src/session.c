@@ -77,6 +77,8 @@ struct ptybox_session {
 	struct instance *in;
 	bool started_once;
 	bool kernel_restarting; /* the relay starts a fresh kernel: ready ends the wait */
+	uint64_t restart_seq;	/* ids of our restart requests; 0: the wait is for any ready */
+	uint64_t restart_awaited;
 	uv_timer_t timer;
 	uv_idle_t spin; /* active: the loop polls, not sleeps (session_spin_cb) */
 	uint64_t spin_until;
@@ -504,6 +506,13 @@ static void session_on_driver_error(ptybox_session *s, struct protocol_frame *f)
 	cJSON_Delete(err);
 }
 
+/* Whether a ready frame is that of the kernel our restart request id asked for. */
+static bool session_ready_answers(const struct protocol_frame *f, uint64_t id)
+{
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(f->root, "restart");
+	return cJSON_IsNumber(r) && r->valuedouble == (double)id;
+}
+
 static void session_on_frame(struct instance *in, const char *payload, size_t len)
 {
 	ptybox_session *s = in->data;
@@ -522,7 +531,8 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 	case FRAME_ERROR: session_on_driver_error(s, &f); break;
 	case FRAME_DIED: session_on_died(s, &f); break;
 	case FRAME_READY:
-		if (s->state == S_STARTING && s->kernel_restarting) {
+		if (s->state == S_STARTING && s->kernel_restarting &&
+		    (!s->restart_awaited || session_ready_answers(&f, s->restart_awaited))) {
 			s->kernel_restarting = false;
 			log_msg("session: the relay's fresh kernel is up");
 			session_on_ready(in);
@@ -660,6 +670,7 @@ static void session_kernel_gone(ptybox_session *s, enum ptybox_status status, co
 	session_hold(s, status, NULL, what, done);
 	s->state = S_STARTING;
 	s->kernel_restarting = true;
+	s->restart_awaited = 0;
 	session_arm(s, wait_ms, session_kernel_late_cb);
 }
 
@@ -670,7 +681,8 @@ static void session_restart_kernel(ptybox_session *s, enum ptybox_status status,
 {
 	char *line;
 	size_t len;
-	int rc = s->in && s->in->state == I_READY ? protocol_restart_line(&line, &len) : -EPIPE;
+	uint64_t id = ++s->restart_seq;
+	int rc = s->in && s->in->state == I_READY ? protocol_restart_line(id, &line, &len) : -EPIPE;
 	if (rc == 0)
 		rc = instance_write(s->in, line, len);
 	if (rc < 0) {
@@ -679,6 +691,7 @@ static void session_restart_kernel(ptybox_session *s, enum ptybox_status status,
 	}
 	session_kernel_gone(s, status, what, done,
 			    options_seconds_ms(s->opts.kill_grace) + SESSION_RELAY_GRACE_MS);
+	s->restart_awaited = id;
 }
 
 /* A died frame: the kernel died under its relay, which starts a fresh one. */

@@ -1,11 +1,13 @@
 """The relay and the kernel (issue 13): code in a session cannot forge frames,
 read the nonce or touch the terminal, and a dead kernel is replaced under the
 same relay, with no new transport."""
+import json
 import os
+import subprocess
 import tempfile
-import time
+import unittest
 
-from ptybox_test import VIA, TestCase, run_json, start_once_transport
+from ptybox_test import PTYBOX, VIA, TestCase, run_json, start_once_transport
 
 # The attack of issue 13: find the driver's terminal and its nonce among the
 # objects of the process, and write a result frame of its own.
@@ -40,7 +42,7 @@ class ForgeryTest(TestCase):
         self.assertIsNone(results[0]["result"])
         self.assertNotEqual(p.returncode, 0)
 
-    def test_a_thread_cannot_forge_the_results_of_later_snippets(self):
+    def test_a_thread_hunting_for_the_nonce_cannot_forge_later_results(self):
         # A thread of the first snippet hunts for the nonce and the terminal
         # while later snippets run: every later result is the real one.
         results, p = run_json(
@@ -101,7 +103,47 @@ class ForgeryTest(TestCase):
         self.assertEqual(r["result"], {"text/plain": "(True, True)"})
 
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to run ptybox as another user")
+    def test_the_terminal_cannot_be_opened_by_name_without_a_sandbox(self):
+        # Outside the sandbox the session's own pty is in /dev/pts, owned by
+        # the code's own uid: it is exclusive (TIOCEXCL), so no open succeeds.
+        code = ("import glob, os\n"
+                "opened = []\n"
+                "for p in glob.glob('/dev/pts/[0-9]*'):\n"
+                "    try:\n"
+                "        os.chmod(p, 0o600)\n"          # (its owner may: a mode is no guard)
+                "    except OSError:\n"
+                "        pass\n"
+                "    try:\n"
+                "        os.close(os.open(p, os.O_RDWR | os.O_NOCTTY))\n"
+                "        opened.append(p)\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "mine = [p for p in opened if os.stat(p).st_uid == os.getuid()]\n"
+                "mine")
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            PTYBOX, "run", "--via", "none", "--json", "-c", code],
+                           capture_output=True, text=True, timeout=60, cwd="/")
+        r = json.loads(p.stdout.splitlines()[0])
+        self.assertEqual(r["result"], {"text/plain": "[]"}, (r, p.stderr))
+
+
 class KernelRestartTest(TestCase):
+    @unittest.skipUnless(VIA == "local", "the sweep is the sandbox's (a pid namespace)")
+    def test_what_a_crashed_kernel_left_cannot_reach_the_fresh_one(self):
+        # A daemon of the first kernel would reach the fresh kernel's pipes
+        # through /proc (same uid): when a kernel dies, what it left goes.
+        results, p = run_json(
+            "import os, subprocess\n"
+            "d = subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+            "d.pid",
+            "import os; os._exit(1)",
+            "import os\n[int(x) for x in os.listdir('/proc') if x.isdigit()]", timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "crashed", "ok"], p.stderr)
+        daemon = int(results[0]["result"]["text/plain"])
+        self.assertNotIn(daemon, eval(results[2]["result"]["text/plain"]))
+
+
     def test_a_crash_is_recovered_without_a_new_transport(self):
         # The transport starts once: the kernel's death is mended under the
         # same relay (over ssh: no new connection), in milliseconds.

@@ -331,9 +331,10 @@ static void test_restart_line_and_exit_words(void **state)
 {
 	char *line, why[256];
 	size_t len;
-	assert_int_equal(protocol_restart_line(&line, &len), 0);
+	assert_int_equal(protocol_restart_line(7, &line, &len), 0);
 	cJSON *o = decode_line(line, len);
 	assert_string_equal(protocol_str(o, "op"), "restart");
+	assert_true(cJSON_GetObjectItem(o, "id")->valuedouble == 7.0);
 	cJSON_Delete(o);
 	free(line);
 	protocol_describe_exit(9, why, sizeof(why)); /* WTERMSIG 9 */
