@@ -1426,6 +1426,19 @@ class _DeferredSite:
 
 
 
+def prepare():
+    """In the fork template, once: what every kernel would otherwise pay for
+    at its start (first uses that load or cache something), paid before the
+    fork."""
+    import _sitebuiltins                     # noqa: F401 (for _DeferredSite)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        _OutStream(_FdSink(devnull, "<warm>", _TextBuffer("backslashreplace")),
+                   encoding="utf-8", errors="backslashreplace")
+    finally:
+        os.close(devnull)
+
+
 def main(req, msg):
     """A kernel on its pipes (fds 1 and 2 are the capture pipes already), in a
     fresh child of the template."""

@@ -51,6 +51,8 @@ PROTOCOL = 2
 BUSY_POLL = 100                   # us, when a request names none: PROTOCOL_DEFAULT_BUSY_POLL
 BATCH = 256 << 10                 # bytes of a stream frame
 READ = 256 << 10
+HOLD_BELOW = 64 << 10             # a read of less output than this ...
+HOLD_NS = 10 ** 6                 # ... lets the next wait this long (ns), for more
 TTY_READ = 64 << 10
 PIPE_SIZE = 1 << 20
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
@@ -100,6 +102,8 @@ class _Lines:
 
     def feed(self, data):
         """The lines that data completes, and whether one was dropped."""
+        if not self.parts and not self.skip and data.find(b"\n") == len(data) - 1:
+            return (data[:-1],), False       # (one whole line: every round trip)
         lines, cut, start = [], False, 0
         i = data.find(b"\n")
         while i >= 0:
@@ -107,8 +111,12 @@ class _Lines:
                 self.skip = False
             elif self.parts:
                 self.parts.append(data[start:i])
-                lines.append(b"".join(self.parts))
+                line = b"".join(self.parts)
                 self.parts, self.size = [], 0
+                if len(line) > self.cap:     # (a read is far below any cap)
+                    cut = True
+                else:
+                    lines.append(line)
             else:
                 lines.append(data[start:i])
             start = i + 1
@@ -118,8 +126,6 @@ class _Lines:
             self.size += len(data) - start
             if self.size > self.cap:
                 self.parts, self.size, self.skip, cut = [], 0, True, True
-        if any(len(line) > self.cap for line in lines):
-            lines, cut = [line for line in lines if len(line) <= self.cap], True
         return lines, cut
 
 
@@ -243,6 +249,7 @@ def _template(ctl, kernel_code):
     _signal.set_wakeup_fd(wake_w)
     space = {"__name__": "__ptybox_kernel__", "__builtins__": builtins}
     exec(kernel_code, space)
+    space["prepare"]()
     kernel = space["main"]
     kids = set()
     cmsg_space = _socket.CMSG_SPACE(4 * 4)
@@ -345,24 +352,27 @@ class _Out:
         os.set_blocking(fd, False)
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.paused = False
+        self.fed = True                      # something came in this period
+        self.tail, self.tail_len, self.dropped = deque(), 0, 0
         self.period(b"null", True, DEFAULT_MAX_OUTPUT)
 
     def period(self, sid, late, max_output):
-        """A new period: snippet sid's (head + tail) or its late one (head only)."""
-        if self.decoder.buffer:
-            self.decoder.reset()
+        """A new period: snippet sid's (head + tail) or its late one (head
+        only); whether the pipe was paused.  Cheap when nothing came in the
+        last one: twice a round trip."""
         paused, self.paused = self.paused, False
-        self.tail, self.tail_len, self.dropped = deque(), 0, 0
-        self.late = late
+        if self.fed:
+            if self.decoder.buffer:
+                self.decoder.reset()
+            self.tail, self.tail_len, self.dropped = deque(), 0, 0
+            self.fed = False
+        self.late, self.sid, self.prefix = late, sid, None   # (prefix: made when needed)
         if not max_output:
             self.head_left = self.tail_cap = None
         elif late:
             self.head_left, self.tail_cap = max_output, 0
         else:
             self.head_left, self.tail_cap = max_output // 2, max_output - max_output // 2
-        self.prefix = b'{"type":"stream","id":%s,"name":"%s","text":"' % (sid, self.ename)
-        self.suffix = b'","late":true}' if late else b'"}'
-        self.sid = sid
         return paused
 
 
@@ -395,6 +405,7 @@ class Relay:
         self.last = b"null"                  # id payload that idle output belongs to
         self.max_output = DEFAULT_MAX_OUTPUT
         self.spin_until = 0
+        self.hold_until = 0                  # _perf_ns(): the capture pipes wait until then
         self.dumpable = True
         self.poller = None
 
@@ -462,6 +473,9 @@ class Relay:
         os.set_blocking(req_w, False)
         os.set_blocking(msg_r, False)
         self.outs = (_Out("stdout", out_r), _Out("stderr", err_r))
+        self.out_poll = select.poll()
+        for o in self.outs:
+            self.out_poll.register(o.fd, select.POLLIN)
         for o in self.outs:
             o.period(self.last, True, self.max_output)
         self.wbuf = bytearray()
@@ -662,7 +676,8 @@ class Relay:
             if len(self.ids) > SEQ_KEEP:
                 del self.ids[seq - SEQ_KEEP]
             self.drain()
-            self.discard()
+            if self.outs[0].paused or self.outs[1].paused:
+                self.discard()
             self.finish()
             for o in self.outs:
                 if o.period(sid, False, limit):
@@ -686,9 +701,17 @@ class Relay:
 
     # -- the kernel's output
     def drain(self):
-        """Everything the capture pipes hold now (FIONREAD bounds it)."""
+        """Everything the capture pipes hold now (FIONREAD bounds it): one
+        poll tells which hold anything, on the way to every result."""
+        try:
+            ready = self.out_poll.poll(0)
+        except OSError:
+            ready = [(o.fd, 0) for o in self.outs]
+        if not ready:
+            return
+        ready = {fd for fd, _ in ready}
         for o in self.outs:
-            if o.paused:
+            if o.paused or o.fd not in ready:
                 continue
             try:
                 n = int.from_bytes(fcntl.ioctl(o.fd, termios.FIONREAD, b"\0\0\0\0"),
@@ -739,16 +762,23 @@ class Relay:
             self.poller = None
             return
         self.feed(o, data)
+        if len(data) < HOLD_BELOW and self.running is not None:
+            self.hold_until = _perf_ns() + HOLD_NS
 
     def feed(self, o, data):
         """Forward data within the head budget; ring or count the rest."""
+        o.fed = True
         if o.head_left is None or len(data) <= o.head_left:
             if o.head_left is not None:
                 o.head_left -= len(data)
             if not o.decoder.buffer and data.isascii():
                 text = _json_ascii(data)
                 if text is not None:
-                    self.write(self.start, o.prefix, text, o.suffix, END)
+                    if o.prefix is None:
+                        o.prefix = b'{"type":"stream","id":%s,"name":"%s","text":"' % (
+                            o.sid, o.ename)
+                    self.write(self.start, o.prefix, text,
+                               b'","late":true}' if o.late else b'"}', END)
                     return
             self.emit(o, o.decoder.decode(data))
             return
@@ -782,6 +812,8 @@ class Relay:
     def finish(self):
         """End of a period: flush the decoders, send the tail with the drop count."""
         for o in self.outs:
+            if not o.fed:
+                continue
             text = o.decoder.decode(b"", True)
             if text:
                 self.emit(o, text)
@@ -938,9 +970,12 @@ class Relay:
             poller = self.poller
             if poller is None:
                 poller = self.poller = select.poll()
+                self.poller_held = held = select.poll()   # (without the capture pipes)
                 fds = {self.tty: self.on_tty, self.ctl.fileno(): self.on_ctl}
                 if self.msg is not None:
                     fds[self.msg] = self.on_msg
+                for fd in fds:
+                    held.register(fd, select.POLLIN)
                 for o in self.outs:
                     if not o.paused:
                         fds[o.fd] = (lambda o=o: self.on_out(o))
@@ -950,9 +985,11 @@ class Relay:
                 self.tty_paused = len(self.queue) >= QUEUE_CAP
                 if self.tty_paused:          # (read again once the queue shrinks)
                     poller.unregister(self.tty)
+                    held.unregister(self.tty)
                 self.watch_req = bool(self.wbuf)
                 if self.watch_req and self.req is not None:
                     poller.register(self.req, select.POLLOUT)
+                    held.register(self.req, select.POLLOUT)
             if (bool(self.wbuf) != self.watch_req
                     or (len(self.queue) >= QUEUE_CAP) != self.tty_paused):
                 self.poller = None
@@ -960,6 +997,14 @@ class Relay:
             timeout = None
             if self.spin_until:
                 timeout = 0
+            if self.hold_until:
+                # Output comes in small writes (a line each): let it gather
+                # for a moment, a frame for many, rather than one for each.
+                left = self.hold_until - _perf_ns()
+                if left > 0:
+                    poller, timeout = self.poller_held, left / 1e6
+                else:
+                    self.hold_until = 0
             deadline = self.killing or self.hello_by
             if deadline is not None and timeout is None:
                 timeout = max(0, deadline - time.monotonic()) * 1000 + 1
@@ -968,6 +1013,8 @@ class Relay:
             except InterruptedError:
                 continue
             if not events:
+                if poller is self.poller_held:
+                    continue
                 if self.spin_until:
                     if _perf_ns() < self.spin_until:
                         os.sched_yield()
@@ -987,7 +1034,7 @@ class Relay:
                     self.flush_req()
                     continue
                 handler = handlers.get(fd)
-                if handler is not None and self.poller is poller:
+                if handler is not None and poller in (self.poller, self.poller_held):
                     handler()
                 elif handler is not None and fd in (self.tty, self.ctl.fileno()):
                     handler()
@@ -1041,6 +1088,9 @@ def main(kernel_code):
     relay = Relay(tty, pid, mine)
     relay.spawn()                            # the kernel starts while we ask for the nonce
     relay.write(b"\r\nPTYBOX/1 NONCE?\r\n")
+    # While the client answers and the first kernel starts: no kernel may read
+    # our memory once the nonce is in it.
+    relay.dumpable = not _no_dump()
     line = b""
     while b"\n" not in line:
         try:
