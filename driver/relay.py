@@ -61,6 +61,9 @@ MESSAGE_PLAIN = 64 << 10          # a kernel message longer than this has its va
 MESSAGE_VALUES = 1 << 16          # ... past this many it is dropped (parsing costs 60 B a value)
 HELLO_WAIT = 20.0                 # s for a fresh kernel to say it is up
 KILL_WAIT = 5.0                   # s for a killed kernel's exit to be reported
+STANDBY_DELAY = 0.05              # s after a kernel's start before the next standby forks
+STANDBY_RETRY = 1.0               # s between tries when no process can be forked
+FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
@@ -135,6 +138,14 @@ def _values(line):
     import re
     bare = re.sub(rb'"(?:[^"\\]|\\.)*"', b'""', line)
     return bare.count(b",") + bare.count(b"[") + bare.count(b"{")
+
+
+def _parent(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _pipe():
@@ -221,10 +232,32 @@ def _error(err, limit):
 
 # ---------------------------------------------------------------- template
 
+def _send_fds(sock, msg, fds):
+    sock.sendmsg([msg], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                          b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds))])
+
+
+def _recv_fds(sock, count):
+    """(message, fds) from sock: b"" at its end, None if a signal cut it short."""
+    try:
+        msg, anc, _, _ = sock.recvmsg(16, _socket.CMSG_SPACE(4 * count))
+    except InterruptedError:
+        return None, []
+    except OSError:
+        return b"", []
+    fds = []
+    for level, kind, data in anc:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += [int.from_bytes(data[i:i + 4], sys.byteorder)
+                    for i in range(0, len(data) - len(data) % 4, 4)]
+    return msg, fds
+
+
 def _template(ctl, kernel_code):
     """The fork server, in a child forked before the nonce was read: runs the
-    kernel's module code once, then forks a kernel on the fds the relay
-    sends, reports its pid and its exit.  Single-threaded, runs no user
+    kernel's module code once, keeps one kernel forked ahead (a standby that
+    waits for its fds: a restart then costs no fork), hands it the fds the
+    relay sends, reports its pid and its exit.  Single-threaded, runs no user
     code and holds nothing secret; when the relay goes, it takes its
     kernels along.  It stays in our process group, so that a client that
     kills the group kills it too (and its kernels with it: kernel.py's
@@ -252,10 +285,50 @@ def _template(ctl, kernel_code):
     space["prepare"]()
     kernel = space["main"]
     kids = set()
-    cmsg_space = _socket.CMSG_SPACE(4 * 4)
-    while True:
+
+    def fork_standby():
+        """A kernel forked ahead, or None if no process can be made now (the
+        session's pids limit: a fork bomb of the code's, say)."""
+        mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
-            ready = select.select([3, wake_r], [], [])[0]
+            pid = os.fork()
+        except OSError:
+            mine.close()
+            theirs.close()
+            return None
+        if pid == 0:
+            try:
+                _signal.set_wakeup_fd(-1)
+                for sig in (_signal.SIGCHLD, _signal.SIGHUP, _signal.SIGINT):
+                    _signal.signal(sig, _signal.SIG_DFL)
+                for f in (wake_r, wake_w):
+                    os.close(f)
+                ctl.close()
+                mine.close()
+                msg, fds = None, []
+                while msg is None:
+                    msg, fds = _recv_fds(theirs, 4)
+                if msg != b"S" or len(fds) != 4:
+                    os._exit(0)              # (the template is gone)
+                theirs.close()
+                req, msg_w, out_w, err_w = fds
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.close(out_w)
+                os.close(err_w)
+                kernel(req, msg_w)
+            finally:
+                os._exit(1)
+        theirs.close()
+        kids.add(pid)
+        return pid, mine
+
+    standby = fork_standby()
+    standby_due = None if standby else time.monotonic() + STANDBY_DELAY
+    while True:
+        timeout = None if standby_due is None else max(0.0, standby_due - time.monotonic())
+        try:
+            ready = select.select([3, wake_r], [], [], timeout)[0]
         except InterruptedError:
             continue
         if wake_r in ready:
@@ -273,51 +346,53 @@ def _template(ctl, kernel_code):
                 break
             kids.discard(pid)
             ctl.sendall(b"X%d %d\n" % (pid, status))
+        if standby is None and standby_due is not None and time.monotonic() >= standby_due:
+            standby = fork_standby()         # (after a kernel's start, not in it)
+            standby_due = None if standby else time.monotonic() + STANDBY_RETRY
         if 3 not in ready:
             continue
-        try:
-            msg, anc, _, _ = ctl.recvmsg(16, cmsg_space)
-        except InterruptedError:
+        msg, fds = _recv_fds(ctl, 4)
+        if msg is None:
             continue
-        except OSError:
-            msg, anc = b"", []
         if not msg:                          # the relay is gone: so are its kernels
             for pid in kids:
                 try:
                     os.killpg(pid, _signal.SIGKILL)
                 except OSError:
                     pass
+                try:
+                    os.kill(pid, _signal.SIGKILL)
+                except OSError:
+                    pass
             os._exit(0)
-        fds = []
-        for level, kind, data in anc:
-            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-                fds += [int.from_bytes(data[i:i + 4], sys.byteorder)
-                        for i in range(0, len(data) - len(data) % 4, 4)]
         if msg != b"S" or len(fds) != 4:
             for fd in fds:
                 os.close(fd)
             continue
-        pid = os.fork()
-        if pid == 0:
-            _signal.set_wakeup_fd(-1)
-            for sig in (_signal.SIGCHLD, _signal.SIGHUP, _signal.SIGINT):
-                _signal.signal(sig, _signal.SIG_DFL)
-            os.close(wake_r)
-            os.close(wake_w)
-            ctl.close()
-            req, msg_w, out_w, err_w = fds
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            os.close(out_w)
-            os.close(err_w)
-            try:
-                kernel(req, msg_w)
-            finally:
-                os._exit(1)
-        kids.add(pid)
+        deadline = time.monotonic() + FORK_WAIT
+        while True:
+            if standby is None:
+                standby = fork_standby()
+            if standby is not None:
+                pid, sock = standby
+                try:
+                    _send_fds(sock, b"S", fds)
+                    break
+                except OSError:              # it died: one forked now takes over
+                    sock.close()
+                    standby = None
+                    continue
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(STANDBY_RETRY / 10)   # (no process to be had: a moment for one)
         for fd in fds:
             os.close(fd)
+        if standby is None:
+            ctl.sendall(b"F\n")             # no kernel: the relay counts it a failed start
+            continue
+        sock.close()
         ctl.sendall(b"P%d\n" % pid)
+        standby, standby_due = None, time.monotonic() + STANDBY_DELAY
 
 
 def _no_dump():
@@ -462,9 +537,7 @@ class Relay:
         out_r, out_w = _pipe()
         err_r, err_w = _pipe()
         try:
-            self.ctl.sendmsg([b"S"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                       b"".join(fd.to_bytes(4, sys.byteorder)
-                                                for fd in (req_r, msg_w, out_w, err_w)))])
+            _send_fds(self.ctl, b"S", (req_r, msg_w, out_w, err_w))
         except OSError:
             self.exit(EXIT_NO_KERNEL)        # the template is gone
         for fd in (req_r, msg_w, out_w, err_w):
@@ -515,7 +588,7 @@ class Relay:
             except OSError:
                 return
             for pid in pids:
-                if pid not in spare:
+                if pid not in spare and _parent(pid) != self.template:   # (the standby)
                     try:
                         os.kill(pid, _signal.SIGKILL)
                         found = True
@@ -561,6 +634,8 @@ class Relay:
                         continue
                     if self.hello_early is not None:
                         self.hello(self.hello_early)
+                elif line[:1] == b"F":       # the template could not fork a kernel
+                    self.died(0)
                 elif line[:1] == b"X":
                     pid, status = map(int, line[1:].split())
                     if pid == self.kernel:
@@ -628,8 +703,11 @@ class Relay:
             # The ready that answers it says so: a kernel that died by itself
             # just before (its died and ready may be on their way) is not it.
             self.restart_id = rid
-            if self.kernel_up:
-                self.kill()                  # died and ready follow
+            if self.kernel_up and self.kernel:
+                self.kill()
+                # Told at once, and a fresh kernel started: with SIGKILL
+                # pending it never runs again (its exit, later, is ignored).
+                self.died(_signal.SIGKILL)
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
