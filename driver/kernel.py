@@ -46,6 +46,7 @@ __builtins__ = dict(builtins.__dict__)
 TTY_READ = 64 << 10               # request bytes per read
 TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
 SETTLE_WAIT = 20 * 10 ** 6        # ns: a write to one stream waits this long for the other
+FLUSH_DELAY = 50 * 10 ** 6        # ns: text in sys.stdout goes out at most this late
 SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
@@ -225,25 +226,56 @@ class Channel:
     def healthy(self):
         return (_identity(self.req), _identity(self.msg)) == self.idents
 
-    def watch(self):
+    def watch(self, flush):
         """A thread that ends the kernel and its process group as soon as the
         relay is gone (its end of the request pipe closes), also while a
-        snippet runs: a kernel must never outlive its relay."""
+        snippet runs: a kernel must never outlive its relay.  It also calls
+        flush() FLUSH_DELAY after wake() (text buffered in sys.stdout), again
+        soon if flush() says it could not (a stream was busy)."""
+        r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self.wake_r, self.wake_w = _private(r), _private(w)
+
         def watchdog():
             _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
             poll = select.poll()
             poll.register(self.req, 0)      # (POLLHUP and POLLNVAL come anyway)
+            poll.register(self.wake_r, select.POLLIN)
+            deadline = None
             while True:
+                timeout = None if deadline is None else max(0, deadline - _perf_ns()) / 1e6
                 try:
-                    if poll.poll():
+                    events = poll.poll(timeout)
+                except OSError as e:
+                    if e.errno != errno.EINVAL:
                         break
-                except OSError:
-                    break
+                    # RLIMIT_NOFILE below the fds polled: only the flushing
+                    # goes on (a read at the relay's end still ends us).
+                    time.sleep(FLUSH_DELAY / 1e9)
+                    flush()
+                    continue
+                if any(fd == self.req or ev & select.POLLNVAL for fd, ev in events):
+                    break                    # the relay is gone, or our fds are
+                if events:
+                    try:
+                        while os.read(self.wake_r, 512):
+                            pass
+                    except OSError:
+                        pass
+                    if deadline is None:
+                        deadline = _perf_ns() + FLUSH_DELAY
+                if deadline is not None and _perf_ns() >= deadline:
+                    deadline = None if flush() else _perf_ns() + FLUSH_DELAY // 10
             try:
                 os.killpg(0, _signal.SIGKILL)
             finally:
                 os._exit(EXIT_LOST_PIPE)
         _thread.start_new_thread(watchdog, ())
+
+    def wake(self):
+        try:
+            os.write(self.wake_w, b"\0")
+        except OSError:
+            pass                             # full: woken already
 
     def _read(self):
         """More request bytes, into self.parts within one C call (deque.extend
@@ -422,6 +454,9 @@ class _FdSink(io.RawIOBase):
     def write_all(self, b):
         if self.dead:
             return len(b)
+        before = _BEFORE_WRITE.get(self.fd)
+        if before is not None:
+            before()                         # what the other stream holds goes first
         if _LAST[0] != self.fd:
             _settle(self.fd)
         view, done = memoryview(b), 0
@@ -434,6 +469,7 @@ class _FdSink(io.RawIOBase):
 
 
 _LAST = [None]                    # the fd that our streams wrote to last
+_BEFORE_WRITE = {}                # fd -> what to flush before our stream writes to it
 
 
 def _settle(fd):
@@ -528,8 +564,9 @@ def _writer(stream, driver, name):
         if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s) \
                 and _getprofile() is None and _gettrace() is None:
             stream.flush()                   # (under a user's tracer: at the end, as before)
-        else:
+        elif not buf.dirty:
             buf.dirty = True
+            driver.chan.wake()               # out in FLUSH_DELAY at the latest
         return len(s)
     return write
 
@@ -612,6 +649,9 @@ class Kernel:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
         self._patch_thread_start()
         self._patch_exit()
+        self._patch_flush_points()
+        _BEFORE_WRITE[1] = lambda: self._flush_held("stderr")
+        _BEFORE_WRITE[2] = lambda: self._flush_held("stdout")
         os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
         self._check()
 
@@ -710,6 +750,7 @@ class Kernel:
 
     def _make_stream(self, fd, name):
         buf = _TextBuffer("backslashreplace")
+        buf.eager = 1 if fd == 2 else 0      # as Python's own: stderr line-buffered
         sink = _FdSink(fd, "<%s>" % name, buf)
         s = _OutStream(sink, encoding="utf-8", errors="backslashreplace")
         s._ptybox_buf, s._ptybox_sink = buf, sink
@@ -751,6 +792,78 @@ class Kernel:
                 del self.streams[name]
                 failure = failure or e
         return failure
+
+    def flush_idle(self):
+        """(The watchdog thread) what sys.stdout/err buffered, out now; False
+        if a stream was busy (being written or flushed: try again soon)."""
+        done = True
+        for s in tuple(self.streams.values()):
+            buf = s._ptybox_buf
+            if not buf.dirty:
+                continue
+            if not buf.lock.acquire(False):
+                done = False
+                continue
+            try:
+                s._ptybox_sink.flush_text()
+            except BaseException:
+                pass
+            finally:
+                buf.lock.release()
+        return done
+
+    def _flush_held(self, name):
+        """Before our other stream writes: this one's buffered text first (not
+        if another thread is at it, which cannot wait for us: no deadlock)."""
+        s = self.streams.get(name)
+        if s is None or not s._ptybox_buf.dirty or not s._ptybox_buf.lock.acquire(False):
+            return
+        try:
+            s._ptybox_sink.flush_text()
+        except BaseException:
+            pass
+        finally:
+            s._ptybox_buf.lock.release()
+
+    def _flush_all(self):
+        for s in tuple(self.streams.values()):
+            if s._ptybox_buf.dirty:
+                try:
+                    s.flush()
+                except BaseException:
+                    pass
+
+    def _patch_flush_points(self):
+        """sys.stdout is block-buffered (for speed): what it holds goes out
+        before anything else of this process can write to fds 1 and 2 (a
+        child process, os.system, os.write), so that the output keeps the
+        order a terminal would show."""
+        driver = self
+        osmod = _MODULES["os"]
+
+        def flushing(real, fds=None):
+            if fds is None:
+                def hook(*args, **kwargs):
+                    driver._flush_all()
+                    return real(*args, **kwargs)
+            else:
+                def hook(fd, *args, **kwargs):
+                    if fd in fds:
+                        driver._flush_all()
+                    return real(fd, *args, **kwargs)
+            hook.__wrapped__, hook.__doc__, hook.__name__ = real, real.__doc__, real.__name__
+            return hook
+
+        for name, fds in (("write", (1, 2)), ("writev", (1, 2)), ("system", None),
+                          ("posix_spawn", None), ("posix_spawnp", None)):
+            real = getattr(osmod, name, None)
+            if real is not None:
+                setattr(osmod, name, flushing(real, fds))
+        try:
+            import _posixsubprocess
+            _posixsubprocess.fork_exec = flushing(_posixsubprocess.fork_exec)
+        except (ImportError, AttributeError):
+            pass
 
     def _patch_exit(self):
         """os._exit() in user code: what sys.stdout/err hold goes into the pipes
@@ -1445,8 +1558,8 @@ def main(req, msg):
     _signal.signal(_SIGINT, _signal.SIG_IGN)  # until the kernel is armed
     os.setsid()                              # no controlling terminal: /dev/tty fails
     chan = Channel(req, msg)
-    chan.watch()
     kernel = Kernel(chan)
+    chan.watch(kernel.flush_idle)
     if sys.flags.no_site and "site" not in _MODULES:
         kernel.site = _DeferredSite(kernel)
     chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))

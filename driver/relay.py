@@ -990,7 +990,8 @@ class Relay:
         except (ValueError, UnicodeDecodeError):
             return
         self.kernel_up, self.hello_by, self.hello_early = True, None, None
-        frame = {"type": "ready", "protocol": PROTOCOL, "pid": pid, "python": python}
+        frame = {"type": "ready", "protocol": PROTOCOL, "pid": pid, "python": python,
+                 "guarded": not self.dumpable}
         if self.restart_id is not None:
             frame["restart"], self.restart_id = self.restart_id, None
         self.send(frame)

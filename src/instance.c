@@ -120,6 +120,11 @@ static void instance_scan_cb(void *ctx, enum frame_event ev, const char *data, s
 			struct protocol_frame f;
 			if (protocol_parse_frame(data, len, &f) == 0) {
 				bool ready = f.type == FRAME_READY;
+				if (ready && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+						     f.root, "guarded")))
+					log_msg("instance %d: the relay could not make itself "
+						"non-dumpable: its kernel may read it",
+						(int)in->pty.pid);
 				protocol_frame_free(&f);
 				if (ready) {
 					in->state = I_READY;
