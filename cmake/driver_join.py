@@ -33,7 +33,7 @@ def _kernel_code():
 
 
 if __name__ == "__main__":
-    main(_kernel_code())
+    main(_kernel_code)
 '''
 
 

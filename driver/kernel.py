@@ -34,7 +34,7 @@ Standard library only; runs on Python 3.8 and later.
 # Only what starts fast: the interpreter runs with -S and these imports are on
 # the way to the first result (re, enum, json, base64, linecache are not).
 import _ast, _signal, _thread, binascii, builtins, codecs, errno, fcntl, io
-import os, select, sys, termios, threading, time, types
+import os, select, sys, termios, time, types
 from _collections import deque
 
 # The driver's own builtins: a snapshot that user code cannot reach.  Every
@@ -75,11 +75,13 @@ def _snapshot(module):
     return copy
 
 
-os, fcntl, termios, select, _signal, time, codecs, binascii, threading = map(
-    _snapshot, (os, fcntl, termios, select, _signal, time, codecs, binascii, threading))
+os, fcntl, termios, select, _signal, time, codecs, binascii = map(
+    _snapshot, (os, fcntl, termios, select, _signal, time, codecs, binascii))
 _CodeType = types.CodeType
-_get_ident = threading.get_ident
-_THREADS = threading._active          # ident -> Thread, without making one up
+_get_ident = _thread.get_ident
+_RLock = _thread.RLock
+# threading is not imported at start (it costs some 6 ms of every cold start):
+# Kernel._patch_threading runs once it is, whoever imports it.
 _text_flush = io.TextIOWrapper.flush
 _perf_ns = time.perf_counter_ns
 _dup2 = os.dup2
@@ -179,7 +181,7 @@ def _strip_driver_frames(exc):
 
 def _stamped_call(stamp, fn, /, *args, **kwargs):
     """fn(*args, **kwargs) in a pool thread, under the stamp of its snippet."""
-    thread = threading.current_thread()
+    thread = _MODULES["threading"].current_thread()
     old = getattr(thread, STAMP, _UNSTAMPED)
     try:
         setattr(thread, STAMP, stamp)
@@ -215,7 +217,7 @@ class Channel:
     def __init__(self, req, msg):
         self.req, self.msg = _private(req), _private(msg)
         self.idents = (_identity(self.req), _identity(self.msg))
-        self.lock = threading.RLock()        # one message per write, whole
+        self.lock = _RLock()        # one message per write, whole
         self.writing = False                 # a message is being written (lock held)
         self.deferred = []                   # messages a signal handler wrote meanwhile
         self.parts = deque()                 # read, not taken yet: 1-tuples of bytes
@@ -405,7 +407,7 @@ class _TextBuffer:
     def __init__(self, errors):
         self.chunks, self.size, self.dirty, self.closed = [], 0, False, False
         self.gone = False
-        self.lock = threading.RLock()        # re-entrant: a signal handler may print
+        self.lock = _RLock()        # re-entrant: a signal handler may print
         self.errors, self.eager = errors, 1
 
     def take(self):
@@ -605,7 +607,7 @@ class Kernel:
 
     def __init__(self, chan):
         self.chan = chan
-        self.main_ident = threading.get_ident()
+        self.main_ident = _get_ident()
         self.running = None                  # seq of the snippet running now
         self.max_output = DEFAULT_MAX_OUTPUT
         self.last_id = None                  # seq that idle output belongs to
@@ -623,13 +625,14 @@ class Kernel:
         self.pending = None                  # (seq, max_output) whose result is owed
         self.hits, self.hits_since = 0, 0    # serve() hit again and again: _hit
         self.stray_exc = None                # what cut it short (_stray)
+        self.threading_patched = False       # threading.Thread.start stamps its threads
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
         self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
-        self.late_lock = threading.RLock()   # (its owner is known: _late_write)
+        self.late_lock = _RLock()   # (its owner is known: _late_write)
         self.sources, self.source_bytes = deque(), 0
         self.unregistered = {}               # linecache entries, once it is imported
         self.code_cache = {}                 # source -> (body, last expression, nested code?, lines)
@@ -740,12 +743,12 @@ class Kernel:
         """In a child forked by user code: locks held by vanished threads are new,
         and sys.stdout/err write through (a pool worker's print() would wait
         for its exit, or be lost to an os._exit)."""
-        self.chan.lock = threading.RLock()
+        self.chan.lock = _RLock()
         self.chan.writing, self.chan.deferred = False, []
-        self.late_lock = threading.RLock()
+        self.late_lock = _RLock()
         self.forked = True
         for s in self.streams.values():
-            s._ptybox_buf.lock = threading.RLock()
+            s._ptybox_buf.lock = _RLock()
             s._ptybox_buf.eager = 2
 
     def _make_stream(self, fd, name):
@@ -894,7 +897,8 @@ class Kernel:
     def _thread_stamp(self, ident, default):
         """The stamp of thread ident, or default.  (Not current_thread(),
         which would leave a _DummyThread behind for a _thread thread.)"""
-        thread = _THREADS.get(ident)
+        threading = _MODULES.get("threading")
+        thread = None if threading is None else threading._active.get(ident)
         if thread is None:
             return self.raw_stamps.get(ident, default)
         return getattr(thread, STAMP, default)
@@ -902,7 +906,20 @@ class Kernel:
     def _patch_thread_start(self):
         """Threads carry the snippet that started them (STAMP): what they write
         once it is over is its late output, not the running snippet's.  So
-        does pool work, whose thread an earlier snippet may have started."""
+        does pool work, whose thread an earlier snippet may have started.
+        threading.Thread.start is patched once threading is imported (an
+        import hook, and a look before each snippet in case it was missed)."""
+        threading = _MODULES.get("threading")
+        if threading is not None:
+            self._patch_threading(threading)
+        else:
+            sys.meta_path.insert(0, _OnImport("threading", self._patch_threading))
+        self._patch_raw_threads()
+
+    def _patch_threading(self, threading):
+        if self.threading_patched:
+            return
+        self.threading_patched = True
         original, driver = threading.Thread.start, self
 
         def start(thread, *args, **kwargs):
@@ -919,7 +936,9 @@ class Kernel:
 
         start.__wrapped__ = original
         threading.Thread.start = start
-        raw_start = _thread.start_new_thread
+
+    def _patch_raw_threads(self):
+        raw_start, driver = _thread.start_new_thread, self
 
         def start_new_thread(function, args, kwargs=None):
             """The same stamp for a thread started without threading."""
@@ -1048,7 +1067,7 @@ class Kernel:
             self.display_cut = True          # the running snippet's result says truncated
         if where is _PIPE:
             _settle(None)                    # the relay has read the text before it
-        if threading.get_ident() != self.main_ident or not self.armed:
+        if _get_ident() != self.main_ident or not self.armed:
             self.chan.write(line + b"\n")
             _LAST[0] = self.chan.msg
             return
@@ -1286,6 +1305,8 @@ class Kernel:
         if not self.checked:
             self._check()                    # the last one was cut short
         self.checked = False                 # user code runs: check after the result
+        if not self.threading_patched and "threading" in _MODULES:
+            self._patch_threading(_MODULES["threading"])
         self.sigint_deferred = False
         self.running = self.last_id = sid
         if self.sigint_idle:                 # the relay's ^C for this snippet came first?
@@ -1487,6 +1508,46 @@ def _readable(fd, timeout):
         return True
 
 
+class _OnImport:
+    """A finder that calls then(module) right after the module called name is
+    imported, whoever imports it (and then leaves sys.meta_path)."""
+
+    def __init__(self, name, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = _MODULES["_frozen_importlib_external"].PathFinder.find_spec(name, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+class _ThenLoader:
+    """A module's own loader, and then(module) once it has run."""
+
+    def __init__(self, loader, then):
+        self._loader, self._then = loader, then
+
+    def __getattr__(self, name):             # (get_source, get_filename, ...)
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._then(module)
+        except Exception:
+            pass
+
+
 class _DeferredSite:
     """The interpreter starts with -S: importing site (the site-packages
     directories, .pth files, sitecustomize) takes as long again as the
@@ -1543,7 +1604,8 @@ def prepare():
     """In the fork template, once: what every kernel would otherwise pay for
     at its start (first uses that load or cache something), paid before the
     fork."""
-    import _sitebuiltins                     # noqa: F401 (for _DeferredSite)
+    import _sitebuiltins                     # (for _DeferredSite)
+    _sitebuiltins.Quitter
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         _OutStream(_FdSink(devnull, "<warm>", _TextBuffer("backslashreplace")),

@@ -281,7 +281,7 @@ def _template(ctl, kernel_code):
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     _signal.set_wakeup_fd(wake_w)
     space = {"__name__": "__ptybox_kernel__", "__builtins__": builtins}
-    exec(kernel_code, space)
+    exec(kernel_code(), space)
     space["prepare"]()
     kernel = space["main"]
     kids = set()
@@ -1149,21 +1149,22 @@ def _take_terminal():
 
 
 def main(kernel_code):
-    """kernel_code: the kernel module's code (its main(req_fd, msg_fd) runs a
-    kernel, in a child of the template)."""
+    """kernel_code(): the kernel module's code (its main(req_fd, msg_fd) runs
+    a kernel, in a child of the template)."""
     for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM, _signal.SIGQUIT):
         _signal.signal(sig, _signal.SIG_IGN if sig == _signal.SIGINT else _signal.SIG_DFL)
-    tty = _take_terminal()
     mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    pid = os.fork()                          # before the nonce: the template knows no secret
+    # The template first, before the nonce (it knows no secret) and before
+    # anything else: the first kernel's start is the longest way to ready.
+    pid = os.fork()
     if pid == 0:
         try:
-            os.close(tty)
             mine.close()
-            _template(theirs, kernel_code)
+            _template(theirs, kernel_code)   # (fds 0-2, the terminal, go to /dev/null)
         finally:
             os._exit(1)
     theirs.close()
+    tty = _take_terminal()
     relay = Relay(tty, pid, mine)
     relay.spawn()                            # the kernel starts while we ask for the nonce
     relay.write(b"\r\nPTYBOX/1 NONCE?\r\n")
