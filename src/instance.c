@@ -322,19 +322,33 @@ static void instance_pty_hangup(struct pty *p)
 	instance_settle(in);
 }
 
+static void instance_exited(struct instance *in)
+{
+	if (in->state == I_CLOSING)
+		return;
+	if (in->state < I_DYING) {
+		pty_drain(&in->pty); /* the tail it wrote before it went */
+		instance_kill(in);   /* and whatever it left behind */
+	}
+	instance_settle(in);
+}
+
+static void instance_exited_cb(uv_timer_t *t)
+{
+	instance_exited(t->data);
+}
+
 static void instance_pty_exit(struct pty *p, int wstatus)
 {
 	struct instance *in = p->data;
 	in->child_exited = true;
 	in->wstatus = wstatus;
 	log_msg("instance %d: exited, status 0x%x", (int)p->pid, wstatus);
-	if (in->state == I_CLOSING)
-		return;
-	if (in->state < I_DYING) {
-		pty_drain(p);	   /* the tail it wrote before it went */
-		instance_kill(in); /* and whatever it left behind */
-	}
-	instance_settle(in);
+	/* An exit seen by pty_spawn itself (a transport that fails at once) is
+	 * handled once instance_start has set everything up, on the next loop
+	 * turn: its timer did not exist yet, nor did its caller have it. */
+	if (in->started)
+		instance_exited(in);
 }
 
 static void instance_handle_closed(struct instance *in)
@@ -439,7 +453,10 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	uv_poll_start(&in->setup, UV_READABLE, instance_setup_cb);
 	in->open_handles = 3; /* the PTY (both of its handles), the timer, the set-up pipe */
 	in->boot_ms = options_seconds_ms(boot_timeout);
-	if (in->boot_ms)
+	in->started = true;
+	if (in->child_exited)
+		uv_timer_start(&in->timer, instance_exited_cb, 0, 0);
+	else if (in->boot_ms)
 		uv_timer_start(&in->timer, instance_boot_timeout_cb, in->boot_ms, 0);
 	*out = in;
 	return 0;

@@ -51,6 +51,7 @@ struct instance {
 	char setup_error[256];
 	int open_handles;
 	bool child_exited, hung_up, pty_live;
+	bool started;	    /* instance_start is done: exits are handled as they come */
 	bool terminal_lost; /* hung up while the child ran on: killed for it */
 	int wstatus;
 	char nonce[2 * PROTOCOL_NONCE_BYTES + 1];
