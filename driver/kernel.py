@@ -46,7 +46,8 @@ __builtins__ = dict(builtins.__dict__)
 TTY_READ = 64 << 10               # request bytes per read
 TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write into the pipe
 SETTLE_WAIT = 20 * 10 ** 6        # ns: a write to one stream waits this long for the other
-FLUSH_DELAY = 50 * 10 ** 6        # ns: text in sys.stdout goes out at most this late
+COALESCE = 10 ** 6                # ns: lines within this of the last flush wait for more ...
+FLUSH_DELAY = 5 * 10 ** 6         # ... at most this long (the watchdog flushes them)
 SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
@@ -400,19 +401,24 @@ class _TextBuffer:
     chunks.  Writers only append (atomic under the GIL: no lock on print()'s
     path); whoever empties it holds lock until the bytes are in the pipe (or
     in the capture), so the order is kept.  dirty: something may be in it;
-    eager: 1 to flush at each line end (line_buffering), 2 at each write;
+    eager: 1 to flush at each line end (line_buffering), 2 at each write,
+    3 at a line end unless the last flush was less than COALESCE ago (then
+    the watchdog flushes, FLUSH_DELAY later at most);
     gone: its stream was closed, or dropped when its fd failed."""
-    __slots__ = ("chunks", "size", "dirty", "closed", "gone", "lock", "errors", "eager")
+    __slots__ = ("chunks", "size", "dirty", "closed", "gone", "lock", "errors", "eager",
+                 "flushed")
 
     def __init__(self, errors):
         self.chunks, self.size, self.dirty, self.closed = [], 0, False, False
         self.gone = False
         self.lock = _RLock()        # re-entrant: a signal handler may print
         self.errors, self.eager = errors, 1
+        self.flushed = 0                     # _perf_ns() of the last take()
 
     def take(self):
         """The bytes buffered (lock held); empty afterwards."""
         self.dirty = False                   # first: a write after this sets it again
+        self.flushed = _perf_ns()
         chunks, self.chunks = self.chunks, []
         self.size = 0
         return "".join(chunks).encode("utf-8", self.errors) if chunks else b""
@@ -564,6 +570,7 @@ def _writer(stream, driver, name):
         buf.chunks.append(s)
         buf.size += len(s)
         if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s) \
+                and (buf.eager != 3 or _perf_ns() - buf.flushed >= COALESCE) \
                 and _getprofile() is None and _gettrace() is None:
             stream.flush()                   # (under a user's tracer: at the end, as before)
         elif not buf.dirty:
@@ -625,7 +632,6 @@ class Kernel:
         self.pending = None                  # (seq, max_output) whose result is owed
         self.hits, self.hits_since = 0, 0    # serve() hit again and again: _hit
         self.stray_exc = None                # what cut it short (_stray)
-        self.threading_patched = False       # threading.Thread.start stamps its threads
         self.pool_patched = False            # ThreadPoolExecutor.submit stamps its work
         self.thread_pool_patched = False     # ... and multiprocessing's ThreadPool
         self.raw_stamps = {}                 # ident -> stamp of _thread's threads
@@ -753,7 +759,10 @@ class Kernel:
 
     def _make_stream(self, fd, name):
         buf = _TextBuffer("backslashreplace")
-        buf.eager = 1 if fd == 2 else 0      # as Python's own: stderr line-buffered
+        # stdout line-buffered as on a terminal, but lines that follow each
+        # other within COALESCE go out together (a print loop is not a
+        # write each); stderr line-buffered.
+        buf.eager = 1 if fd == 2 else 3
         sink = _FdSink(fd, "<%s>" % name, buf)
         s = _OutStream(sink, encoding="utf-8", errors="backslashreplace")
         s._ptybox_buf, s._ptybox_sink = buf, sink
@@ -853,15 +862,20 @@ class Kernel:
                 def hook(fd, *args, **kwargs):
                     if fd in fds:
                         driver._flush_all()
+                        if _LAST[0] != fd:
+                            _settle(fd)      # (what the other stream wrote, read first)
                     return real(fd, *args, **kwargs)
             hook.__wrapped__, hook.__doc__, hook.__name__ = real, real.__doc__, real.__name__
             return hook
 
+        posix = _MODULES.get("posix")
         for name, fds in (("write", (1, 2)), ("writev", (1, 2)), ("system", None),
-                          ("posix_spawn", None), ("posix_spawnp", None)):
-            real = getattr(osmod, name, None)
-            if real is not None:
-                setattr(osmod, name, flushing(real, fds))
+                          ("posix_spawn", None), ("posix_spawnp", None), ("execv", None),
+                          ("execve", None)):
+            for module in (osmod, posix):
+                real = getattr(module, name, None) if module is not None else None
+                if real is not None:
+                    setattr(module, name, flushing(real, fds))
         try:
             import _posixsubprocess
             _posixsubprocess.fork_exec = flushing(_posixsubprocess.fork_exec)
@@ -917,10 +931,11 @@ class Kernel:
         self._patch_raw_threads()
 
     def _patch_threading(self, threading):
-        if self.threading_patched:
-            return
-        self.threading_patched = True
+        """(Again whenever threading.Thread.start is not ours: a reload of
+        threading makes a new Thread class.)"""
         original, driver = threading.Thread.start, self
+        if getattr(original, "_ptybox", False):
+            return
 
         def start(thread, *args, **kwargs):
             """Stamp the thread with the snippet that starts it, then start it."""
@@ -934,7 +949,7 @@ class Kernel:
                 driver._patch_thread_pool()
             return original(thread, *args, **kwargs)
 
-        start.__wrapped__ = original
+        start.__wrapped__, start._ptybox = original, True
         threading.Thread.start = start
 
     def _patch_raw_threads(self):
@@ -1305,8 +1320,16 @@ class Kernel:
         if not self.checked:
             self._check()                    # the last one was cut short
         self.checked = False                 # user code runs: check after the result
-        if not self.threading_patched and "threading" in _MODULES:
-            self._patch_threading(_MODULES["threading"])
+        threading = _MODULES.get("threading")
+        if threading is not None:
+            try:
+                if not threading.Thread.start._ptybox:
+                    self._patch_threading(threading)
+            except Exception:                # (not ours, or not threading as we know it)
+                try:
+                    self._patch_threading(threading)
+                except Exception:
+                    pass
         self.sigint_deferred = False
         self.running = self.last_id = sid
         if self.sigint_idle:                 # the relay's ^C for this snippet came first?

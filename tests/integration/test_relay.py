@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 import unittest
 
-from ptybox_test import PTYBOX, VIA, TestCase, run_json, start_once_transport
+from ptybox_test import PTYBOX, VIA, Serve, TestCase, run_json, start_once_transport
 
 # The attack of issue 13: find the driver's terminal and its nonce among the
 # objects of the process, and write a result frame of its own.
@@ -196,6 +196,45 @@ class ReportTest(TestCase):
         self.assertEqual(r["stdout"], "step 1\nfrom child\nfrom system\nstep 2\nlast\n")
         self.assertTrue(r["stderr"].endswith("careful\n  warnings.warn('careful')\nafter\n")
                         or r["stderr"].endswith("careful\nafter\n"), r["stderr"])
+
+    def test_a_line_printed_before_a_crash_or_a_long_c_call_is_not_lost(self):
+        # sys.stdout is line-buffered as on a terminal (lines close together
+        # are written together): a line before the code hangs in C, holding
+        # the GIL, or crashes, is out already.
+        results, _ = run_json("print('started'); sum(range(10 ** 12))",
+                              extra=["--timeout", "1", "--kill-grace", "0.5"], timeout=60)
+        self.assertEqual((results[0]["status"], results[0]["stdout"]), ("timeout", "started\n"))
+        results, _ = run_json("import ctypes; print('last words'); ctypes.string_at(0)",
+                              timeout=60)
+        self.assertEqual((results[0]["status"], results[0]["stdout"]),
+                         ("crashed", "last words\n"), results[0])
+
+    def test_stream_events_keep_the_order_across_stdout_and_stderr(self):
+        s = Serve()
+        try:
+            for code, want in (
+                    ("import os; print('c'); os.write(2, b'd\\n'); print('e')",
+                     [("stdout", "c\n"), ("stderr", "d\n"), ("stdout", "e\n")]),
+                    ("import sys, os; sys.stderr.write('d\\n'); os.write(1, b'e\\n')",
+                     [("stderr", "d\n"), ("stdout", "e\n")]),
+                    ("import warnings; print('a'); warnings.warn('w'); print('b')",
+                     [("stdout", "a\n"), ("stderr", None), ("stdout", "b\n")])):
+                s.send({"id": code, "op": "exec", "code": code, "stream": True})
+                events = []
+                while True:
+                    m = s.recv()
+                    if m.get("event") != "stream":
+                        break
+                    if events and events[-1][0] == m["name"]:
+                        events[-1] = (m["name"], events[-1][1] + m["text"])
+                    else:
+                        events.append((m["name"], m["text"]))
+                self.assertEqual(m["status"], "ok", m)
+                self.assertEqual([(n, t if w is not None else None)
+                                  for (n, t), (_, w) in zip(events, want)], want, code)
+                self.assertEqual(len(events), len(want), events)
+        finally:
+            self.assertEqual(s.close(), 0)
 
     def test_the_carets_of_the_last_line_stand_under_the_operator(self):
         results, _ = run_json("x = 1 / 0")
