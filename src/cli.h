@@ -51,8 +51,12 @@ extern const char cli_session_help[];
 
 /* Writes all of buf to fd, waiting if the fd is non-blocking. 0 or -errno. */
 int cli_write_all(int fd, const char *buf, size_t len);
-/* "ptybox: " + message + "\n" on stderr. */
+/* "ptybox: " + message + "\n" on stderr, unless cli_error_quiet (the server
+ * checking a request's options: the message goes back to the client). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern bool cli_error_quiet;
+/* The message cli_error last formatted, without "ptybox: ". */
+const char *cli_last_error(void);
 /* The one-line message for an unknown option or a missing value (getopt's
  * '?' or ':'), then where to find help. */
 void cli_bad_option(const char *cmd, int opt, const char *word);
@@ -67,6 +71,11 @@ void cli_warn_unsandboxed(const struct ptybox_options *o);
 void cli_signals_start(uv_loop_t *loop, uv_signal_t *h, uv_signal_cb cb, void *data);
 /* Closes them (again: nothing); a signal that comes after is deadly again. */
 void cli_signals_close(uv_signal_t *h);
+
+/* A snippet from a file, or standard input for "-": checked (at most 256
+ * MiB, UTF-8, no NUL; a BOM dropped) and NUL-terminated. NULL with the
+ * message printed. */
+char *cli_read_code(const char *cmd, const char *path, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);

@@ -141,6 +141,14 @@ int cli_write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+bool cli_error_quiet;
+static char cli_last[1024];
+
+const char *cli_last_error(void)
+{
+	return cli_last;
+}
+
 void cli_error(const char *fmt, ...)
 {
 	char msg[1024];
@@ -152,6 +160,10 @@ void cli_error(const char *fmt, ...)
 		return;
 	if ((size_t)n > sizeof(msg) - 2)
 		n = sizeof(msg) - 2;
+	memcpy(cli_last, msg, (size_t)n);
+	cli_last[n] = '\0';
+	if (cli_error_quiet)
+		return;
 	msg[n++] = '\n';
 	fflush(stdout);
 	cli_write_all(2, "ptybox: ", 8);

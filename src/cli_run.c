@@ -5,13 +5,7 @@
  * run in order in one session, so state carries from one to the next. Human
  * output mimics the Python REPL: output as it comes, the last expression's
  * value, tracebacks on stderr. --json prints one result object per line.
- *
- * What the sandbox wrote goes to a terminal through a filter (term_safe.c),
- * one for stdout and one for stderr, each when that one is a terminal: a
- * snippet must not write the user's clipboard or hide lines. A stream's chunk
- * may end inside a sequence, which its filter holds; a whole text (a value, a
- * traceback) lets go of what its stream held before it starts, and of what it
- * held itself once it is written. --raw and pipes get the bytes as they are.
+ * How they look is cli_render.c's, shared with exec and result.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,20 +21,17 @@
 
 #include "cli.h"
 #include "protocol.h"
-#include "term_safe.h"
+#include "cli_render.h"
 
 #define RUN_MAX_SNIPPETS 4096
 #define RUN_MAX_FILE	 ((size_t)256 << 20)
-/* Bytes of sandbox text filtered per write to a terminal. */
-#define RUN_SAFE_CHUNK ((size_t)64 << 10)
 
 struct run {
 	uv_loop_t *loop;
 	ptybox_session *session;
 	uv_signal_t sig[CLI_NSIGNALS];
-	bool json, color, fatal;
-	bool safe[3];			/* [fd]: text to fd goes through safe_state[fd] */
-	struct term_safe safe_state[3]; /* [1] stdout, [2] stderr */
+	bool json, fatal;
+	struct cli_render out;
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
@@ -64,80 +55,6 @@ static const char run_usage_tail[] =
 	"interrupted, crashed), 2 usage error, 125 the session could not be started,\n"
 	"130 stopped by ^C.\n";
 
-static void run_out(int fd, const char *s, size_t len)
-{
-	int rc = cli_write_all(fd, s, len);
-	if (rc < 0) { /* output lost: say so (on stderr, unless that failed) */
-		if (rc != -EPIPE && fd != 2)
-			cli_error("run: standard output: %s", strerror(-rc));
-		_exit(CLI_EXIT_FAILED);
-	}
-}
-
-static void run_outs(int fd, const char *s)
-{
-	run_out(fd, s, strlen(s));
-}
-
-/* Text the sandbox wrote, to fd: through its filter when fd takes one. */
-static void run_text(struct run *r, int fd, const char *s, size_t len)
-{
-	static char buf[TERM_SAFE_OUT_MAX(RUN_SAFE_CHUNK)];
-	if (!r->safe[fd]) {
-		run_out(fd, s, len);
-		return;
-	}
-	while (len) {
-		size_t n = len < RUN_SAFE_CHUNK ? len : RUN_SAFE_CHUNK;
-		run_out(fd, buf, term_safe_feed(&r->safe_state[fd], s, n, buf));
-		s += n;
-		len -= n;
-	}
-}
-
-static void run_texts(struct run *r, int fd, const char *s)
-{
-	run_text(r, fd, s, strlen(s));
-}
-
-/* What the filter of fd holds comes out (escaped): the text it began ends. */
-static void run_text_end(struct run *r, int fd)
-{
-	char buf[TERM_SAFE_OUT_MAX(0)];
-	size_t n = r->safe[fd] ? term_safe_end(&r->safe_state[fd], buf) : 0;
-	if (n)
-		run_out(fd, buf, n);
-}
-
-/* A whole text, after what its stream left held. */
-static void run_whole_text(struct run *r, int fd, const char *s)
-{
-	run_text_end(r, fd);
-	run_texts(r, fd, s);
-	run_text_end(r, fd);
-}
-
-/* A message of ptybox's that quotes the sandbox (the last line its terminal
- * said, in a crash's reason, say), on stderr: filtered there too. */
-static void run_message(struct run *r, const char *prefix, uint64_t id, const char *msg)
-{
-	size_t len = strlen(msg);
-	char *safe = r->safe[2] ? malloc(TERM_SAFE_OUT_MAX(len) + 1) : NULL;
-	if (safe) {
-		struct term_safe t;
-		term_safe_init(&t);
-		size_t n = term_safe_feed(&t, msg, len, safe);
-		n += term_safe_end(&t, safe + n);
-		safe[n] = '\0';
-	}
-	run_text_end(r, 2);
-	if (prefix)
-		cli_error("%s%s", prefix, safe ? safe : msg);
-	else
-		cli_error("snippet %llu: %s", (unsigned long long)id, safe ? safe : msg);
-	free(safe);
-}
-
 static void run_close(struct run *r)
 {
 	if (r->session) {
@@ -151,13 +68,9 @@ static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, cons
 			  size_t len, bool late, void *data)
 {
 	struct run *r = data;
-	if (r->json)
-		return;
-	run_text(r, name[3] == 'o' ? 1 : 2, text, len);
+	cli_render_stream(&r->out, name, text, len);
 }
 
-/* Rich output as a terminal can show it, like Jupyter's console: its
- * text/plain form (a figure's repr, say); an image without one is named. */
 static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, bool late,
 			   void *data)
 {
@@ -165,15 +78,7 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 	if (r->json)
 		return;
 	cJSON *o = cJSON_Parse(bundle);
-	const char *text = protocol_str(o, "text/plain"), *png = protocol_str(o, "image/png");
-	if (text) {
-		run_whole_text(r, 1, text);
-		run_outs(1, "\n");
-	} else if (png) {
-		char note[64];
-		snprintf(note, sizeof(note), "[image/png, %zu bytes]\n", strlen(png) / 4 * 3);
-		run_outs(1, note);
-	}
+	cli_render_display(&r->out, o);
 	cJSON_Delete(o);
 }
 
@@ -186,42 +91,24 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 	if (r->json) {
 		const char *line = ptybox_result_json(res);
 		if (line) {
-			run_outs(1, line);
-			run_outs(1, "\n");
+			cli_render_out(1, line, strlen(line));
+			cli_render_out(1, "\n", 1);
 		} else {
 			cli_error("snippet %llu: out of memory for its result",
 				  (unsigned long long)res->id);
 			r->failed++;
 		}
-	} else if (!r->fatal) {	    /* (after it, what is left did not run: said once) */
-		run_text_end(r, 1); /* the snippet's streams end with it */
-		run_text_end(r, 2);
-		if (res->value_text) {
-			run_whole_text(r, 1, res->value_text);
-			run_outs(1, "\n");
-		}
-		if (res->error_name) {
-			if (r->color)
-				run_outs(2, "\033[31m");
-			if (res->traceback && res->traceback[0]) {
-				run_whole_text(r, 2, res->traceback);
-			} else {
-				run_whole_text(r, 2, res->error_name);
-				if (res->error_value && res->error_value[0]) {
-					run_outs(2, ": ");
-					run_whole_text(r, 2, res->error_value);
-				}
-				run_outs(2, "\n");
-			}
-			if (r->color)
-				run_outs(2, "\033[0m");
-		}
-		if (res->truncated)
-			cli_error("snippet %llu: output truncated, %llu bytes dropped",
-				  (unsigned long long)res->id,
-				  (unsigned long long)res->dropped_bytes);
-		if (res->message)
-			run_message(r, NULL, res->id, res->message);
+	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
+		cli_render_result(&r->out, &(struct cli_render_result){
+						   .id = res->id,
+						   .value = res->value_text,
+						   .error_name = res->error_name,
+						   .error_value = res->error_value,
+						   .traceback = res->traceback,
+						   .message = res->message,
+						   .truncated = res->truncated,
+						   .dropped_bytes = res->dropped_bytes,
+					   });
 	}
 	if (r->done == r->expected || r->interrupts) {
 		r->exit_code = r->interrupts ? 130
@@ -237,7 +124,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 static void run_on_fatal(ptybox_session *s, const char *message, void *data)
 {
 	struct run *r = data;
-	run_message(r, "cannot start the session: ", 0, message);
+	cli_render_message(&r->out, "cannot start the session: ", 0, message);
 	r->fatal = true;
 	r->exit_code = CLI_EXIT_CANNOT_START;
 	if (r->done == r->expected)
@@ -256,14 +143,14 @@ static void run_signal_cb(uv_signal_t *h, int signum)
 	run_close(r);
 }
 
-static char *run_read_fd(int fd, const char *name, size_t *len)
+static char *run_read_fd(const char *cmd, int fd, const char *name, size_t *len)
 {
 	size_t cap = 1 << 16, n = 0;
 	char *buf = malloc(cap);
 	while (buf) {
 		if (n == cap) {
 			if (cap >= RUN_MAX_FILE) {
-				cli_error("run: %s: larger than %zu MiB", name, RUN_MAX_FILE >> 20);
+				cli_error("%s: %s: larger than %zu MiB", cmd, name, RUN_MAX_FILE >> 20);
 				free(buf);
 				return NULL;
 			}
@@ -277,7 +164,7 @@ static char *run_read_fd(int fd, const char *name, size_t *len)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			cli_error("run: %s: %s", name, strerror(errno));
+			cli_error("%s: %s: %s", cmd, name, strerror(errno));
 			free(buf);
 			return NULL;
 		}
@@ -288,8 +175,42 @@ static char *run_read_fd(int fd, const char *name, size_t *len)
 		n += (size_t)r;
 	}
 	free(buf);
-	cli_error("run: %s: out of memory", name);
+	cli_error("%s: %s: out of memory", cmd, name);
 	return NULL;
+}
+
+char *cli_read_code(const char *cmd, const char *path, size_t *len)
+{
+	bool in = strcmp(path, "-") == 0;
+	const char *name = in ? "standard input" : path;
+	int fd = in ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_error("%s: %s: %s", cmd, path, strerror(errno));
+		return NULL;
+	}
+	char *code = run_read_fd(cmd, fd, name, len);
+	if (fd > 0)
+		close(fd);
+	if (!code)
+		return NULL;
+	if (*len >= 3 && memcmp(code, "\xef\xbb\xbf", 3) == 0) {
+		*len -= 3; /* a UTF-8 BOM, which python3 FILE skips too */
+		memmove(code, code + 3, *len);
+	}
+	if (memchr(code, '\0', *len)) {
+		cli_error("%s: %s: the source contains a NUL byte", cmd, name);
+		free(code);
+		return NULL;
+	}
+	if (!protocol_utf8_valid(code, *len)) {
+		cli_error("%s: %s: not valid UTF-8 (snippets are UTF-8 text, whatever "
+			  "coding line they have)",
+			  cmd, name);
+		free(code);
+		return NULL;
+	}
+	code[*len] = '\0';
+	return code;
 }
 
 int cli_run(int argc, char **argv)
@@ -339,37 +260,8 @@ int cli_run(int argc, char **argv)
 	}
 	char *file_code = NULL;
 	size_t file_len = 0;
-	if (optind < argc) {
-		const char *path = argv[optind];
-		int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			cli_error("run: %s: %s", path, strerror(errno));
-			return CLI_EXIT_USAGE;
-		}
-		file_code = run_read_fd(fd, strcmp(path, "-") == 0 ? "standard input" : path,
-					&file_len);
-		if (fd > 0)
-			close(fd);
-		if (!file_code)
-			return CLI_EXIT_USAGE;
-		if (file_len >= 3 && memcmp(file_code, "\xef\xbb\xbf", 3) == 0) {
-			file_len -= 3; /* a UTF-8 BOM, which python3 FILE skips too */
-			memmove(file_code, file_code + 3, file_len);
-		}
-		if (memchr(file_code, '\0', file_len)) {
-			cli_error("run: %s: the source contains a NUL byte",
-				  strcmp(path, "-") == 0 ? "standard input" : path);
-			free(file_code);
-			return CLI_EXIT_USAGE;
-		}
-		if (!protocol_utf8_valid(file_code, file_len)) {
-			cli_error("run: %s: not valid UTF-8 (snippets are UTF-8 text, whatever "
-				  "coding line they have)",
-				  strcmp(path, "-") == 0 ? "standard input" : path);
-			free(file_code);
-			return CLI_EXIT_USAGE;
-		}
-	}
+	if (optind < argc && !(file_code = cli_read_code("run", argv[optind], &file_len)))
+		return CLI_EXIT_USAGE;
 	for (size_t i = 0; i < ncodes; i++) {
 		if (!protocol_utf8_valid(codes[i], strlen(codes[i]))) {
 			cli_error("run: -c #%zu: not valid UTF-8", i + 1);
@@ -384,13 +276,8 @@ int cli_run(int argc, char **argv)
 	}
 
 	cli_warn_unsandboxed(&so.o);
-	struct run r = {.json = json, .color = isatty(2) && !getenv("NO_COLOR")};
-	/* (with --json, stdout is JSON, escaped its own way; stderr still gets
-	 * ptybox's messages, which may quote the sandbox's terminal) */
-	for (int fd = 1; fd <= 2; fd++) {
-		r.safe[fd] = !raw && isatty(fd) && !(json && fd == 1);
-		term_safe_init(&r.safe_state[fd]);
-	}
+	struct run r = {.json = json};
+	cli_render_init(&r.out, json, raw, "snippet");
 	r.loop = uv_default_loop();
 	r.expected = ncodes + (file_code ? 1 : 0);
 	char err[512];
@@ -423,8 +310,8 @@ int cli_run(int argc, char **argv)
 		}
 	}
 	uv_run(r.loop, UV_RUN_DEFAULT);
-	run_text_end(&r, 1); /* late output may have ended inside a sequence */
-	run_text_end(&r, 2);
+	cli_render_text_end(&r.out, 1); /* late output may have ended inside a sequence */
+	cli_render_text_end(&r.out, 2);
 	free(file_code);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_client.h"
 
 static const char main_usage[] =
 	"Usage: ptybox COMMAND [OPTIONS]\n"
@@ -14,7 +15,17 @@ static const char main_usage[] =
 	"\n"
 	"Commands:\n"
 	"  run      run snippets in one session: ptybox run -c 'x = 1' -c 'x + 1'\n"
-	"  serve    drive a session with JSON lines: ptybox serve --stdio\n"
+	"  serve    drive sessions with JSON lines: ptybox serve --stdio\n"
+	"\n"
+	"Sessions in a server, which outlive their client (as tmux's do):\n"
+	"  new NAME [OPTIONS]          create one (the server starts on first use)\n"
+	"  exec NAME -c CODE | FILE    run code in it, as run does\n"
+	"  result NAME [ID]            an execution's result, kept for later\n"
+	"  ls                          the sessions\n"
+	"  interrupt, cancel, restart, kill NAME;  kill-server\n"
+	"  capture NAME                its screen as text\n"
+	"  watch NAME                  follow it live, as JSON lines\n"
+	"  -L NAME, -S PATH            another server;  -H ssh://HOST: one on HOST\n"
 	"\n"
 	"  -h, --help     this help\n"
 	"  --version      the version\n"
@@ -41,6 +52,20 @@ int main(int argc, char **argv)
 		fputs(main_usage, stderr);
 		return CLI_EXIT_USAGE;
 	}
+	/* -L, -S, -H before the command (ptybox -L work ls): moved after it. */
+	char *args[argc + 1];
+	int g = 1;
+	while (g + 1 < argc && (strcmp(argv[g], "-L") == 0 || strcmp(argv[g], "-S") == 0 ||
+				strcmp(argv[g], "-H") == 0))
+		g += 2;
+	if (g > 1 && g < argc) {
+		args[0] = argv[0];
+		args[1] = argv[g];
+		memcpy(args + 2, argv + 1, (size_t)(g - 1) * sizeof(char *));
+		memcpy(args + g + 1, argv + g + 1, (size_t)(argc - g - 1) * sizeof(char *));
+		args[argc] = NULL;
+		argv = args;
+	}
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
 		fputs(main_usage, stdout);
@@ -54,6 +79,12 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return cli_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "server") == 0)
+		return cli_server(argc - 1, argv + 1);
+	if (strcmp(cmd, "dial-stdio") == 0)
+		return cli_dial_stdio(argc - 1, argv + 1);
+	if (cli_client_verb(cmd))
+		return cli_client(argc - 1, argv + 1);
 	cli_error("unknown command '%s'", cmd);
 	fputs("Try 'ptybox --help'.\n", stderr);
 	return CLI_EXIT_USAGE;

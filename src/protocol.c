@@ -32,6 +32,7 @@ const char *ptybox_status_name(enum ptybox_status st)
 	case PTYBOX_TIMEOUT: return "timeout";
 	case PTYBOX_INTERRUPTED: return "interrupted";
 	case PTYBOX_CRASHED: return "crashed";
+	case PTYBOX_CANCELLED: return "cancelled";
 	}
 	return "unknown";
 }
@@ -129,7 +130,7 @@ static size_t protocol_put_uint(char *out, uint64_t v)
 
 /* An integer member printed exactly (cJSON prints numbers as doubles, through
  * snprintf and sscanf: microseconds on every request). */
-static bool protocol_add_uint(cJSON *o, const char *key, uint64_t v)
+bool protocol_json_add_uint(cJSON *o, const char *key, uint64_t v)
 {
 	char num[24];
 	num[protocol_put_uint(num, v)] = '\0';
@@ -208,7 +209,7 @@ int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 	/* The id printed as in the exec request, so the relay sees them equal. */
 	cJSON *req = cJSON_CreateObject();
 	char *json = NULL;
-	if (req && protocol_add_uint(req, "id", id) &&
+	if (req && protocol_json_add_uint(req, "id", id) &&
 	    cJSON_AddStringToObject(req, "op", "interrupt"))
 		json = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
@@ -616,7 +617,7 @@ cJSON *protocol_result_object(const struct ptybox_result *r)
 {
 	const struct ptybox_result_detail *d = r->detail;
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o && protocol_add_uint(o, "id", r->id) &&
+	bool ok = o && protocol_json_add_uint(o, "id", r->id) &&
 		  cJSON_AddStringToObject(o, "status", ptybox_status_name(r->status)) &&
 		  cJSON_AddItemToObject(
 			  o, "stdout",
@@ -632,7 +633,7 @@ cJSON *protocol_result_object(const struct ptybox_result *r)
 					protocol_ref(d ? d->error : NULL, cJSON_CreateNull())) &&
 		  protocol_add_ms(o, "duration_ms", r->duration_ms) &&
 		  cJSON_AddBoolToObject(o, "truncated", r->truncated) &&
-		  protocol_add_uint(o, "dropped_bytes", r->dropped_bytes) &&
+		  protocol_json_add_uint(o, "dropped_bytes", r->dropped_bytes) &&
 		  cJSON_AddBoolToObject(o, "state_lost", r->state_lost) &&
 		  (r->message ? cJSON_AddStringToObject(o, "message", r->message) != NULL
 			      : cJSON_AddNullToObject(o, "message") != NULL);

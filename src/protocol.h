@@ -144,6 +144,8 @@ size_t protocol_json_values(const char *json, size_t len, size_t max);
 size_t protocol_json_cost(const cJSON *v);
 /* A string member, or NULL. */
 const char *protocol_str(const cJSON *obj, const char *key);
+/* key: v, exactly (as a raw number: a double would round past 2^53). */
+bool protocol_json_add_uint(cJSON *o, const char *key, uint64_t v);
 /* A copy of v (a request's id) whose numbers print as exactly the doubles
  * they hold, not rounded to 15 digits as cJSON prints them. NULL when out of
  * memory. */

@@ -3,8 +3,7 @@
  *
  * uv_fs_read works on every kind of standard input (pipe, terminal, socket,
  * regular file), where a uv_stream does not take files; reads are issued one
- * at a time, so lines come out in order. A line longer than the cap is
- * skipped up to its newline and reported, never buffered whole. An fd that
+ * at a time, so lines come out in order (split by linebuf.c). An fd that
  * someone made non-blocking (the flag belongs to the open file, shared with
  * whoever gave it to us, so it is not ours to clear) answers EAGAIN: then a
  * uv_poll waits until it is readable, instead of reading again at once.
@@ -19,36 +18,10 @@
 
 static void stdio_lines_read(struct stdio_lines *l);
 
-static void stdio_lines_split(struct stdio_lines *l)
+static void stdio_lines_line(void *data, const char *line, size_t len, bool too_long)
 {
-	size_t start = 0;
-	for (;;) {
-		char *nl = memchr(l->buf + l->scanned, '\n', l->len - l->scanned);
-		if (!nl)
-			break;
-		size_t end = (size_t)(nl - l->buf);
-		*nl = '\0';
-		if (l->skipping) {
-			l->skipping = false;
-		} else {
-			size_t n = end - start;
-			if (n && l->buf[start + n - 1] == '\r')
-				l->buf[start + --n] = '\0';
-			l->on_line(l, l->buf + start, n, false);
-		}
-		start = end + 1;
-		l->scanned = start;
-	}
-	memmove(l->buf, l->buf + start, l->len - start);
-	l->len -= start;
-	l->scanned = l->len;
-	if (l->len > l->max_line) {
-		/* Drop what we have; the rest of the line goes when its newline comes. */
-		if (!l->skipping)
-			l->on_line(l, NULL, 0, true);
-		l->skipping = true;
-		l->len = l->scanned = 0;
-	}
+	struct stdio_lines *l = data;
+	l->on_line(l, line, len, too_long);
 }
 
 static void stdio_lines_poll_cb(uv_poll_t *h, int status, int events)
@@ -101,18 +74,12 @@ static void stdio_lines_read_cb(uv_fs_t *req)
 	}
 	if (n == 0) {
 		l->eof = true;
-		if (l->len && !l->skipping) {
-			l->buf[l->len] = '\0';
-			l->on_line(l, l->buf, l->len, false); /* a last line without newline */
-		}
-		l->len = 0;
+		linebuf_finish(&l->lines, stdio_lines_line, l); /* a last line without newline */
 		l->on_eof(l, 0);
 		return;
 	}
-	if (n > 0) {
-		l->len += (size_t)n;
-		stdio_lines_split(l);
-	}
+	if (n > 0)
+		linebuf_commit(&l->lines, (size_t)n, stdio_lines_line, l);
 	stdio_lines_read(l);
 }
 
@@ -120,20 +87,12 @@ static void stdio_lines_read(struct stdio_lines *l)
 {
 	if (l->reading || l->eof || l->closed)
 		return;
-	if (l->cap - l->len < STDIO_READ_CHUNK + 1) {
-		size_t ncap = l->cap * 2 > l->len + STDIO_READ_CHUNK + 1
-				      ? l->cap * 2
-				      : l->len + STDIO_READ_CHUNK + 1;
-		char *nb = realloc(l->buf, ncap);
-		if (!nb) {
-			l->eof = true;
-			l->on_eof(l, -ENOMEM);
-			return;
-		}
-		l->buf = nb;
-		l->cap = ncap;
+	if (linebuf_reserve(&l->lines, STDIO_READ_CHUNK) < 0) {
+		l->eof = true;
+		l->on_eof(l, -ENOMEM);
+		return;
 	}
-	uv_buf_t b = uv_buf_init(l->buf + l->len, STDIO_READ_CHUNK);
+	uv_buf_t b = uv_buf_init(l->lines.buf + l->lines.len, STDIO_READ_CHUNK);
 	l->req.data = l;
 	if (uv_fs_read(l->loop, &l->req, l->fd, &b, 1, -1, stdio_lines_read_cb) == 0)
 		l->reading = true;
@@ -149,7 +108,7 @@ int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max
 	memset(l, 0, sizeof(*l));
 	l->loop = loop;
 	l->fd = fd;
-	l->max_line = max_line;
+	linebuf_init(&l->lines, max_line);
 	l->on_line = on_line;
 	l->on_eof = on_eof;
 	l->data = data;
@@ -172,7 +131,5 @@ void stdio_lines_close(struct stdio_lines *l)
 
 void stdio_lines_free(struct stdio_lines *l)
 {
-	free(l->buf);
-	l->buf = NULL;
-	l->len = l->cap = 0;
+	linebuf_free(&l->lines);
 }

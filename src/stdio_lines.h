@@ -7,6 +7,8 @@
 
 #include <uv.h>
 
+#include "linebuf.h"
+
 struct stdio_lines;
 /* A complete line without its newline (NUL-terminated), or, with too_long,
  * the note that a line passed the cap and was skipped. */
@@ -18,10 +20,8 @@ struct stdio_lines {
 	int fd;
 	uv_fs_t req;
 	uv_poll_t poll; /* readability of a non-blocking fd, once a read said EAGAIN */
-	char *buf;
-	size_t len, cap, max_line;
-	size_t scanned; /* bytes of buf already searched for a newline */
-	bool skipping, reading, paused, eof;
+	struct linebuf lines;
+	bool reading, paused, eof;
 	bool poll_open, closed;
 	stdio_line_cb on_line;
 	stdio_eof_cb on_eof;

@@ -1,0 +1,917 @@
+/*
+ * cli_client.c - the verbs that talk to a server: each opens a connection
+ * (the local socket, or `ssh HOST ptybox dial-stdio` for -H), says hello,
+ * sends its requests and shows the replies, with blocking I/O: a client has
+ * nobody else to serve.
+ */
+#define _GNU_SOURCE
+#include "cli_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "cli_render.h"
+#include "linebuf.h"
+#include "options.h"
+#include "protocol.h"
+#include "server.h"
+#include "server_socket.h"
+
+/* The longest reply line a client takes (a result is at most some 4x the
+ * session's max output, plus change). */
+#define CLIENT_MAX_LINE ((size_t)1 << 32)
+
+struct client {
+	int rfd, wfd;
+	pid_t ssh; /* -H: the ssh process, else 0 */
+	struct linebuf lines;
+	cJSON *queue[64]; /* lines split but not yet taken */
+	size_t nqueue, qhead;
+	bool eof, too_long;
+	uint64_t next_id;
+	char where[SERVER_SOCKET_PATH_MAX + 64];
+};
+
+struct client_target {
+	const char *label, *spath, *host;
+};
+
+static volatile sig_atomic_t client_interrupts;
+
+static void client_on_sigint(int sig)
+{
+	client_interrupts++;
+}
+
+extern char **environ;
+
+/* `ptybox server -S path`, waited for: 0 once it listens. */
+static int client_start_server(const char *path, char *err, size_t errlen)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot find ptybox's own binary to start the server");
+		return -ENOENT;
+	}
+	exe[n] = '\0';
+	char *argv[] = {exe, "server", "-S", (char *)path, NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, exe, NULL, NULL, argv, environ);
+	if (rc != 0) {
+		snprintf(err, errlen, "starting the server: %s", strerror(rc));
+		return -rc;
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* (one that lost the race to another client's start is as good) */
+	if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == CLI_EXIT_SERVER_RUNNING))
+		return 0;
+	snprintf(err, errlen, "the server did not start (its log: %s.log)", path);
+	return -ECHILD;
+}
+
+int cli_client_connect_local(const char *label, const char *spath, bool autostart, char *err,
+			     size_t errlen)
+{
+	char path[SERVER_SOCKET_PATH_MAX];
+	int rc = server_socket_path(label, spath, autostart, path, sizeof(path), err, errlen);
+	if (rc == -ENOENT && !autostart) { /* (no folder: no server ever ran) */
+		char why[512];
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "no server running (%s)", why);
+		return rc;
+	}
+	if (rc < 0)
+		return rc;
+	int fd = server_socket_connect(path);
+	if ((fd == -ENOENT || fd == -ECONNREFUSED) && autostart) {
+		rc = client_start_server(path, err, errlen);
+		if (rc < 0)
+			return rc;
+		fd = server_socket_connect(path);
+	}
+	if (fd == -ENOENT || fd == -ECONNREFUSED)
+		snprintf(err, errlen, "no server running at %s", path);
+	else if (fd < 0)
+		snprintf(err, errlen, "%s: %s", path, strerror(-fd));
+	return fd;
+}
+
+/* ssh://[user@]host[:port] as ssh's arguments: [-p PORT] DEST. */
+static int client_ssh_argv(const char *url, char *dest, size_t destlen, char *port,
+			   size_t portlen, char *err, size_t errlen)
+{
+	if (strncmp(url, "ssh://", 6) != 0) {
+		snprintf(err, errlen, "-H %s: expected ssh://[user@]host[:port]", url);
+		return -EINVAL;
+	}
+	const char *rest = url + 6, *at = strchr(rest, '@');
+	const char *host = at ? at + 1 : rest, *colon;
+	port[0] = '\0';
+	if (host[0] == '[') { /* [v6]:port */
+		const char *close = strchr(host, ']');
+		if (!close) {
+			snprintf(err, errlen, "-H %s: no ']' after an IPv6 address", url);
+			return -EINVAL;
+		}
+		colon = close[1] == ':' ? close + 1 : NULL;
+		if (close[1] && !colon) {
+			snprintf(err, errlen, "-H %s: expected ':PORT' after ']'", url);
+			return -EINVAL;
+		}
+		snprintf(dest, destlen, "%.*s%.*s", at ? (int)(at - rest + 1) : 0, rest,
+			 (int)(close - host - 1), host + 1);
+	} else {
+		colon = strchr(host, ':');
+		snprintf(dest, destlen, "%.*s", colon ? (int)(colon - rest) : (int)strlen(rest),
+			 rest);
+	}
+	if (colon)
+		snprintf(port, portlen, "%s", colon + 1);
+	unsigned p;
+	if ((colon && options_parse_uint(port, 1, 65535, &p) < 0) || !dest[at ? at - rest + 1 : 0] ||
+	    dest[0] == '-' || strpbrk(dest, " \t\n/")) {
+		snprintf(err, errlen, "-H %s: expected ssh://[user@]host[:port]", url);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int client_open_ssh(struct client *cl, const struct client_target *t, char *err,
+			   size_t errlen)
+{
+	char dest[512], port[16];
+	int rc = client_ssh_argv(t->host, dest, sizeof(dest), port, sizeof(port), err, errlen);
+	if (rc < 0)
+		return rc;
+	const char *remote = getenv("PTYBOX_REMOTE");
+	char *argv[16];
+	int n = 0;
+	argv[n++] = "ssh";
+	argv[n++] = "-T"; /* no terminal: the protocol is lines, not keys */
+	argv[n++] = "-oBatchMode=yes";
+	if (port[0]) {
+		argv[n++] = "-p";
+		argv[n++] = port;
+	}
+	argv[n++] = "--";
+	argv[n++] = dest;
+	argv[n++] = (char *)(remote && remote[0] ? remote : "ptybox");
+	argv[n++] = "dial-stdio";
+	if (t->label) {
+		argv[n++] = "-L";
+		argv[n++] = (char *)t->label;
+	} else if (t->spath) {
+		argv[n++] = "-S";
+		argv[n++] = (char *)t->spath;
+	}
+	argv[n] = NULL;
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return -errno;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	rc = posix_spawnp(&cl->ssh, "ssh", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	if (rc != 0) {
+		close(in[1]);
+		close(out[0]);
+		snprintf(err, errlen, "ssh: %s", strerror(rc));
+		return -rc;
+	}
+	cl->wfd = in[1];
+	cl->rfd = out[0];
+	snprintf(cl->where, sizeof(cl->where), "%s", t->host);
+	return 0;
+}
+
+static void client_close(struct client *cl)
+{
+	if (cl->wfd >= 0 && cl->wfd != cl->rfd)
+		close(cl->wfd);
+	if (cl->rfd >= 0)
+		close(cl->rfd);
+	cl->rfd = cl->wfd = -1;
+	if (cl->ssh > 0) {
+		int st;
+		while (waitpid(cl->ssh, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (size_t i = 0; i < cl->nqueue; i++)
+		cJSON_Delete(cl->queue[(cl->qhead + i) % 64]);
+	linebuf_free(&cl->lines);
+}
+
+static void client_line(void *data, const char *line, size_t len, bool too_long)
+{
+	struct client *cl = data;
+	if (too_long) {
+		cl->too_long = true;
+		return;
+	}
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	if (!o || cl->nqueue == 64) {
+		cJSON_Delete(o);
+		return;
+	}
+	cl->queue[(cl->qhead + cl->nqueue++) % 64] = o;
+}
+
+/* The next line from the server, or NULL at its end (or on ^C when
+ * interruptible: *interrupted is set). */
+static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupted)
+{
+	for (;;) {
+		if (cl->nqueue) {
+			cJSON *o = cl->queue[cl->qhead];
+			cl->qhead = (cl->qhead + 1) % 64;
+			cl->nqueue--;
+			return o;
+		}
+		if (cl->eof)
+			return NULL;
+		if (interruptible && client_interrupts) {
+			*interrupted = true;
+			return NULL;
+		}
+		if (linebuf_reserve(&cl->lines, 64 * 1024) < 0)
+			return NULL;
+		ssize_t n = read(cl->rfd, cl->lines.buf + cl->lines.len, 64 * 1024);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			linebuf_finish(&cl->lines, client_line, cl);
+			cl->eof = true;
+			continue;
+		}
+		/* (at most a few lines per read: the queue holds 64) */
+		linebuf_commit(&cl->lines, (size_t)n, client_line, cl);
+	}
+}
+
+/* Sends o with the next id; that id, or 0 when the server is gone. */
+static uint64_t client_send(struct client *cl, cJSON *o)
+{
+	uint64_t id = ++cl->next_id;
+	protocol_json_add_uint(o, "id", id);
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return 0;
+	size_t n = strlen(s);
+	char *line = malloc(n + 1);
+	if (line) {
+		memcpy(line, s, n);
+		line[n] = '\n';
+	}
+	int rc = line ? cli_write_all(cl->wfd, line, n + 1) : -ENOMEM;
+	free(line);
+	cJSON_free(s);
+	return rc < 0 ? 0 : id;
+}
+
+static uint64_t client_id(const cJSON *o)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	return cJSON_IsNumber(id) && id->valuedouble > 0 ? (uint64_t)id->valuedouble : 0;
+}
+
+/* The reply to request id (events before it are dropped), or NULL. */
+static cJSON *client_reply(struct client *cl, uint64_t id)
+{
+	cJSON *o;
+	while ((o = client_next(cl, false, NULL))) {
+		if (client_id(o) == id && !cJSON_GetObjectItemCaseSensitive(o, "event"))
+			return o;
+		cJSON_Delete(o);
+	}
+	return NULL;
+}
+
+static cJSON *client_request(const char *op, const char *session)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "op", op);
+	if (session)
+		cJSON_AddStringToObject(o, "session", session);
+	return o;
+}
+
+/* An error reply's exit status: 125 when a session could not start, 1 else. */
+static int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply)
+{
+	const char *msg = protocol_str(reply, "error"), *code = protocol_str(reply, "code");
+	if (!reply)
+		cli_error("%s: %s: the server closed the connection", cmd, cl->where);
+	else
+		cli_error("%s: %s", cmd, msg ? msg : "unexpected reply");
+	return code && strcmp(code, "cannot_start") == 0 ? CLI_EXIT_CANNOT_START
+	       : code && strcmp(code, "usage") == 0	 ? CLI_EXIT_USAGE
+							 : CLI_EXIT_FAILED;
+}
+
+static int client_open(struct client *cl, const char *cmd, const struct client_target *t,
+		       bool autostart)
+{
+	char err[640] = "";
+	memset(cl, 0, sizeof(*cl));
+	cl->rfd = cl->wfd = -1;
+	linebuf_init(&cl->lines, CLIENT_MAX_LINE);
+	int rc;
+	if (t->host) {
+		rc = client_open_ssh(cl, t, err, sizeof(err));
+	} else {
+		rc = cli_client_connect_local(t->label, t->spath, autostart, err, sizeof(err));
+		if (rc >= 0) {
+			cl->rfd = cl->wfd = rc;
+			char path[SERVER_SOCKET_PATH_MAX], e2[64];
+			if (server_socket_path(t->label, t->spath, false, path, sizeof(path), e2,
+					       sizeof(e2)) == 0)
+				snprintf(cl->where, sizeof(cl->where), "%s", path);
+		}
+	}
+	if (rc < 0) {
+		cli_error("%s: %s", cmd, err);
+		linebuf_free(&cl->lines);
+		return -1;
+	}
+	cJSON *hello = client_request("hello", NULL);
+	cJSON_AddNumberToObject(hello, "protocol", SERVER_PROTOCOL);
+	uint64_t id = client_send(cl, hello);
+	cJSON *reply = id ? client_reply(cl, id) : NULL;
+	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
+		if (!reply && t->host)
+			cli_error("%s: %s: no answer through ssh (is ptybox installed there, on "
+				  "the PATH of a non-interactive shell?)",
+				  cmd, t->host);
+		else
+			client_error_exit(cmd, cl, reply);
+		cJSON_Delete(reply);
+		client_close(cl);
+		return -1;
+	}
+	cJSON_Delete(reply);
+	return 0;
+}
+
+/* One request, its reply checked: 0, or the exit status (message printed). */
+static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
+{
+	uint64_t id = client_send(cl, req);
+	cJSON *reply = id ? client_reply(cl, id) : NULL;
+	if (!reply || protocol_str(reply, "error")) {
+		int rc = client_error_exit(cmd, cl, reply);
+		cJSON_Delete(reply);
+		return rc;
+	}
+	if (out)
+		*out = reply;
+	else
+		cJSON_Delete(reply);
+	return 0;
+}
+
+/* ---- the verbs ---- */
+
+struct verb {
+	const char *name;
+	int (*run)(struct client *cl, const struct client_target *t, int argc, char **argv);
+	bool autostart;
+	const char *usage;
+};
+
+#define CLIENT_COMMON_HELP                                                                         \
+	"  -L NAME             the server named NAME (default \"default\")\n"                   \
+	"  -S PATH             the server at socket PATH\n"                                     \
+	"  -H ssh://[user@]host[:port]  the server on another machine, through\n"               \
+	"                      `ssh host ptybox dial-stdio` (ptybox must be installed there)\n"
+
+static int verb_bad_args(const char *cmd, int argc, int optind_, int want_min, int want_max)
+{
+	int n = argc - optind_;
+	if (n < want_min) {
+		cli_error("%s: missing the session's name", cmd);
+		fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+		return CLI_EXIT_USAGE;
+	}
+	if (n > want_max) {
+		cli_error("%s: unexpected argument", cmd);
+		fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* new's session options, as given (already checked), for the server to parse again. */
+struct new_args {
+	const char *key[512], *val[512];
+	int n;
+};
+
+static int verb_new(struct client *cl, const char *name, const struct new_args *na)
+{
+	cJSON *req = client_request("new", name);
+	cJSON *opts = cJSON_AddObjectToObject(req, "options");
+	for (int i = 0; i < na->n; i++) {
+		const char *key = na->key[i], *val = na->val[i];
+		if (!val) {
+			cJSON_AddBoolToObject(opts, key, 1);
+			continue;
+		}
+		if (strcmp(key, "env") == 0) {
+			cJSON *env = cJSON_GetObjectItemCaseSensitive(opts, "env");
+			if (!env)
+				env = cJSON_AddArrayToObject(opts, "env");
+			cJSON_AddItemToArray(env, cJSON_CreateString(val));
+		} else {
+			cJSON_DeleteItemFromObjectCaseSensitive(opts, key); /* the last one wins */
+			cJSON_AddStringToObject(opts, key, val);
+		}
+	}
+	return client_simple(cl, "new", req, NULL);
+}
+
+static int verb_simple(struct client *cl, const char *op, const char *name, const char *exec)
+{
+	cJSON *req = client_request(op, name);
+	if (exec) {
+		unsigned long long n;
+		char *end;
+		errno = 0;
+		n = strtoull(exec, &end, 10);
+		if (!exec[0] || *end || errno || n == 0) {
+			cJSON_Delete(req);
+			cli_error("%s: '%s': expected an execution's id (1, 2, ...)", op, exec);
+			return CLI_EXIT_USAGE;
+		}
+		protocol_json_add_uint(req, "exec", n);
+	}
+	return client_simple(cl, op, req, NULL);
+}
+
+/* A result in human form or as a line (--json); its exit status. */
+static int client_show_result(struct cli_render *r, cJSON *result, bool with_output)
+{
+	if (with_output && !r->json) {
+		const char *out = protocol_str(result, "stdout");
+		const char *err = protocol_str(result, "stderr");
+		if (out)
+			cli_render_text(r, 1, out, strlen(out));
+		if (err)
+			cli_render_text(r, 2, err, strlen(err));
+		const cJSON *display = cJSON_GetObjectItemCaseSensitive(result, "display");
+		const cJSON *d;
+		cJSON_ArrayForEach(d, display) cli_render_display(r, d);
+	}
+	const char *status = cli_render_result_json(r, result);
+	return status && strcmp(status, "ok") == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+struct exec_args {
+	const char *codes[4096];
+	size_t ncodes;
+	char *file_code;
+	size_t file_len;
+	bool json, raw, no_wait, stop_on_error;
+	double timeout;
+	bool has_timeout;
+};
+
+static int verb_exec_run(struct client *cl, const char *name, struct exec_args *a)
+{
+	struct cli_render r;
+	cli_render_init(&r, a->json, a->raw, "execution");
+	size_t n = a->ncodes + (a->file_code ? 1 : 0);
+	uint64_t first = 0;
+	for (size_t i = 0; i < n; i++) {
+		cJSON *req = client_request("exec", name);
+		cJSON_AddStringToObject(req, "code", i < a->ncodes ? a->codes[i] : a->file_code);
+		if (a->has_timeout)
+			cJSON_AddNumberToObject(req, "timeout", a->timeout);
+		if (a->no_wait) {
+			cJSON_AddBoolToObject(req, "wait", 0);
+		} else {
+			cJSON_AddBoolToObject(req, "stream", !a->json);
+			cJSON_AddBoolToObject(req, "ack", 1);
+		}
+		if (a->stop_on_error)
+			cJSON_AddBoolToObject(req, "stop_on_error", 1);
+		uint64_t id = client_send(cl, req);
+		if (!id)
+			return client_error_exit("exec", cl, NULL);
+		if (!first)
+			first = id;
+	}
+	size_t done = 0, failed = 0;
+	uint64_t running = 0; /* the execution ids, as the acks tell them */
+	uint64_t execs[4096] = {0};
+	bool interrupted_once = false;
+	while (done < n) {
+		bool intr = false;
+		cJSON *o = client_next(cl, true, &intr);
+		if (intr) {
+			client_interrupts = 0;
+			if (interrupted_once) /* a second ^C: leave now; it runs on */
+				return 130;
+			interrupted_once = true;
+			/* ^C: the one running is interrupted, the ones after it cancelled */
+			for (size_t i = done; i < n; i++) {
+				if (!execs[i])
+					continue;
+				cJSON *req = client_request(i == done ? "interrupt" : "cancel", name);
+				protocol_json_add_uint(req, "exec", execs[i]);
+				client_send(cl, req);
+			}
+			continue;
+		}
+		if (!o) {
+			cli_error("exec: %s: the server closed the connection", cl->where);
+			return CLI_EXIT_FAILED;
+		}
+		uint64_t id = client_id(o);
+		const char *event = protocol_str(o, "event");
+		size_t k = id >= first && id < first + n ? (size_t)(id - first) : n;
+		if (k == n) { /* a reply to an interrupt or cancel of ours */
+			cJSON_Delete(o);
+			continue;
+		}
+		if (event && strcmp(event, "accepted") == 0) {
+			const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "exec");
+			execs[k] = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
+			running = execs[done];
+		} else if (event && strcmp(event, "stream") == 0) {
+			const char *sname = protocol_str(o, "name"), *text = protocol_str(o, "text");
+			if (sname && text)
+				cli_render_stream(&r, sname, text, strlen(text));
+		} else if (event && strcmp(event, "display") == 0) {
+			cli_render_display(&r, cJSON_GetObjectItemCaseSensitive(o, "data"));
+		} else if (!event && a->no_wait && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
+			const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "exec");
+			printf("%.0f\n", cJSON_IsNumber(x) ? x->valuedouble : 0.0);
+			done++;
+		} else if (!event && protocol_str(o, "error")) {
+			client_error_exit("exec", cl, o);
+			failed++;
+			done++;
+		} else if (!event) {
+			if (client_show_result(&r, o, false) != CLI_EXIT_OK)
+				failed++;
+			done++;
+			running = done < n ? execs[done] : 0;
+		}
+		cJSON_Delete(o);
+	}
+	(void)running;
+	cli_render_text_end(&r, 1);
+	cli_render_text_end(&r, 2);
+	fflush(stdout);
+	return interrupted_once ? 130 : failed ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+}
+
+static const char exec_usage[] =
+	"Usage: ptybox exec NAME [OPTIONS] [-c CODE]... [FILE | -]\n"
+	"Run snippets in the session NAME of the server, in order, with the output and\n"
+	"exit status of `ptybox run`.\n"
+	"\n"
+	"  -c CODE             a snippet (repeatable)\n"
+	"  FILE, -             one more snippet from a file, or from standard input\n"
+	"  --json              one result object per snippet per line on stdout\n"
+	"  --raw               write output to a terminal as it is\n"
+	"  --timeout SEC       this snippet's time limit (default: the session's)\n"
+	"  --no-wait           print each execution's id and return at once\n"
+	"  --stop-on-error     if a snippet fails, drop the ones queued after it\n" CLIENT_COMMON_HELP;
+
+static const char *const verb_usages[][2] = {
+	{"new", "Usage: ptybox new NAME [SESSION OPTIONS]\n"
+		"Create the session NAME in the server (started if none runs); returns once\n"
+		"it is ready. Takes every session option of `ptybox run`.\n"},
+	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
+		   "The result of execution ID of session NAME (default: the last), waiting\n"
+		   "for it if it runs.\n"},
+	{"ls", "Usage: ptybox ls [--json]\nThe server's sessions, one per line.\n"},
+	{"interrupt", "Usage: ptybox interrupt NAME [ID]\n"
+		      "Interrupt what runs in session NAME (only if it is execution ID).\n"},
+	{"cancel", "Usage: ptybox cancel NAME ID\nDrop execution ID, queued and not started.\n"},
+	{"restart", "Usage: ptybox restart NAME\nA fresh interpreter for session NAME.\n"},
+	{"kill", "Usage: ptybox kill NAME\nEnd session NAME and its sandbox.\n"},
+	{"kill-server", "Usage: ptybox kill-server\nEnd every session and the server.\n"},
+	{"capture", "Usage: ptybox capture NAME [-e] [-S START]\n"
+		    "The session's screen as text (-e: with colours; -S -N: N lines of\n"
+		    "scrollback too).\n"},
+	{"watch", "Usage: ptybox watch NAME\n"
+		  "Follow session NAME live, as JSON lines (ptybox-protocol(7)).\n"},
+	{"exec", exec_usage},
+};
+
+static const char *verb_usage(const char *cmd)
+{
+	for (size_t i = 0; i < sizeof(verb_usages) / sizeof(verb_usages[0]); i++)
+		if (strcmp(verb_usages[i][0], cmd) == 0)
+			return verb_usages[i][1];
+	return "";
+}
+
+bool cli_client_verb(const char *cmd)
+{
+	return verb_usage(cmd)[0] != '\0';
+}
+
+static void client_ls_print(const cJSON *sessions, bool json)
+{
+	const cJSON *s;
+	if (!json && cJSON_GetArraySize(sessions))
+		printf("%-16s %-10s %-10s %8s %6s %-11s %9s %s\n", "NAME", "STATE", "VIA", "UPTIME",
+		       "EXECS", "LAST", "MEMORY", "CLIENTS");
+	cJSON_ArrayForEach(s, sessions)
+	{
+		if (json) {
+			char *line = cJSON_PrintUnformatted(s);
+			size_t n = line ? strlen(line) : 0;
+			if (line)
+				line = protocol_json_escape_unsafe(line, &n);
+			if (line)
+				printf("%s\n", line);
+			cJSON_free(line);
+			continue;
+		}
+		const cJSON *up = cJSON_GetObjectItemCaseSensitive(s, "uptime_s");
+		const cJSON *mem = cJSON_GetObjectItemCaseSensitive(s, "memory");
+		const cJSON *ex = cJSON_GetObjectItemCaseSensitive(s, "executions");
+		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(s, "clients");
+		char uptime[32], memory[32], via[64];
+		double u = cJSON_IsNumber(up) ? up->valuedouble : 0;
+		if (u < 120)
+			snprintf(uptime, sizeof(uptime), "%.0fs", u);
+		else if (u < 7200)
+			snprintf(uptime, sizeof(uptime), "%.0fm", u / 60);
+		else
+			snprintf(uptime, sizeof(uptime), "%.0fh", u / 3600);
+		if (cJSON_IsNumber(mem))
+			snprintf(memory, sizeof(memory), "%.1fM", mem->valuedouble / (1 << 20));
+		else
+			snprintf(memory, sizeof(memory), "-");
+		/* (a name is printable by construction; --via is the user's own
+		 * words, but shown safe all the same) */
+		const char *v = protocol_str(s, "via");
+		snprintf(via, sizeof(via), "%s", v ? v : "?");
+		for (char *p = via; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		const char *last = protocol_str(s, "last_status");
+		printf("%-16s %-10s %-10s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "name"),
+		       protocol_str(s, "state"), via, uptime,
+		       cJSON_IsNumber(ex) ? ex->valuedouble : 0, last ? last : "-", memory,
+		       cJSON_IsNumber(cl) ? cl->valuedouble : 0);
+	}
+}
+
+int cli_client(int argc, char **argv)
+{
+	const char *cmd = argv[0];
+	struct client_target t = {0};
+	struct cli_session_opts so;
+	cli_session_opts_init(&so);
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"raw", no_argument, NULL, 'r'},
+		{"no-wait", no_argument, NULL, 'n'},
+		{"stop-on-error", no_argument, NULL, 'E'},
+		{"help", no_argument, NULL, 'h'},
+		CLI_SESSION_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	bool is_new = strcmp(cmd, "new") == 0, is_exec = strcmp(cmd, "exec") == 0;
+	bool is_capture = strcmp(cmd, "capture") == 0;
+	static struct exec_args a;
+	memset(&a, 0, sizeof(a));
+	bool escapes = false;
+	const char *start = NULL;
+	static struct new_args na;
+	na.n = 0;
+	int opt;
+	optind = 1;
+	opterr = 0;
+	/* (capture's -S is its scrollback start, as tmux's capture-pane has it) */
+	/* (GNU order: the name first, options after it, as tmux takes them) */
+	const char *shortopts = is_capture ? ":L:H:c:ehS:" : ":L:S:H:c:h";
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'L': t.label = optarg; break;
+		case 'S':
+			if (is_capture)
+				start = optarg;
+			else
+				t.spath = optarg;
+			break;
+		case 'H': t.host = optarg; break;
+		case 'e': escapes = true; break;
+		case 'h': printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
+			if (is_new)
+				printf("\n%s", cli_session_help);
+			return CLI_EXIT_OK;
+		case 'j': a.json = true; break;
+		case 'r': a.raw = true; break;
+		case 'n': a.no_wait = true; break;
+		case 'E': a.stop_on_error = true; break;
+		case 'c':
+			if (!is_exec) {
+				cli_bad_option(cmd, '?', "-c");
+				return CLI_EXIT_USAGE;
+			}
+			if (a.ncodes == 4096) {
+				cli_error("exec: more than 4096 snippets");
+				return CLI_EXIT_USAGE;
+			}
+			if (!protocol_utf8_valid(optarg, strlen(optarg))) {
+				cli_error("exec: -c #%zu: not valid UTF-8", a.ncodes + 1);
+				return CLI_EXIT_USAGE;
+			}
+			a.codes[a.ncodes++] = optarg;
+			break;
+		case '?':
+		case ':': cli_bad_option(cmd, opt, argv[optind - 1]); return CLI_EXIT_USAGE;
+		default:
+			if (is_exec && opt == 0x101) { /* --timeout: this snippet's */
+				if (options_parse_seconds(optarg, &a.timeout) < 0) {
+					cli_error("exec: --timeout %s: expected seconds from 0 to "
+						  "31536000 (a year), e.g. 1.5",
+						  optarg);
+					return CLI_EXIT_USAGE;
+				}
+				a.has_timeout = true;
+				break;
+			}
+			if (!is_new) {
+				cli_error("%s: option '%s' is for new", cmd, argv[optind - 1]);
+				return CLI_EXIT_USAGE;
+			}
+			if (cli_session_opt(&so, opt, optarg, "new") != 1)
+				return CLI_EXIT_USAGE;
+			if (opt == 0x10c) {
+				cli_error("new: --log: the server keeps its own log, beside its "
+					  "socket");
+				return CLI_EXIT_USAGE;
+			}
+			for (const struct option *lo = longopts; lo->name && na.n < 512; lo++)
+				if (lo->val == opt) {
+					na.key[na.n] = lo->name;
+					na.val[na.n++] = lo->has_arg == no_argument ? NULL : optarg;
+					break;
+				}
+		}
+	}
+	int want_min = strcmp(cmd, "ls") == 0 || strcmp(cmd, "kill-server") == 0 ? 0 : 1;
+	int want_max = want_min == 0			       ? 0
+		       : is_exec				       ? 2
+		       : strcmp(cmd, "result") == 0 ||
+				 strcmp(cmd, "interrupt") == 0 ||
+				 strcmp(cmd, "cancel") == 0 ? 2
+							    : 1;
+	if (strcmp(cmd, "cancel") == 0)
+		want_min = 2;
+	int bad = verb_bad_args(cmd, argc, optind, want_min, want_max);
+	if (bad)
+		return bad;
+	const char *name = want_min ? argv[optind] : NULL;
+	if (is_exec) {
+		if (optind + 1 < argc &&
+		    !(a.file_code = cli_read_code("exec", argv[optind + 1], &a.file_len)))
+			return CLI_EXIT_USAGE;
+		if (a.ncodes == 0 && !a.file_code) {
+			cli_error("exec: nothing to run: give -c CODE or a FILE (- for standard "
+				  "input)");
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (is_new)
+		cli_warn_unsandboxed(&so.o);
+	struct client cl;
+	if (client_open(&cl, cmd, &t, is_new) < 0) {
+		free(a.file_code);
+		return CLI_EXIT_FAILED;
+	}
+	struct sigaction sa = {.sa_handler = client_on_sigint}; /* (no SA_RESTART: reads end) */
+	sigaction(SIGINT, &sa, NULL);
+	int rc = 0;
+	if (is_new) {
+		rc = verb_new(&cl, name, &na);
+	} else if (is_exec) {
+		rc = verb_exec_run(&cl, name, &a);
+	} else if (strcmp(cmd, "ls") == 0) {
+		cJSON *reply = NULL;
+		rc = client_simple(&cl, cmd, client_request("ls", NULL), &reply);
+		if (rc == 0)
+			client_ls_print(cJSON_GetObjectItemCaseSensitive(reply, "sessions"),
+					a.json);
+		cJSON_Delete(reply);
+	} else if (strcmp(cmd, "result") == 0) {
+		cJSON *req = client_request("result", name);
+		if (optind + 1 < argc) {
+			char *end;
+			unsigned long long n = strtoull(argv[optind + 1], &end, 10);
+			if (!argv[optind + 1][0] || *end || n == 0) {
+				cli_error("result: '%s': expected an execution's id (1, 2, ...)",
+					  argv[optind + 1]);
+				cJSON_Delete(req);
+				client_close(&cl);
+				return CLI_EXIT_USAGE;
+			}
+			protocol_json_add_uint(req, "exec", n);
+		}
+		if (a.no_wait)
+			cJSON_AddBoolToObject(req, "wait", 0);
+		cJSON *reply = NULL;
+		rc = client_simple(&cl, cmd, req, &reply);
+		if (rc == 0 && protocol_str(reply, "status")) {
+			struct cli_render r;
+			cli_render_init(&r, a.json, a.raw, "execution");
+			rc = client_show_result(&r, reply, true);
+		} else if (rc == 0) {
+			printf("%s\n", protocol_str(reply, "state") ? protocol_str(reply, "state")
+								    : "?");
+		}
+		cJSON_Delete(reply);
+	} else if (strcmp(cmd, "interrupt") == 0 || strcmp(cmd, "cancel") == 0) {
+		rc = verb_simple(&cl, cmd, name, optind + 1 < argc ? argv[optind + 1] : NULL);
+	} else if (strcmp(cmd, "restart") == 0 || strcmp(cmd, "kill") == 0 ||
+		   strcmp(cmd, "kill-server") == 0) {
+		rc = verb_simple(&cl, cmd, name, NULL);
+	} else if (is_capture) {
+		cJSON *req = client_request("capture", name);
+		if (escapes)
+			cJSON_AddBoolToObject(req, "escapes", 1);
+		if (start) {
+			char *end;
+			long n = strtol(start, &end, 10);
+			if (!start[0] || *end) {
+				cli_error("capture: -S %s: expected a line number (-100: 100 lines "
+					  "of scrollback)",
+					  start);
+				cJSON_Delete(req);
+				client_close(&cl);
+				return CLI_EXIT_USAGE;
+			}
+			cJSON_AddNumberToObject(req, "start", (double)n);
+		}
+		cJSON *reply = NULL;
+		rc = client_simple(&cl, cmd, req, &reply);
+		const char *text = protocol_str(reply, "text");
+		if (rc == 0 && text)
+			cli_render_out(1, text, strlen(text));
+		cJSON_Delete(reply);
+	} else if (strcmp(cmd, "watch") == 0) {
+		uint64_t id = client_send(&cl, client_request("watch", name));
+		cJSON *o;
+		bool intr = false;
+		rc = CLI_EXIT_OK;
+		while (id && (o = client_next(&cl, true, &intr))) {
+			if (protocol_str(o, "error") && client_id(o) == id) {
+				rc = client_error_exit(cmd, &cl, o);
+				cJSON_Delete(o);
+				break;
+			}
+			char *line = cJSON_PrintUnformatted(o);
+			size_t n = line ? strlen(line) : 0;
+			if (line)
+				line = protocol_json_escape_unsafe(line, &n);
+			if (line) {
+				line[n] = '\n';
+				cli_render_out(1, line, n + 1);
+			}
+			cJSON_free(line);
+			const char *event = protocol_str(o, "event");
+			bool end = event && strcmp(event, "killed") == 0;
+			cJSON_Delete(o);
+			if (end)
+				break;
+		}
+		if (intr)
+			rc = 130;
+	}
+	client_close(&cl);
+	free(a.file_code);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * cli_client.h - the verbs that talk to a server (new, exec, result, ls,
+ * interrupt, restart, kill, kill-server, capture, watch): thin clients of its
+ * protocol, over its socket or, with -H ssh://host, through
+ * `ssh host ptybox dial-stdio`.
+ */
+#ifndef PTYBOX_CLI_CLIENT_H
+#define PTYBOX_CLI_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* `ptybox server` could not start because one runs already. */
+#define CLI_EXIT_SERVER_RUNNING 3
+
+/* A connected fd to the local server's socket (starting the server first
+ * when autostart and none runs), or -errno with err filled. */
+int cli_client_connect_local(const char *label, const char *spath, bool autostart, char *err,
+			     size_t errlen);
+
+/* The verbs; argv[0] is the verb. */
+int cli_client(int argc, char **argv);
+/* Whether cmd is one of them. */
+bool cli_client_verb(const char *cmd);
+
+int cli_server(int argc, char **argv);
+int cli_dial_stdio(int argc, char **argv);
+
+#endif

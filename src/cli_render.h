@@ -1,0 +1,53 @@
+/*
+ * cli_render.h - a result and its output as `ptybox run` shows them, for
+ * every command that shows one (run, exec, result, watch): output as it
+ * comes, the last expression's value, tracebacks on stderr; --json prints one
+ * result object per line.
+ */
+#ifndef PTYBOX_CLI_RENDER_H
+#define PTYBOX_CLI_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "term_safe.h"
+
+struct cli_render {
+	bool json, color;
+	bool safe[3];			/* [fd]: text to fd goes through safe_state[fd] */
+	struct term_safe safe_state[3]; /* [1] stdout, [2] stderr */
+	const char *what;		/* "snippet" or "execution", in messages */
+};
+
+/* What a result shows in human form. */
+struct cli_render_result {
+	uint64_t id;
+	const char *value, *error_name, *error_value, *traceback, *message;
+	bool truncated;
+	uint64_t dropped_bytes;
+};
+
+void cli_render_init(struct cli_render *r, bool json, bool raw, const char *what);
+/* Writes all of s to fd; if that fails the output is lost: says so and exits 1. */
+void cli_render_out(int fd, const char *s, size_t len);
+/* Text the sandbox wrote, to fd: through its filter when fd takes one. */
+void cli_render_text(struct cli_render *r, int fd, const char *s, size_t len);
+/* What the filter of fd holds comes out (escaped): the text it began ends. */
+void cli_render_text_end(struct cli_render *r, int fd);
+/* A stream's chunk ("stdout" or "stderr"); nothing with --json. */
+void cli_render_stream(struct cli_render *r, const char *name, const char *text, size_t len);
+/* A rich output's text/plain form, or its image named; nothing with --json. */
+void cli_render_display(struct cli_render *r, const cJSON *bundle);
+/* The end of a snippet in human form. */
+void cli_render_result(struct cli_render *r, const struct cli_render_result *res);
+/* A message of ptybox's that may quote the sandbox, on stderr, filtered:
+ * prefix + msg, or "WHAT ID: msg" without prefix. */
+void cli_render_message(struct cli_render *r, const char *prefix, uint64_t id, const char *msg);
+/* A result object of the protocol, in human form (or as a line with --json,
+ * its "id" the execution's). Its status, or NULL if it is not a result. */
+const char *cli_render_result_json(struct cli_render *r, cJSON *result);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * conn.h - one client's connection to the server: lines in, a bounded queue
+ * of lines out, on a libuv stream (the socket, a pipe) or, for output only, a
+ * file or terminal written as it comes.
+ *
+ * A client that does not read is dropped once its queue passes the cap: the
+ * loop never waits for anyone.
+ */
+#ifndef PTYBOX_CONN_H
+#define PTYBOX_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "linebuf.h"
+
+struct conn;
+
+struct conn_callbacks {
+	/* A request line (NUL-terminated), or too_long: one passed the cap. */
+	void (*on_line)(struct conn *c, const char *line, size_t len, bool too_long);
+	/* The connection is closed (why says how: "end of input", a read error,
+	 * "dropped: ..."); memory goes after this returns. */
+	void (*on_close)(struct conn *c, const char *why);
+};
+
+struct conn {
+	uv_loop_t *loop;
+	uv_pipe_t pipe;
+	bool has_pipe, reading, closing, finished;
+	int out_fd; /* >= 0: output written to it as it comes (a file, a terminal) */
+	struct linebuf lines;
+	size_t queued, max_queue; /* bytes accepted by uv_write and not yet written */
+	unsigned writes;	  /* uv_write requests in flight */
+	char why[160];
+	const struct conn_callbacks *cb;
+	void *data;
+};
+
+/* Accepts a connection on server; reads lines at once. 0 or -errno. */
+int conn_accept(uv_stream_t *server, size_t max_line, size_t max_queue,
+		const struct conn_callbacks *cb, void *data, struct conn **out);
+/* An output-only connection on fd (serve's standard output): a pipe or socket
+ * gets the queue, anything else plain writes. 0 or -errno. */
+int conn_open_output(uv_loop_t *loop, int fd, size_t max_queue, const struct conn_callbacks *cb,
+		     void *data, struct conn **out);
+/* Sends len bytes of line (a whole line, newline included), taking it (it
+ * was malloc'd). -ENOBUFS when the queue passed its cap (the connection is
+ * being dropped), -EPIPE when it is closing. */
+int conn_send(struct conn *c, char *line, size_t len);
+/* Closes, once queued lines are written when there is a queue; on_close follows. */
+void conn_close(struct conn *c, const char *why);
+/* Closes now, queued lines lost; on_close follows. */
+void conn_abort(struct conn *c, const char *why);
+
+#endif

@@ -1,0 +1,417 @@
+/*
+ * server.c - the multiplexer's clients and their requests: who is connected,
+ * which op goes where, and every reply's shape. The sessions themselves are
+ * server_session.c's.
+ *
+ * Replies are lines of JSON, each escaped by protocol_json_escape_unsafe and
+ * handed to the client's connection, which queues them (bounded) and never
+ * blocks: a client that does not read is dropped there, not here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol.h"
+#include "server_internal.h"
+
+static const char srv_ops[] =
+	"hello, new, exec, result, ls, interrupt, cancel, restart, kill, watch, capture, "
+	"kill-server or ping";
+
+static void srv_send_line(struct server_client *c, char *s, size_t n)
+{
+	if (c->dead) {
+		cJSON_free(s);
+		return;
+	}
+	/* (the buffer ends in the NUL that becomes the newline) */
+	s[n] = '\n';
+	if (c->send(c->conn, s, n + 1) < 0)
+		c->dead = true;
+}
+
+void srv_send(struct server_client *c, cJSON *o)
+{
+	char *s = c->dead || !o ? NULL : cJSON_PrintUnformatted(o);
+	size_t n = s ? strlen(s) : 0;
+	if (s)
+		s = protocol_json_escape_unsafe(s, &n);
+	if (s)
+		srv_send_line(c, s, n);
+	cJSON_Delete(o);
+}
+
+static cJSON *srv_with_id(const cJSON *id)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (o)
+		cJSON_AddItemToObject(o, "id",
+				      id ? protocol_json_dup_exact(id) : cJSON_CreateNull());
+	return o;
+}
+
+void srv_reply_ok(struct server_client *c, const cJSON *id, cJSON *more)
+{
+	cJSON *o = srv_with_id(id);
+	if (o)
+		cJSON_AddBoolToObject(o, "ok", 1);
+	while (o && more && more->child) {
+		cJSON *m = cJSON_DetachItemViaPointer(more, more->child);
+		cJSON_AddItemToObject(o, m->string, m); /* (the key is copied again) */
+	}
+	cJSON_Delete(more);
+	srv_send(c, o);
+}
+
+void srv_reply_error(struct server_client *c, const cJSON *id, const char *code, const char *fmt,
+		     ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cJSON *o = srv_with_id(id);
+	if (o) {
+		cJSON_AddStringToObject(o, "error", msg);
+		cJSON_AddStringToObject(o, "code", code);
+	}
+	srv_send(c, o);
+}
+
+void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest, size_t len)
+{
+	if (c->dead)
+		return;
+	char *ids = id ? cJSON_PrintUnformatted(id) : NULL;
+	size_t idn = ids ? strlen(ids) : 4;
+	size_t n = 6 + idn + 1 + len;
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, "{\"id\":", 6);
+		memcpy(s + 6, ids ? ids : "null", idn);
+		s[6 + idn] = ',';
+		memcpy(s + 7 + idn, rest, len);
+		size_t m = n;
+		/* the id is the client's, escaped like everything else */
+		s = protocol_json_escape_unsafe(s, &m);
+		if (s)
+			srv_send_line(c, s, m);
+	}
+	cJSON_free(ids);
+}
+
+struct srv_waiter *srv_waiter_new(struct server_client *c, const cJSON *id, bool stream)
+{
+	struct srv_waiter *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->client = c;
+	w->id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
+	w->stream = stream;
+	return w;
+}
+
+void srv_waiters_free(struct srv_waiter **list)
+{
+	while (*list) {
+		struct srv_waiter *w = *list;
+		*list = w->next;
+		cJSON_Delete(w->id);
+		free(w);
+	}
+}
+
+void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c)
+{
+	while (*list) {
+		struct srv_waiter *w = *list;
+		if (w->client != c) {
+			list = &w->next;
+			continue;
+		}
+		*list = w->next;
+		cJSON_Delete(w->id);
+		free(w);
+	}
+}
+
+const char *server_name_invalid(const char *name, size_t len)
+{
+	if (len == 0)
+		return "empty";
+	if (len > SERVER_NAME_MAX)
+		return "longer than 64 bytes";
+	if (!protocol_utf8_valid(name, len) || memchr(name, '\0', len))
+		return "not valid UTF-8";
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return "'.' and '..' are not names";
+	if (name[0] == '-')
+		return "it starts with '-'";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+		if (ch < 0x20 || ch == 0x7f)
+			return "it holds a control character";
+		if (ch == '/')
+			return "it holds a '/'";
+		/* C1 controls (U+0080-U+009F) and the bidi controls (U+200E,
+		 * U+200F, U+202A-U+202E, U+2066-U+2069) would rewrite a listing. */
+		if (ch == 0xc2 && i + 1 < len && (unsigned char)name[i + 1] < 0xa0)
+			return "it holds a control character";
+		if (ch == 0xe2 && i + 2 < len) {
+			unsigned char b1 = (unsigned char)name[i + 1], b2 = (unsigned char)name[i + 2];
+			if ((b1 == 0x80 && (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
+			    (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9))
+				return "it holds a bidirectional control character";
+		}
+	}
+	return NULL;
+}
+
+static struct srv_session *srv_find(struct server *sv, const char *name)
+{
+	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+		if (strcmp(ss->name, name) == 0)
+			return ss;
+	return NULL;
+}
+
+void srv_session_unlink(struct server *sv, struct srv_session *ss)
+{
+	for (struct srv_session **p = &sv->sessions; *p; p = &(*p)->next)
+		if (*p == ss) {
+			*p = ss->next;
+			sv->nsessions--;
+			break;
+		}
+}
+
+size_t server_pending(const struct server *sv)
+{
+	size_t n = 0;
+	for (const struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+		n += ss->live + (ss->new_waiters ? 1 : 0);
+	return n;
+}
+
+void srv_maybe_idle(struct server *sv)
+{
+	if (sv->cfg.on_idle && !sv->shutting_down && server_pending(sv) == 0)
+		sv->cfg.on_idle(sv, sv->cfg.data);
+}
+
+int server_new(uv_loop_t *loop, const struct server_config *cfg, struct server **out)
+{
+	struct server *sv = calloc(1, sizeof(*sv));
+	if (!sv)
+		return -ENOMEM;
+	sv->loop = loop;
+	sv->cfg = *cfg;
+	sv->started_ms = uv_now(loop);
+	*out = sv;
+	return 0;
+}
+
+int server_add_default(struct server *sv, const struct ptybox_options *o,
+		       void (*fatal)(struct server *sv, const char *why, void *data), char *err,
+		       size_t errlen)
+{
+	struct srv_session *ss;
+	const char *code;
+	int rc = srv_session_start(sv, "default", NULL, false, o, &ss, err, errlen, &code);
+	if (rc == 0)
+		ss->fatal = fatal;
+	return rc;
+}
+
+struct server_client *server_client_new(struct server *sv, unsigned flags, server_send_fn send,
+					void *conn)
+{
+	struct server_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->server = sv;
+	c->flags = flags;
+	c->send = send;
+	c->conn = conn;
+	c->next = sv->clients;
+	sv->clients = c;
+	return c;
+}
+
+void server_client_gone(struct server_client *c)
+{
+	struct server *sv = c->server;
+	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+		srv_session_client_gone(ss, c);
+	for (struct srv_session *ss = sv->closing; ss; ss = ss->next)
+		srv_session_client_gone(ss, c);
+	for (struct server_client **p = &sv->clients; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	free(c);
+}
+
+void server_client_too_long(struct server_client *c)
+{
+	srv_reply_error(c, NULL, "malformed", "request line longer than %zu MiB: skipped",
+			SERVER_MAX_LINE >> 20);
+}
+
+static void srv_hello(struct server_client *c, const cJSON *req, const cJSON *id)
+{
+	const cJSON *proto = cJSON_GetObjectItemCaseSensitive(req, "protocol");
+	if (!cJSON_IsNumber(proto))
+		return srv_reply_error(c, id, "protocol",
+				       "hello needs \"protocol\": this server speaks %d",
+				       SERVER_PROTOCOL);
+	if (proto->valuedouble != SERVER_PROTOCOL)
+		return srv_reply_error(c, id, "protocol",
+				       "the client speaks protocol %g, this server (ptybox %s) "
+				       "speaks %d",
+				       proto->valuedouble, ptybox_version(), SERVER_PROTOCOL);
+	const char *via = protocol_str(req, "via");
+	c->remote = c->remote || (via && strcmp(via, "dial-stdio") == 0);
+	c->hello = true;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "protocol", SERVER_PROTOCOL);
+	cJSON_AddStringToObject(o, "server", ptybox_version());
+	srv_reply_ok(c, id, o);
+}
+
+static void srv_new(struct server_client *c, const cJSON *req, const cJSON *id, const char *name)
+{
+	struct server *sv = c->server;
+	const char *why = server_name_invalid(name, strlen(name));
+	if (why)
+		return srv_reply_error(c, id, "invalid_name", "invalid session name: %s", why);
+	if (srv_find(sv, name))
+		return srv_reply_error(c, id, "exists", "session '%s' exists", name);
+	if (sv->nsessions >= SERVER_MAX_SESSIONS)
+		return srv_reply_error(c, id, "limit", "the server holds %d sessions, its most",
+				       SERVER_MAX_SESSIONS);
+	struct srv_session *ss;
+	char err[512];
+	const char *code = "cannot_start";
+	int rc = srv_session_start(sv, name, cJSON_GetObjectItemCaseSensitive(req, "options"),
+				   c->remote, NULL, &ss, err, sizeof(err), &code);
+	if (rc < 0)
+		return srv_reply_error(c, id, code, "%s", err);
+	struct srv_waiter *w = srv_waiter_new(c, id, false);
+	if (!w) /* (the session starts; the client hears of it through ls) */
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	w->next = ss->new_waiters;
+	ss->new_waiters = w;
+}
+
+static void srv_ls(struct server_client *c, const cJSON *id)
+{
+	cJSON *o = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(o, "sessions");
+	for (struct srv_session *ss = c->server->sessions; ss; ss = ss->next)
+		cJSON_AddItemToArray(list, srv_session_describe(ss));
+	srv_reply_ok(c, id, o);
+}
+
+static void srv_kill_server(struct server_client *c, const cJSON *id)
+{
+	struct server *sv = c->server;
+	srv_reply_ok(c, id, NULL);
+	if (sv->cfg.on_kill_server)
+		sv->cfg.on_kill_server(sv, sv->cfg.data);
+}
+
+void server_client_line(struct server_client *c, const char *line, size_t len)
+{
+	struct server *sv = c->server;
+	if (len == 0 || c->dead || sv->shutting_down)
+		return;
+	bool nul = false;
+	cJSON *req = srv_request_parse(c, line, len, &nul);
+	if (!req)
+		return;
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	const char *op = protocol_str(req, "op");
+	const cJSON *sname = cJSON_GetObjectItemCaseSensitive(req, "session");
+	const char *name = cJSON_IsString(sname) ? sname->valuestring : NULL;
+	if (!name && !sname && (c->flags & SERVER_CLIENT_STDIO))
+		name = "default";
+	struct srv_session *ss = name ? srv_find(sv, name) : NULL;
+	if (!op)
+		srv_reply_error(c, id, "usage", "request needs \"op\": %s", srv_ops);
+	else if (strcmp(op, "hello") == 0)
+		srv_hello(c, req, id);
+	else if (strcmp(op, "ping") == 0)
+		srv_reply_ok(c, id, NULL);
+	else if (!c->hello && !(c->flags & SERVER_CLIENT_STDIO))
+		srv_reply_error(c, id, "protocol",
+				"say hello first: {\"op\":\"hello\",\"protocol\":%d}",
+				SERVER_PROTOCOL);
+	else if (strcmp(op, "ls") == 0)
+		srv_ls(c, id);
+	else if (strcmp(op, "kill-server") == 0)
+		srv_kill_server(c, id);
+	else if (sname && !name)
+		srv_reply_error(c, id, "usage", "\"session\" must be a string");
+	else if (!name)
+		srv_reply_error(c, id, "usage", "%s needs \"session\": a session's name", op);
+	else if (strcmp(op, "new") == 0)
+		srv_new(c, req, id, name);
+	else if (!ss &&
+		 (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||
+		  strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
+		  strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
+		  strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0))
+		srv_reply_error(c, id, "no_session", "no session '%.*s'",
+				(int)protocol_utf8_prefix(name, strlen(name), 64), name);
+	else if (strcmp(op, "exec") == 0)
+		srv_session_exec(ss, c, req, id, nul);
+	else if (strcmp(op, "result") == 0)
+		srv_session_result(ss, c, req, id);
+	else if (strcmp(op, "interrupt") == 0)
+		srv_session_interrupt(ss, c, req, id);
+	else if (strcmp(op, "cancel") == 0)
+		srv_session_cancel(ss, c, req, id);
+	else if (strcmp(op, "restart") == 0)
+		srv_session_restart(ss, c, id);
+	else if (strcmp(op, "kill") == 0)
+		srv_session_kill(ss, c, id);
+	else if (strcmp(op, "watch") == 0)
+		srv_session_watch(ss, c, id);
+	else if (strcmp(op, "capture") == 0)
+		srv_session_capture(ss, c, req, id);
+	else
+		srv_reply_error(c, id, "usage", "unknown op \"%.*s\": expected %s",
+				(int)protocol_utf8_prefix(op, strlen(op), 64), op, srv_ops);
+	cJSON_Delete(req);
+}
+
+void server_shutdown(struct server *sv, const char *why)
+{
+	if (sv->shutting_down)
+		return;
+	sv->shutting_down = true;
+	snprintf(sv->shutdown_why, sizeof(sv->shutdown_why), "%s", why);
+	while (sv->sessions)
+		srv_session_kill(sv->sessions, NULL, NULL);
+	for (struct server_client *c = sv->clients; c; c = c->next)
+		c->dead = true; /* (their connections are the caller's to close) */
+	if (!sv->closing && sv->cfg.on_stopped)
+		sv->cfg.on_stopped(sv, sv->cfg.data);
+}
+
+void server_free(struct server *sv)
+{
+	while (sv->clients)
+		server_client_gone(sv->clients);
+	free(sv);
+}
+
+void server_client_notice(struct server_client *c, const char *code, const char *msg)
+{
+	srv_reply_error(c, NULL, code, "%s", msg);
+}

@@ -1,0 +1,87 @@
+/*
+ * server.h - the multiplexer: named sessions on one loop, and the JSON-lines
+ * requests that every kind of connection feeds it (`serve --stdio`, the
+ * server's socket, `dial-stdio`). No sockets here: a client is a sink for
+ * lines, and what it sends comes in one line at a time.
+ *
+ * An execution belongs to its session, not to the client that asked for it:
+ * it runs on when the client goes, and its result is kept (a bounded history
+ * per session) for `result`.
+ */
+#ifndef PTYBOX_SERVER_H
+#define PTYBOX_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "ptybox.h"
+
+/* The protocol clients and server speak (hello's "protocol"). */
+#define SERVER_PROTOCOL 1
+#define SERVER_NAME_MAX 64
+/* Per session: results kept for `result`, by count and by their bytes. */
+#define SERVER_HISTORY_COUNT 100
+#define SERVER_HISTORY_BYTES ((size_t)16 << 20)
+/* Sessions one server holds. */
+#define SERVER_MAX_SESSIONS 4096
+/* The longest request line. */
+#define SERVER_MAX_LINE ((size_t)96 << 20)
+/* Executions queued in one session. */
+#define SERVER_MAX_QUEUE 4096
+
+struct server;
+struct server_client;
+
+/* Sends one line (newline included), taking it (malloc'd). Negative: the
+ * connection is going; the server sends it nothing more and waits for
+ * server_client_gone. */
+typedef int (*server_send_fn)(void *conn, char *line, size_t len);
+
+struct server_config {
+	/* Requests through dial-stdio may name the ssh: and exec: transports and
+	 * --python (the remote user could run them anyway, but need not). */
+	bool allow_remote_transports;
+	/* No execution queued or running anywhere (serve --stdio ends at EOF then). */
+	void (*on_idle)(struct server *sv, void *data);
+	/* A client asked kill-server. */
+	void (*on_kill_server)(struct server *sv, void *data);
+	/* After server_shutdown: every session is closed, every process gone. */
+	void (*on_stopped)(struct server *sv, void *data);
+	void *data;
+};
+
+/* The default session's client: requests without "session" go to
+ * "default", and hello is optional (serve --stdio). */
+#define SERVER_CLIENT_STDIO 1u
+
+int server_new(uv_loop_t *loop, const struct server_config *cfg, struct server **out);
+/* The session "default", with options the caller keeps alive (serve --stdio).
+ * fatal is called if it cannot start, after which its queued executions end
+ * in results. 0, or -errno with err filled. */
+int server_add_default(struct server *sv, const struct ptybox_options *o,
+		       void (*fatal)(struct server *sv, const char *why, void *data), char *err,
+		       size_t errlen);
+struct server_client *server_client_new(struct server *sv, unsigned flags, server_send_fn send,
+					void *conn);
+void server_client_line(struct server_client *c, const char *line, size_t len);
+/* A request line passed SERVER_MAX_LINE and was skipped. */
+void server_client_too_long(struct server_client *c);
+/* The connection is closed: nothing more is sent to it. Its executions run on. */
+void server_client_gone(struct server_client *c);
+/* Executions queued or running, in every session. */
+size_t server_pending(const struct server *sv);
+/* Closes every session (what waits on one is answered with why); on_stopped
+ * follows once all are gone. Clients still connected are sent nothing more. */
+void server_shutdown(struct server *sv, const char *why);
+/* After on_stopped (or before any session was started). */
+void server_free(struct server *sv);
+/* {"id":null,"error":msg,"code":code} to c. */
+void server_client_notice(struct server_client *c, const char *code, const char *msg);
+
+/* Whether name may name a session: 1..64 bytes of printable UTF-8, no '/',
+ * not "." or "..", not starting with '-'. NULL, or why not. Pure. */
+const char *server_name_invalid(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,130 @@
+/* server_internal.h - what server.c, server_session.c and server_request.c share. */
+#ifndef PTYBOX_SERVER_INTERNAL_H
+#define PTYBOX_SERVER_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "server.h"
+
+struct screen;
+
+/* Someone waiting on an execution (its result, and its output as it comes
+ * when stream), a `new` (the session's start), a `kill` (its end) or
+ * watching a session. */
+struct srv_waiter {
+	struct srv_waiter *next;
+	struct server_client *client;
+	cJSON *id; /* the client's, owned */
+	bool stream;
+};
+
+enum srv_exec_state { X_QUEUED, X_RUNNING, X_DONE };
+
+struct srv_exec {
+	struct srv_exec *next; /* the session's, oldest first */
+	uint64_t id;
+	enum srv_exec_state state;
+	bool stop_on_error, render;
+	enum ptybox_status status;
+	struct srv_waiter *waiters;
+	/* Who asked for it, for its late output (threads): not owned. */
+	struct server_client *origin;
+	cJSON *origin_id;
+	/* The result: a JSON object without "id", escaped, NUL-terminated. */
+	char *result;
+	size_t result_len;
+};
+
+enum srv_state { SS_STARTING, SS_IDLE, SS_BUSY, SS_RESTARTING, SS_DEAD, SS_CLOSING };
+
+struct srv_session {
+	struct srv_session *next;
+	struct server *server;
+	char name[SERVER_NAME_MAX + 1];
+	ptybox_session *ps;
+	enum srv_state state;
+	bool ready_once;
+	struct cli_session_opts so; /* its strings live in strings */
+	char *strings[CLI_MAX_ENV + 4];
+	size_t nstrings;
+	uint64_t created_ms;
+	uint64_t next_exec, executions;
+	enum ptybox_status last_status;
+	bool has_last;
+	struct srv_exec *execs, *execs_tail;
+	size_t live, done, done_bytes; /* execs queued/running; kept results */
+	struct srv_waiter *new_waiters, *kill_waiters, *watchers;
+	size_t nwatchers;
+	struct screen *screen;
+	void (*fatal)(struct server *sv, const char *why, void *data); /* the default's */
+};
+
+struct server_client {
+	struct server_client *next;
+	struct server *server;
+	unsigned flags;
+	bool hello, remote, dead;
+	server_send_fn send;
+	void *conn;
+};
+
+struct server {
+	uv_loop_t *loop;
+	struct server_config cfg;
+	struct srv_session *sessions, *closing;
+	size_t nsessions;
+	struct server_client *clients;
+	bool shutting_down;
+	char shutdown_why[128];
+	uint64_t started_ms;
+};
+
+/* server.c: sending. Each takes o and deletes it. */
+void srv_send(struct server_client *c, cJSON *o);
+/* {"id":ID,"ok":true} plus o's members (o may be NULL). */
+void srv_reply_ok(struct server_client *c, const cJSON *id, cJSON *o);
+/* {"id":ID,"error":MSG,"code":CODE} */
+void srv_reply_error(struct server_client *c, const cJSON *id, const char *code, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
+/* A line built by hand: "{\"id\":" ID "," REST, REST starting after its '{'. */
+void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest, size_t len);
+void srv_waiters_free(struct srv_waiter **list);
+void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c);
+struct srv_waiter *srv_waiter_new(struct server_client *c, const cJSON *id, bool stream);
+void srv_session_unlink(struct server *sv, struct srv_session *ss);
+void srv_maybe_idle(struct server *sv);
+
+/* server_session.c */
+int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
+		      const struct ptybox_options *given, struct srv_session **out, char *err,
+		      size_t errlen, const char **code);
+void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJSON *req,
+		      const cJSON *id, bool nul);
+void srv_session_result(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id);
+void srv_session_interrupt(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			   const cJSON *id);
+void srv_session_cancel(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id);
+void srv_session_restart(struct srv_session *ss, struct server_client *c, const cJSON *id);
+void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJSON *id);
+void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id);
+void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			 const cJSON *id);
+cJSON *srv_session_describe(const struct srv_session *ss);
+void srv_session_client_gone(struct srv_session *ss, struct server_client *c);
+const char *srv_state_name(enum srv_state st);
+
+/* server_request.c: a request line as a JSON object, or NULL with the reply
+ * to it sent (a line that is not one, lone surrogates, a NUL in the id).
+ * *nul: the request holds a NUL somewhere (only exec's code may not). */
+cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, bool *nul);
+/* options (a JSON object, may be NULL) onto so; the strings it keeps are
+ * strdup'd into keep[*nkeep]. remote: from dial-stdio, where ssh:, exec: and
+ * python are refused unless allowed. 0, or -EINVAL with err filled. */
+int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
+		      struct cli_session_opts *so, char **keep, size_t *nkeep, size_t keep_cap,
+		      char *err, size_t errlen);
+
+#endif

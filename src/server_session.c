@@ -1,0 +1,678 @@
+/*
+ * server_session.c - one named session of the server: its interpreter (a
+ * ptybox_session, always streaming), its executions and their kept results,
+ * who waits on what, and who watches.
+ *
+ * An execution's result is made into text once (a JSON object without "id")
+ * and joined to each waiter's id when sent, so that a result kept for later
+ * costs its text and nothing else. Kept results are bounded per session by
+ * count and bytes; the oldest go first.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "protocol.h"
+#include "server_internal.h"
+
+static const char *const srv_state_names[] = {
+	[SS_STARTING] = "starting", [SS_IDLE] = "idle",	    [SS_BUSY] = "busy",
+	[SS_RESTARTING] = "restarting", [SS_DEAD] = "dead", [SS_CLOSING] = "closing",
+};
+
+const char *srv_state_name(enum srv_state st)
+{
+	return srv_state_names[st];
+}
+
+static void srv_exec_free(struct srv_exec *x)
+{
+	srv_waiters_free(&x->waiters);
+	cJSON_Delete(x->origin_id);
+	free(x->result);
+	free(x);
+}
+
+static struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id)
+{
+	for (struct srv_exec *x = ss->execs; x; x = x->next)
+		if (x->id == id)
+			return x;
+	return NULL;
+}
+
+/* The oldest execution not done: the one running, or next to. */
+static struct srv_exec *srv_exec_current(struct srv_session *ss)
+{
+	for (struct srv_exec *x = ss->execs; x; x = x->next)
+		if (x->state != X_DONE)
+			return x;
+	return NULL;
+}
+
+static void srv_settle_state(struct srv_session *ss)
+{
+	if (ss->state == SS_IDLE || ss->state == SS_BUSY)
+		ss->state = ss->live ? SS_BUSY : SS_IDLE;
+}
+
+/* An event to every watcher: {"id":WATCH_ID,"event":..., "session":...} + o's. */
+static void srv_watchers_send(struct srv_session *ss, cJSON *o)
+{
+	if (!ss->watchers || !o) {
+		cJSON_Delete(o);
+		return;
+	}
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return;
+	/* rest: the object without its '{' */
+	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
+		srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
+	cJSON_free(s);
+}
+
+static cJSON *srv_event(struct srv_session *ss, const char *event)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "event", event);
+	cJSON_AddStringToObject(o, "session", ss->name);
+	return o;
+}
+
+static void srv_watchers_state(struct srv_session *ss, const char *event, const char *why)
+{
+	if (!ss->watchers)
+		return;
+	cJSON *o = srv_event(ss, event);
+	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
+	if (why)
+		cJSON_AddStringToObject(o, "why", why);
+	srv_watchers_send(ss, o);
+}
+
+/* Kept results past the bounds go, oldest first. */
+static void srv_history_trim(struct srv_session *ss)
+{
+	struct srv_exec **p = &ss->execs, *prev = NULL;
+	while (*p && (ss->done > SERVER_HISTORY_COUNT || ss->done_bytes > SERVER_HISTORY_BYTES)) {
+		struct srv_exec *x = *p;
+		if (x->state != X_DONE) {
+			prev = x;
+			p = &x->next;
+			continue;
+		}
+		*p = x->next;
+		if (ss->execs_tail == x)
+			ss->execs_tail = prev;
+		ss->done--;
+		ss->done_bytes -= x->result_len;
+		srv_exec_free(x);
+	}
+}
+
+static void srv_on_ready(ptybox_session *ps, void *data)
+{
+	struct srv_session *ss = data;
+	bool first = !ss->ready_once;
+	ss->ready_once = true;
+	if (ss->state == SS_CLOSING)
+		return;
+	ss->state = SS_IDLE;
+	srv_settle_state(ss);
+	while (ss->new_waiters) {
+		struct srv_waiter *w = ss->new_waiters;
+		ss->new_waiters = w->next;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "session", ss->name);
+		srv_reply_ok(w->client, w->id, o);
+		cJSON_Delete(w->id);
+		free(w);
+	}
+	srv_watchers_state(ss, first ? "started" : "restarted", NULL);
+	srv_maybe_idle(ss->server);
+}
+
+static void srv_on_restarting(ptybox_session *ps, const char *why, void *data)
+{
+	struct srv_session *ss = data;
+	if (ss->state == SS_CLOSING)
+		return;
+	ss->state = SS_RESTARTING;
+	srv_watchers_state(ss, "died", why);
+}
+
+static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, const char *text,
+			  size_t len, bool late, void *data)
+{
+	struct srv_session *ss = data;
+	struct srv_exec *x = srv_exec_find(ss, id);
+	bool to_waiters = x && !late && x->waiters;
+	bool to_origin = x && late && x->origin;
+	if (!to_waiters && !to_origin && !ss->watchers)
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "event", "stream");
+	protocol_json_add_uint(o, "exec", id);
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddStringToObject(o, "text", text);
+	if (late)
+		cJSON_AddBoolToObject(o, "late", 1);
+	char *s = cJSON_PrintUnformatted(o);
+	if (s && to_waiters)
+		for (struct srv_waiter *w = x->waiters; w; w = w->next)
+			if (w->stream)
+				srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
+	if (s && to_origin)
+		srv_send_joined(x->origin, x->origin_id, s + 1, strlen(s + 1));
+	cJSON_free(s);
+	if (ss->watchers) {
+		cJSON_AddStringToObject(o, "session", ss->name);
+		srv_watchers_send(ss, o);
+	} else {
+		cJSON_Delete(o);
+	}
+}
+
+static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, bool late,
+			   void *data)
+{
+	struct srv_session *ss = data;
+	struct srv_exec *x = srv_exec_find(ss, id);
+	bool to_waiters = x && !late && x->waiters;
+	bool to_origin = x && late && x->origin;
+	if (!to_waiters && !to_origin && !ss->watchers)
+		return;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "event", "display");
+	protocol_json_add_uint(o, "exec", id);
+	cJSON_AddItemToObject(o, "data", cJSON_Parse(bundle));
+	if (late)
+		cJSON_AddBoolToObject(o, "late", 1);
+	char *s = cJSON_PrintUnformatted(o);
+	if (s && to_waiters)
+		for (struct srv_waiter *w = x->waiters; w; w = w->next)
+			if (w->stream)
+				srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
+	if (s && to_origin)
+		srv_send_joined(x->origin, x->origin_id, s + 1, strlen(s + 1));
+	cJSON_free(s);
+	if (ss->watchers) {
+		cJSON_AddStringToObject(o, "session", ss->name);
+		srv_watchers_send(ss, o);
+	} else {
+		cJSON_Delete(o);
+	}
+}
+
+/* The executions queued behind x go, unrun (stop_on_error). */
+static void srv_cancel_behind(struct srv_session *ss, struct srv_exec *x)
+{
+	uint64_t ids[SERVER_MAX_QUEUE];
+	size_t n = 0;
+	for (struct srv_exec *y = x->next; y && n < SERVER_MAX_QUEUE; y = y->next)
+		if (y->state == X_QUEUED)
+			ids[n++] = y->id;
+	for (size_t i = 0; i < n; i++)
+		ptybox_session_cancel(ss->ps, ids[i]);
+}
+
+static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, void *data)
+{
+	struct srv_session *ss = data;
+	struct srv_exec *x = srv_exec_find(ss, r->id);
+	if (!x || x->state == X_DONE)
+		return;
+	cJSON *o = protocol_result_object(r);
+	if (o) {
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
+		protocol_json_add_uint(o, "exec", x->id);
+		cJSON_AddStringToObject(o, "session", ss->name);
+	}
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+	cJSON_Delete(o);
+	size_t n = s ? strlen(s) : 0;
+	if (s)
+		s = protocol_json_escape_unsafe(s, &n);
+	x->state = X_DONE;
+	x->status = r->status;
+	x->result = s;
+	x->result_len = n;
+	ss->live--;
+	ss->done++;
+	ss->done_bytes += n;
+	ss->executions++;
+	ss->last_status = r->status;
+	ss->has_last = true;
+	srv_settle_state(ss);
+	static const char oom[] = "{\"status\":\"error\",\"message\":\"out of memory for the "
+				  "result\"}";
+	const char *rest = s ? s + 1 : oom + 1;
+	size_t rlen = s ? n - 1 : sizeof(oom) - 2;
+	for (struct srv_waiter *w = x->waiters; w; w = w->next)
+		srv_send_joined(w->client, w->id, rest, rlen);
+	srv_waiters_free(&x->waiters);
+	if (ss->watchers) {
+		/* {"id":W,"event":"result",<the result's members>} */
+		size_t m = 17 + rlen;
+		char *e = malloc(m + 1);
+		if (e) {
+			memcpy(e, "\"event\":\"result\",", 17);
+			memcpy(e + 17, rest, rlen);
+			e[m] = '\0';
+			for (struct srv_waiter *w = ss->watchers; w; w = w->next)
+				srv_send_joined(w->client, w->id, e, m);
+			free(e);
+		}
+	}
+	if (x->stop_on_error && r->status != PTYBOX_OK && r->status != PTYBOX_CANCELLED)
+		srv_cancel_behind(ss, x);
+	srv_history_trim(ss);
+	srv_maybe_idle(ss->server);
+}
+
+/* Every execution still queued or running ends for its waiters with why. */
+static void srv_answer_live(struct srv_session *ss, const char *code, const char *why)
+{
+	for (struct srv_exec *x = ss->execs; x; x = x->next) {
+		if (x->state == X_DONE)
+			continue;
+		for (struct srv_waiter *w = x->waiters; w; w = w->next)
+			srv_reply_error(w->client, w->id, code, "%s", why);
+		srv_waiters_free(&x->waiters);
+	}
+}
+
+static void srv_on_fatal(ptybox_session *ps, const char *message, void *data)
+{
+	struct srv_session *ss = data;
+	struct server *sv = ss->server;
+	if (ss->state == SS_CLOSING)
+		return;
+	ss->state = SS_DEAD;
+	if (ss->fatal) { /* serve's default: its queue ends in results, then serve ends */
+		ss->fatal(sv, message, sv->cfg.data);
+		return;
+	}
+	if (ss->new_waiters) {
+		/* `new` said nothing yet: it fails, and the name is free again */
+		for (struct srv_waiter *w = ss->new_waiters; w; w = w->next)
+			srv_reply_error(w->client, w->id, "cannot_start",
+					"session '%s' could not be started: %s", ss->name, message);
+		srv_waiters_free(&ss->new_waiters);
+		srv_session_kill(ss, NULL, NULL);
+		return;
+	}
+	srv_watchers_state(ss, "dead", message);
+}
+
+static void srv_session_free(struct srv_session *ss)
+{
+	while (ss->execs) {
+		struct srv_exec *x = ss->execs;
+		ss->execs = x->next;
+		srv_exec_free(x);
+	}
+	srv_waiters_free(&ss->new_waiters);
+	srv_waiters_free(&ss->kill_waiters);
+	srv_waiters_free(&ss->watchers);
+	for (size_t i = 0; i < ss->nstrings; i++)
+		free(ss->strings[i]);
+	free(ss);
+}
+
+static void srv_on_closed(ptybox_session *ps, void *data)
+{
+	struct srv_session *ss = data;
+	struct server *sv = ss->server;
+	for (struct srv_waiter *w = ss->kill_waiters; w; w = w->next)
+		srv_reply_ok(w->client, w->id, NULL);
+	for (struct srv_session **p = &sv->closing; *p; p = &(*p)->next)
+		if (*p == ss) {
+			*p = ss->next;
+			break;
+		}
+	srv_session_free(ss);
+	if (sv->shutting_down && !sv->closing && !sv->sessions && sv->cfg.on_stopped)
+		sv->cfg.on_stopped(sv, sv->cfg.data);
+	else
+		srv_maybe_idle(sv);
+}
+
+static const struct ptybox_callbacks srv_callbacks = {
+	.on_ready = srv_on_ready,
+	.on_stream = srv_on_stream,
+	.on_display = srv_on_display,
+	.on_result = srv_on_result,
+	.on_fatal = srv_on_fatal,
+	.on_closed = srv_on_closed,
+	.on_restarting = srv_on_restarting,
+};
+
+int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
+		      const struct ptybox_options *given, struct srv_session **out, char *err,
+		      size_t errlen, const char **code)
+{
+	struct srv_session *ss = calloc(1, sizeof(*ss));
+	if (!ss) {
+		snprintf(err, errlen, "out of memory");
+		*code = "nomem";
+		return -ENOMEM;
+	}
+	ss->server = sv;
+	snprintf(ss->name, sizeof(ss->name), "%s", name);
+	cli_session_opts_init(&ss->so);
+	if (given) {
+		ss->so.o = *given;
+	} else if (srv_options_parse(options, remote, sv->cfg.allow_remote_transports, &ss->so,
+				     ss->strings, &ss->nstrings,
+				     sizeof(ss->strings) / sizeof(ss->strings[0]), err,
+				     errlen) < 0) {
+		*code = "usage";
+		srv_session_free(ss);
+		return -EINVAL;
+	}
+	ss->state = SS_STARTING;
+	ss->created_ms = uv_now(sv->loop);
+	snprintf(err, errlen, "out of memory");
+	int rc = ptybox_session_new(sv->loop, &ss->so.o, &srv_callbacks, ss, &ss->ps, err, errlen);
+	if (rc < 0) {
+		*code = rc == -EINVAL ? "usage" : "cannot_start";
+		srv_session_free(ss);
+		return rc;
+	}
+	ss->next = sv->sessions;
+	sv->sessions = ss;
+	sv->nsessions++;
+	*out = ss;
+	return 0;
+}
+
+void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJSON *req,
+		      const cJSON *id, bool nul)
+{
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(req, "code");
+	const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(req, "timeout");
+	const cJSON *flags[5] = {
+		cJSON_GetObjectItemCaseSensitive(req, "stream"),
+		cJSON_GetObjectItemCaseSensitive(req, "wait"),
+		cJSON_GetObjectItemCaseSensitive(req, "stop_on_error"),
+		cJSON_GetObjectItemCaseSensitive(req, "render"),
+		cJSON_GetObjectItemCaseSensitive(req, "ack"),
+	};
+	static const char *const flag_names[5] = {"stream", "wait", "stop_on_error", "render",
+						  "ack"};
+	if (!cJSON_IsString(code))
+		return srv_reply_error(c, id, "usage", "exec needs \"code\": a string");
+	if (nul)
+		return srv_reply_error(c, id, "usage",
+				       "the request contains a NUL character (\\u0000, or a \\u "
+				       "escape without four hex digits)");
+	if (timeout && (!cJSON_IsNumber(timeout) || !options_seconds_valid(timeout->valuedouble)))
+		return srv_reply_error(c, id, "usage",
+				       "\"timeout\" must be a number of seconds from 0 to 31536000 "
+				       "(a year)");
+	for (int i = 0; i < 5; i++)
+		if (flags[i] && !cJSON_IsBool(flags[i]))
+			return srv_reply_error(c, id, "usage", "\"%s\" must be true or false",
+					       flag_names[i]);
+	if (ss->state == SS_DEAD)
+		return srv_reply_error(c, id, "dead",
+				       "session '%s' is dead (its interpreter cannot start): "
+				       "restart or kill it",
+				       ss->name);
+	if (ss->live >= SERVER_MAX_QUEUE)
+		return srv_reply_error(c, id, "busy", "too many snippets queued");
+	bool wait = !flags[1] || cJSON_IsTrue(flags[1]);
+	struct srv_exec *x = calloc(1, sizeof(*x));
+	struct srv_waiter *w = wait ? srv_waiter_new(c, id, cJSON_IsTrue(flags[0])) : NULL;
+	if (!x || (wait && !w)) {
+		free(x);
+		srv_waiters_free(&w);
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	}
+	x->id = ++ss->next_exec;
+	x->stop_on_error = cJSON_IsTrue(flags[2]);
+	x->render = cJSON_IsTrue(flags[3]);
+	x->waiters = w;
+	x->origin = c;
+	x->origin_id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
+	int rc = ptybox_session_exec(ss->ps, x->id, code->valuestring, strlen(code->valuestring),
+				     timeout ? timeout->valuedouble : -1, true);
+	if (rc < 0) {
+		ss->next_exec--;
+		srv_exec_free(x);
+		return srv_reply_error(c, id, rc == -ENOBUFS ? "busy" : "not_running",
+				       rc == -ENOBUFS ? "too many snippets queued"
+						      : "the session is not running");
+	}
+	if (ss->execs_tail)
+		ss->execs_tail->next = x;
+	else
+		ss->execs = x;
+	ss->execs_tail = x;
+	ss->live++;
+	srv_settle_state(ss);
+	if (ss->watchers) {
+		cJSON *o = srv_event(ss, "exec");
+		protocol_json_add_uint(o, "exec", x->id);
+		cJSON_AddStringToObject(o, "code", code->valuestring);
+		srv_watchers_send(ss, o);
+	}
+	if (!wait) {
+		cJSON *o = cJSON_CreateObject();
+		protocol_json_add_uint(o, "exec", x->id);
+		cJSON_AddStringToObject(o, "session", ss->name);
+		srv_reply_ok(c, id, o);
+	} else if (cJSON_IsTrue(flags[4])) { /* its id now, the result later */
+		char rest[96];
+		int n = snprintf(rest, sizeof(rest), "\"event\":\"accepted\",\"exec\":%llu}",
+				 (unsigned long long)x->id);
+		srv_send_joined(c, id, rest, (size_t)n);
+	}
+}
+
+/* "exec": N, or the last one when absent. NULL with the reply sent. */
+static struct srv_exec *srv_exec_named(struct srv_session *ss, struct server_client *c,
+				       const cJSON *req, const cJSON *id, uint64_t *n)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(req, "exec");
+	if (e && (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > 9007199254740992.0 ||
+		  e->valuedouble != (double)(uint64_t)e->valuedouble)) {
+		srv_reply_error(c, id, "usage", "\"exec\" must be an execution's id: 1, 2, ...");
+		return NULL;
+	}
+	*n = e ? (uint64_t)e->valuedouble : ss->next_exec;
+	struct srv_exec *x = e ? srv_exec_find(ss, *n) : ss->execs_tail;
+	if (!x && !e)
+		srv_reply_error(c, id, "not_found", "session '%s' has no executions yet", ss->name);
+	else if (!x && *n > ss->next_exec)
+		srv_reply_error(c, id, "not_found", "session '%s' has no execution %llu", ss->name,
+				(unsigned long long)*n);
+	else if (!x)
+		srv_reply_error(c, id, "not_found",
+				"execution %llu of session '%s' is no longer kept (the last %d "
+				"results, at most %zu MiB, are)",
+				(unsigned long long)*n, ss->name, SERVER_HISTORY_COUNT,
+				SERVER_HISTORY_BYTES >> 20);
+	return x;
+}
+
+void srv_session_result(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id)
+{
+	uint64_t n;
+	struct srv_exec *x = srv_exec_named(ss, c, req, id, &n);
+	if (!x)
+		return;
+	if (x->state == X_DONE) {
+		static const char oom[] = "{\"status\":\"error\",\"message\":\"out of memory for "
+					  "the result\"}";
+		return x->result ? srv_send_joined(c, id, x->result + 1, x->result_len - 1)
+				 : srv_send_joined(c, id, oom + 1, sizeof(oom) - 2);
+	}
+	const cJSON *wait = cJSON_GetObjectItemCaseSensitive(req, "wait");
+	const cJSON *stream = cJSON_GetObjectItemCaseSensitive(req, "stream");
+	if (wait && cJSON_IsFalse(wait)) {
+		cJSON *o = cJSON_CreateObject();
+		protocol_json_add_uint(o, "exec", x->id);
+		cJSON_AddStringToObject(o, "state",
+					x == srv_exec_current(ss) ? "running" : "queued");
+		return srv_reply_ok(c, id, o);
+	}
+	struct srv_waiter *w = srv_waiter_new(c, id, cJSON_IsTrue(stream));
+	if (!w)
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	w->next = x->waiters;
+	x->waiters = w;
+}
+
+void srv_session_interrupt(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			   const cJSON *id)
+{
+	uint64_t n = 0;
+	if (cJSON_GetObjectItemCaseSensitive(req, "exec")) {
+		struct srv_exec *x = srv_exec_named(ss, c, req, id, &n);
+		if (!x)
+			return;
+		if (x != srv_exec_current(ss)) { /* ended, or not started: nothing to do */
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddBoolToObject(o, "interrupted", 0);
+			cJSON_AddStringToObject(o, "state", x->state == X_DONE ? "done" : "queued");
+			return srv_reply_ok(c, id, o);
+		}
+	}
+	if (ptybox_session_interrupt(ss->ps) < 0)
+		return srv_reply_error(c, id, "not_running", "nothing is running");
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "interrupted", 1);
+	srv_reply_ok(c, id, o);
+}
+
+void srv_session_cancel(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id)
+{
+	uint64_t n;
+	if (!cJSON_GetObjectItemCaseSensitive(req, "exec"))
+		return srv_reply_error(c, id, "usage", "cancel needs \"exec\": the id to cancel");
+	struct srv_exec *x = srv_exec_named(ss, c, req, id, &n);
+	if (!x)
+		return;
+	int rc = x->state == X_DONE ? -ENOENT : ptybox_session_cancel(ss->ps, x->id);
+	if (rc == -EBUSY)
+		return srv_reply_error(c, id, "busy",
+				       "execution %llu is running: interrupt it instead",
+				       (unsigned long long)n);
+	if (rc < 0)
+		return srv_reply_error(c, id, "not_found", "execution %llu has ended",
+				       (unsigned long long)n);
+	srv_reply_ok(c, id, NULL);
+}
+
+void srv_session_restart(struct srv_session *ss, struct server_client *c, const cJSON *id)
+{
+	if (ptybox_session_restart(ss->ps) < 0)
+		return srv_reply_error(c, id, "busy", "the session cannot restart now");
+	if (ss->state == SS_DEAD)
+		ss->state = SS_STARTING;
+	srv_reply_ok(c, id, NULL);
+}
+
+void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJSON *id)
+{
+	struct server *sv = ss->server;
+	if (c) {
+		struct srv_waiter *w = srv_waiter_new(c, id, false);
+		if (w) {
+			w->next = ss->kill_waiters;
+			ss->kill_waiters = w;
+		}
+	}
+	if (ss->state == SS_CLOSING)
+		return;
+	char why[160];
+	if (sv->shutting_down)
+		snprintf(why, sizeof(why), "%s", sv->shutdown_why);
+	else
+		snprintf(why, sizeof(why), "session '%s' was killed", ss->name);
+	srv_answer_live(ss, "killed", why);
+	for (struct srv_waiter *w = ss->new_waiters; w; w = w->next)
+		srv_reply_error(w->client, w->id, "cannot_start", "%s", why);
+	srv_waiters_free(&ss->new_waiters);
+	ss->state = SS_CLOSING;
+	srv_watchers_state(ss, "killed", NULL);
+	srv_waiters_free(&ss->watchers);
+	ss->live = 0;
+	srv_session_unlink(sv, ss);
+	ss->next = sv->closing;
+	sv->closing = ss;
+	ptybox_session_close(ss->ps);
+}
+
+void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id)
+{
+	struct srv_waiter *w = srv_waiter_new(c, id, true);
+	if (!w)
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	w->next = ss->watchers;
+	ss->watchers = w;
+	ss->nwatchers++;
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "session", ss->name);
+	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
+	srv_reply_ok(c, id, o);
+}
+
+void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			 const cJSON *id)
+{
+	srv_reply_error(c, id, "usage", "capture: not built yet");
+}
+
+cJSON *srv_session_describe(const struct srv_session *ss)
+{
+	cJSON *o = cJSON_CreateObject();
+	const struct server *sv = ss->server;
+	cJSON_AddStringToObject(o, "name", ss->name);
+	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
+	cJSON_AddStringToObject(o, "via", ss->so.o.via ? ss->so.o.via : "local");
+	cJSON_AddNumberToObject(o, "uptime_s", (double)(uv_now(sv->loop) - ss->created_ms) / 1e3);
+	protocol_json_add_uint(o, "executions", ss->executions);
+	protocol_json_add_uint(o, "queued", ss->live);
+	if (ss->has_last)
+		cJSON_AddStringToObject(o, "last_status", ptybox_status_name(ss->last_status));
+	else
+		cJSON_AddNullToObject(o, "last_status");
+	long long mem = ptybox_session_memory(ss->ps);
+	if (mem >= 0)
+		cJSON_AddNumberToObject(o, "memory", (double)mem);
+	else
+		cJSON_AddNullToObject(o, "memory");
+	protocol_json_add_uint(o, "clients", ss->nwatchers);
+	return o;
+}
+
+void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
+{
+	for (struct srv_exec *x = ss->execs; x; x = x->next) {
+		srv_waiters_drop_client(&x->waiters, c);
+		if (x->origin == c) {
+			x->origin = NULL;
+			cJSON_Delete(x->origin_id);
+			x->origin_id = NULL;
+		}
+	}
+	srv_waiters_drop_client(&ss->new_waiters, c);
+	srv_waiters_drop_client(&ss->kill_waiters, c);
+	size_t before = 0, after = 0;
+	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
+		before++;
+	srv_waiters_drop_client(&ss->watchers, c);
+	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
+		after++;
+	ss->nwatchers -= before - after;
+}
