@@ -112,8 +112,8 @@ int cli_client_connect_local(const char *label, const char *spath, bool autostar
 }
 
 /* ssh://[user@]host[:port] as ssh's arguments: [-p PORT] DEST. */
-static int client_ssh_argv(const char *url, char *dest, size_t destlen, char *port,
-			   size_t portlen, char *err, size_t errlen)
+static int client_ssh_argv(const char *url, char *dest, size_t destlen, char *port, size_t portlen,
+			   char *err, size_t errlen)
 {
 	if (strncmp(url, "ssh://", 6) != 0) {
 		snprintf(err, errlen, "-H %s: expected ssh://[user@]host[:port]", url);
@@ -143,8 +143,8 @@ static int client_ssh_argv(const char *url, char *dest, size_t destlen, char *po
 	if (colon)
 		snprintf(port, portlen, "%s", colon + 1);
 	unsigned p;
-	if ((colon && options_parse_uint(port, 1, 65535, &p) < 0) || !dest[at ? at - rest + 1 : 0] ||
-	    dest[0] == '-' || strpbrk(dest, " \t\n/")) {
+	if ((colon && options_parse_uint(port, 1, 65535, &p) < 0) ||
+	    !dest[at ? at - rest + 1 : 0] || dest[0] == '-' || strpbrk(dest, " \t\n/")) {
 		snprintf(err, errlen, "-H %s: expected ssh://[user@]host[:port]", url);
 		return -EINVAL;
 	}
@@ -404,9 +404,9 @@ struct verb {
 };
 
 #define CLIENT_COMMON_HELP                                                                         \
-	"  -L NAME             the server named NAME (default \"default\")\n"                   \
-	"  -S PATH             the server at socket PATH\n"                                     \
-	"  -H ssh://[user@]host[:port]  the server on another machine, through\n"               \
+	"  -L NAME             the server named NAME (default \"default\")\n"                      \
+	"  -S PATH             the server at socket PATH\n"                                        \
+	"  -H ssh://[user@]host[:port]  the server on another machine, through\n"                  \
 	"                      `ssh host ptybox dial-stdio` (ptybox must be installed there)\n"
 
 static int verb_bad_args(const char *cmd, int argc, int optind_, int want_min, int want_max)
@@ -541,7 +541,8 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			for (size_t i = done; i < n; i++) {
 				if (!execs[i])
 					continue;
-				cJSON *req = client_request(i == done ? "interrupt" : "cancel", name);
+				cJSON *req =
+					client_request(i == done ? "interrupt" : "cancel", name);
 				protocol_json_add_uint(req, "exec", execs[i]);
 				client_send(cl, req);
 			}
@@ -563,12 +564,14 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			execs[k] = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
 			running = execs[done];
 		} else if (event && strcmp(event, "stream") == 0) {
-			const char *sname = protocol_str(o, "name"), *text = protocol_str(o, "text");
+			const char *sname = protocol_str(o, "name"),
+				   *text = protocol_str(o, "text");
 			if (sname && text)
 				cli_render_stream(&r, sname, text, strlen(text));
 		} else if (event && strcmp(event, "display") == 0) {
 			cli_render_display(&r, cJSON_GetObjectItemCaseSensitive(o, "data"));
-		} else if (!event && a->no_wait && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
+		} else if (!event && a->no_wait &&
+			   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
 			const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "exec");
 			printf("%.0f\n", cJSON_IsNumber(x) ? x->valuedouble : 0.0);
 			done++;
@@ -602,7 +605,8 @@ static const char exec_usage[] =
 	"  --raw               write output to a terminal as it is\n"
 	"  --timeout SEC       this snippet's time limit (default: the session's)\n"
 	"  --no-wait           print each execution's id and return at once\n"
-	"  --stop-on-error     if a snippet fails, drop the ones queued after it\n" CLIENT_COMMON_HELP;
+	"  --stop-on-error     if a snippet fails, drop the ones queued after "
+	"it\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
 	{"new", "Usage: ptybox new NAME [SESSION OPTIONS]\n"
@@ -728,7 +732,8 @@ int cli_client(int argc, char **argv)
 			break;
 		case 'H': t.host = optarg; break;
 		case 'e': escapes = true; break;
-		case 'h': printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
+		case 'h':
+			printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
 			if (is_new)
 				printf("\n%s", cli_session_help);
 			return CLI_EXIT_OK;
@@ -784,12 +789,12 @@ int cli_client(int argc, char **argv)
 		}
 	}
 	int want_min = strcmp(cmd, "ls") == 0 || strcmp(cmd, "kill-server") == 0 ? 0 : 1;
-	int want_max = want_min == 0			       ? 0
-		       : is_exec				       ? 2
-		       : strcmp(cmd, "result") == 0 ||
-				 strcmp(cmd, "interrupt") == 0 ||
-				 strcmp(cmd, "cancel") == 0 ? 2
-							    : 1;
+	int want_max = want_min == 0 ? 0
+		       : is_exec     ? 2
+		       : strcmp(cmd, "result") == 0 || strcmp(cmd, "interrupt") == 0 ||
+				       strcmp(cmd, "cancel") == 0
+			       ? 2
+			       : 1;
 	if (strcmp(cmd, "cancel") == 0)
 		want_min = 2;
 	int bad = verb_bad_args(cmd, argc, optind, want_min, want_max);
@@ -850,8 +855,8 @@ int cli_client(int argc, char **argv)
 			cli_render_init(&r, a.json, a.raw, "execution");
 			rc = client_show_result(&r, reply, true);
 		} else if (rc == 0) {
-			printf("%s\n", protocol_str(reply, "state") ? protocol_str(reply, "state")
-								    : "?");
+			printf("%s\n",
+			       protocol_str(reply, "state") ? protocol_str(reply, "state") : "?");
 		}
 		cJSON_Delete(reply);
 	} else if (strcmp(cmd, "interrupt") == 0 || strcmp(cmd, "cancel") == 0) {

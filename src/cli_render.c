@@ -198,7 +198,8 @@ const char *cli_render_result_json(struct cli_render *r, cJSON *result)
 	if (cJSON_IsArray(tb)) {
 		size_t n = 0, o = 0;
 		const cJSON *line;
-		cJSON_ArrayForEach(line, tb) n += cJSON_IsString(line) ? strlen(line->valuestring) : 0;
+		cJSON_ArrayForEach(line, tb) n +=
+			cJSON_IsString(line) ? strlen(line->valuestring) : 0;
 		traceback = malloc(n + 1);
 		cJSON_ArrayForEach(line, tb)
 		{

@@ -150,7 +150,8 @@ static char *run_read_fd(const char *cmd, int fd, const char *name, size_t *len)
 	while (buf) {
 		if (n == cap) {
 			if (cap >= RUN_MAX_FILE) {
-				cli_error("%s: %s: larger than %zu MiB", cmd, name, RUN_MAX_FILE >> 20);
+				cli_error("%s: %s: larger than %zu MiB", cmd, name,
+					  RUN_MAX_FILE >> 20);
 				free(buf);
 				return NULL;
 			}

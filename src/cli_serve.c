@@ -77,7 +77,10 @@ static void serve_out_closed(struct conn *c, const char *why)
 {
 	struct serve *sv = c->data;
 	sv->out = NULL;
-	if (strncmp(why, "write: broken pipe", 18) != 0 && !sv->stopped)
+	if (strncmp(why, "write: ", 7) == 0)
+		why += 7;
+	if (strncmp(why, "broken pipe", 11) != 0 && strncmp(why, "Broken pipe", 11) != 0 &&
+	    !sv->stopped)
 		cli_error("serve: standard output: %s", why);
 	if (!sv->stopped) {
 		if (sv->client)
@@ -132,6 +135,8 @@ static void serve_on_fatal(struct server *server, const char *message, void *dat
 	sv->exit_code = CLI_EXIT_CANNOT_START;
 	sv->eof = true;
 	stdio_lines_close(&sv->in);
+	if (server_pending(server) == 0) /* (else once their results are out) */
+		serve_stop(sv, "shutting down");
 }
 
 /* SIGINT, SIGTERM, SIGHUP: stop now. The requests still queued are answered
@@ -234,8 +239,8 @@ int cli_serve(int argc, char **argv)
 	if (rc == 0)
 		rc = conn_open_output(sv.loop, 1, SERVE_MAX_QUEUE, &serve_out_callbacks, &sv,
 				      &sv.out);
-	if (rc == 0 && !(sv.client = server_client_new(sv.server, SERVER_CLIENT_STDIO, serve_send,
-						       sv.out)))
+	if (rc == 0 &&
+	    !(sv.client = server_client_new(sv.server, SERVER_CLIENT_STDIO, serve_send, sv.out)))
 		rc = -ENOMEM;
 	if (rc == 0)
 		rc = server_add_default(sv.server, &so.o, serve_on_fatal, err, sizeof(err));

@@ -432,9 +432,7 @@ int cli_dial_stdio(int argc, char **argv)
 		case 'L': label = optarg; break;
 		case 'S': spath = optarg; break;
 		case 'h': fputs(dial_usage, stdout); return CLI_EXIT_OK;
-		default:
-			cli_bad_option("dial-stdio", opt, argv[optind - 1]);
-			return CLI_EXIT_USAGE;
+		default: cli_bad_option("dial-stdio", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		}
 	}
 	char err[512];

@@ -44,12 +44,12 @@ void srv_send(struct server_client *c, cJSON *o)
 	cJSON_Delete(o);
 }
 
+/* A reply begins with the request's id, when it had one. */
 static cJSON *srv_with_id(const cJSON *id)
 {
 	cJSON *o = cJSON_CreateObject();
-	if (o)
-		cJSON_AddItemToObject(o, "id",
-				      id ? protocol_json_dup_exact(id) : cJSON_CreateNull());
+	if (o && id)
+		cJSON_AddItemToObject(o, "id", protocol_json_dup_exact(id));
 	return o;
 }
 
@@ -87,14 +87,17 @@ void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest,
 	if (c->dead)
 		return;
 	char *ids = id ? cJSON_PrintUnformatted(id) : NULL;
-	size_t idn = ids ? strlen(ids) : 4;
-	size_t n = 6 + idn + 1 + len;
+	size_t idn = ids ? strlen(ids) : 0;
+	size_t head = ids ? 6 + idn + 1 : 1; /* {"id":ID, or { */
+	size_t n = head + len;
 	char *s = malloc(n + 1);
 	if (s) {
-		memcpy(s, "{\"id\":", 6);
-		memcpy(s + 6, ids ? ids : "null", idn);
-		s[6 + idn] = ',';
-		memcpy(s + 7 + idn, rest, len);
+		memcpy(s, "{\"id\":", ids ? 6 : 1);
+		if (ids) {
+			memcpy(s + 6, ids, idn);
+			s[6 + idn] = ',';
+		}
+		memcpy(s + head, rest, len);
 		size_t m = n;
 		/* the id is the client's, escaped like everything else */
 		s = protocol_json_escape_unsafe(s, &m);
@@ -162,8 +165,10 @@ const char *server_name_invalid(const char *name, size_t len)
 		if (ch == 0xc2 && i + 1 < len && (unsigned char)name[i + 1] < 0xa0)
 			return "it holds a control character";
 		if (ch == 0xe2 && i + 2 < len) {
-			unsigned char b1 = (unsigned char)name[i + 1], b2 = (unsigned char)name[i + 2];
-			if ((b1 == 0x80 && (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
+			unsigned char b1 = (unsigned char)name[i + 1],
+				      b2 = (unsigned char)name[i + 2];
+			if ((b1 == 0x80 &&
+			     (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
 			    (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9))
 				return "it holds a bidirectional control character";
 		}
@@ -361,11 +366,10 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_reply_error(c, id, "usage", "%s needs \"session\": a session's name", op);
 	else if (strcmp(op, "new") == 0)
 		srv_new(c, req, id, name);
-	else if (!ss &&
-		 (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||
-		  strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
-		  strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
-		  strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0))
+	else if (!ss && (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||
+			 strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
+			 strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
+			 strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0))
 		srv_reply_error(c, id, "no_session", "no session '%.*s'",
 				(int)protocol_utf8_prefix(name, strlen(name), 64), name);
 	else if (strcmp(op, "exec") == 0)

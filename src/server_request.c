@@ -157,7 +157,8 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 			const char *arg = NULL;
 			if (lo->has_arg == no_argument) {
 				if (!cJSON_IsBool(v)) {
-					snprintf(err, errlen, "\"%s\" must be true or false", lo->name);
+					snprintf(err, errlen, "\"%s\" must be true or false",
+						 lo->name);
 					return -EINVAL;
 				}
 				if (!cJSON_IsTrue(v))
@@ -169,7 +170,8 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 				arg = num; /* (parsed into numbers: nothing keeps it) */
 			} else {
 				snprintf(err, errlen, "\"%s\" must be a %s", lo->name,
-					 list ? "list of NAME=VALUE strings" : "string or a number");
+					 list ? "list of NAME=VALUE strings"
+					      : "string or a number");
 				return -EINVAL;
 			}
 			if (lo->has_arg != no_argument && !arg) {

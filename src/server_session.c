@@ -19,7 +19,7 @@
 #include "server_internal.h"
 
 static const char *const srv_state_names[] = {
-	[SS_STARTING] = "starting", [SS_IDLE] = "idle",	    [SS_BUSY] = "busy",
+	[SS_STARTING] = "starting",	[SS_IDLE] = "idle", [SS_BUSY] = "busy",
 	[SS_RESTARTING] = "restarting", [SS_DEAD] = "dead", [SS_CLOSING] = "closing",
 };
 

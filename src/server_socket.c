@@ -42,8 +42,8 @@ static int server_socket_check_dir(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-int server_socket_path(const char *label, const char *path, bool create, char *out,
-		       size_t outlen, char *err, size_t errlen)
+int server_socket_path(const char *label, const char *path, bool create, char *out, size_t outlen,
+		       char *err, size_t errlen)
 {
 	char dir[SERVER_SOCKET_PATH_MAX + 64];
 	if (path) {

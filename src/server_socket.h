@@ -19,8 +19,8 @@
 /* The socket's path for label or path (one of them NULL); with create, its
  * folder is made (0700) if missing. Either way the folder is checked. 0 or
  * -errno with err filled. */
-int server_socket_path(const char *label, const char *path, bool create, char *out,
-		       size_t outlen, char *err, size_t errlen);
+int server_socket_path(const char *label, const char *path, bool create, char *out, size_t outlen,
+		       char *err, size_t errlen);
 /* Connects to the socket at path (blocking). The fd, or -errno. */
 int server_socket_connect(const char *path);
 /* Whether uid may use the server of this user: itself, or root. */

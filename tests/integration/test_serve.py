@@ -137,7 +137,7 @@ class ServeTest(TestCase):
         self.assertEqual(self.s.recv_result(3)["stdout"], "\U0001F600\n")
         self.s.send(r'{"id":4,"op":"exec","code":"\ud800"')  # and not JSON
         self.assertEqual(self.s.recv(), {"error": "malformed request: expected one JSON "
-                                                  "object per line"})
+                                                  "object per line", "code": "malformed"})
         self.assertEqual(self.s.exec("keep", id=5)["result"], {"text/plain": "'me'"})
         self.assertEqual(self.s.close(), 0)
 
@@ -186,10 +186,10 @@ class ServeTest(TestCase):
             if not m.get("event"):
                 break
             got.append(m)
-        self.assertEqual(got, [
-            {"id": "s", "event": "stream", "name": "stdout", "text": "one\n"},
-            {"id": "s", "event": "display", "data": {"text/plain": "2"}},
-            {"id": "s", "event": "stream", "name": "stdout", "text": "three\n"}])
+        self.assertEqual(got, [  # ("exec": the server's id of the execution)
+            {"id": "s", "event": "stream", "exec": 1, "name": "stdout", "text": "one\n"},
+            {"id": "s", "event": "display", "exec": 1, "data": {"text/plain": "2"}},
+            {"id": "s", "event": "stream", "exec": 1, "name": "stdout", "text": "three\n"}])
         self.assertEqual(m["display"], [{"text/plain": "2"}])
         # without "stream", only in the result
         self.s.send({"id": "q", "op": "exec", "code": "display(4)"})
@@ -201,7 +201,7 @@ class ServeTest(TestCase):
                     "t.start()", id="started")
         self.s.send({"id": "next", "op": "exec", "code": "ev.set(); t.join(); 'mine'"})
         late = self.s.recv()
-        self.assertEqual(late, {"id": "started", "event": "display",
+        self.assertEqual(late, {"id": "started", "event": "display", "exec": 1,
                                 "data": {"text/plain": "'bg'"}, "late": True})
         r = self.s.recv()
         self.assertEqual((r["id"], r["display"], r["result"]),
@@ -217,7 +217,7 @@ class ServeTest(TestCase):
         while len(replies) < 2:
             m = self.s.recv()
             replies[m["id"]] = m
-        self.assertEqual(replies[3], {"id": 3, "ok": True})
+        self.assertEqual(replies[3], {"id": 3, "ok": True, "interrupted": True})
         self.assertEqual(replies[2]["status"], "interrupted")
         self.assertFalse(replies[2]["state_lost"])
         self.assertEqual(self.s.exec("state", id=4)["result"], {"text/plain": "'kept'"})
