@@ -1196,7 +1196,7 @@ class Kernel:
     # -- one snippet
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
-        filename = "<snippet-%s>" % sid
+        filename = "<exec-%s>" % sid
         hit = self.code_cache.get(code)
         if hit is None:
             # Each line with its newline, the last too: a traceback's carets

@@ -1,0 +1,484 @@
+"""The multiplexer: named sessions in a server that outlive their clients,
+driven the way a user does (the verbs) and a program does (the socket's
+JSON lines). Each test class has a server of its own, in a runtime folder
+of its own, and leaves nothing running."""
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from ptybox_test import PTYBOX, VIA, TestCase, kill_if_alive
+
+
+def pids_of(exe_marker):
+    """Processes whose command line contains exe_marker."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                if exe_marker.encode() in f.read():
+                    out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+class Server:
+    """A runtime folder with a server's socket in it; verbs run against it."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ptybox-srv-")
+        os.chmod(self.dir, 0o700)
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=self.dir)
+        self.sock = os.path.join(self.dir, "ptybox", "default")
+
+    def __call__(self, *args, input=None, timeout=60):
+        argv = [PTYBOX] + list(args)
+        if args and args[0] == "new" and not any(a.startswith("--via") for a in args):
+            argv[2:2] = ["--via", VIA]
+        return subprocess.run(argv, input=input, capture_output=True, text=True,
+                              timeout=timeout, env=self.env, errors="replace")
+
+    def popen(self, *args, **kw):
+        return subprocess.Popen([PTYBOX] + list(args), env=self.env, **kw)
+
+    def daemon_pid(self):
+        with open(self.sock + ".log") as f:
+            for line in reversed(f.read().splitlines()):
+                if "listening on" in line:
+                    return int(line.rsplit("pid ", 1)[1].rstrip(")"))
+        return None
+
+    def close(self):
+        pid = self.daemon_pid() if os.path.exists(self.sock + ".log") else None
+        if os.path.exists(self.sock):
+            self("kill-server", timeout=30)
+        if pid:
+            deadline = time.monotonic() + 10
+            while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            kill_if_alive(pid)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Client:
+    """A program on the socket: JSON lines, every read with a deadline."""
+
+    def __init__(self, path, hello=True):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.s.settimeout(30)
+        self.buf = b""
+        if hello:
+            self.send({"id": 0, "op": "hello", "protocol": 1})
+            assert self.recv()["ok"]
+
+    def send(self, obj):
+        self.s.sendall((json.dumps(obj) if not isinstance(obj, (bytes, str)) else obj).encode()
+                       if not isinstance(obj, bytes) else obj)
+        if not isinstance(obj, bytes) and not (isinstance(obj, str) and obj.endswith("\n")):
+            self.s.sendall(b"\n")
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            chunk = self.s.recv(1 << 16)
+            if not chunk:
+                raise EOFError("the server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def reply(self, id):
+        """The reply to request id (events skipped)."""
+        while True:
+            m = self.recv()
+            if m.get("id") == id and "event" not in m:
+                return m
+
+    def close(self):
+        self.s.close()
+
+
+class VerbsTest(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        p = cls.srv("new", "main")
+        assert p.returncode == 0, p.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.close()
+
+    def test_a_session_keeps_its_state_between_clients(self):
+        p = self.srv("exec", "main", "-c", "kept = 41")
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+        p = self.srv("exec", "main", "-c", "kept + 1")
+        self.assertEqual((p.returncode, p.stdout), (0, "42\n"))
+
+    def test_exec_has_runs_output_and_exit_statuses(self):
+        code = ["print('out')", "import sys; print('err', file=sys.stderr)", "1/0", "'v'"]
+        args = [a for c in code for a in ("-c", c)]
+        mine = self.srv("exec", "main", *args)
+        ran = subprocess.run([PTYBOX, "run", "--via", VIA] + args, capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(mine.returncode, 1)
+        self.assertEqual(mine.returncode, ran.returncode)
+        self.assertEqual(mine.stdout, ran.stdout)
+        self.assertIn("ZeroDivisionError: division by zero", mine.stderr)
+        self.assertIn("err\n", mine.stderr)
+
+    def test_json_output_names_each_execution_by_the_servers_id(self):
+        p = self.srv("exec", "main", "--json", "-c", "1", "-c", "2")
+        lines = [json.loads(l) for l in p.stdout.splitlines()]
+        self.assertEqual([l["result"]["text/plain"] for l in lines], ["1", "2"])
+        self.assertEqual(lines[1]["id"], lines[0]["id"] + 1)
+        self.assertEqual([l["exec"] for l in lines], [l["id"] for l in lines])
+        r = self.srv("result", "main", str(lines[0]["id"]), "--json")
+        self.assertEqual(json.loads(r.stdout)["result"], {"text/plain": "1"})
+        ls = json.loads(self.srv("ls", "--json").stdout.splitlines()[0])
+        self.assertGreaterEqual(ls["executions"], 2)
+
+    def test_a_traceback_names_the_execution(self):
+        p = self.srv("exec", "main", "--json", "-c", "1/0")
+        r = json.loads(p.stdout)
+        self.assertIn('File "<exec-%d>"' % r["id"], "".join(r["error"]["traceback"]))
+
+    def test_no_wait_returns_the_id_and_the_result_outlives_its_client(self):
+        p = self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(0.3); 'late'")
+        self.assertEqual(p.returncode, 0)
+        n = int(p.stdout)
+        r = self.srv("result", "main", str(n))
+        self.assertEqual((r.returncode, r.stdout), (0, "'late'\n"))
+        # a client killed while it waits: the code runs on, its result is kept
+        c = self.srv.popen("exec", "main", "--json", "-c",
+                           "import time; time.sleep(0.5); print('done'); 7",
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.2)  # (the request is in; nothing to await from outside)
+        c.kill()
+        c.wait()
+        r = self.srv("result", "main", "--json")
+        got = json.loads(r.stdout)
+        self.assertEqual((got["stdout"], got["result"]), ("done\n", {"text/plain": "7"}))
+
+    def test_names_are_checked_and_unique(self):
+        p = self.srv("new", "main")
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "ptybox: new: session 'main' exists\n")
+        for bad in ["", "a/b", "..", ".", "x\x01y", "x" * 65, "-dash", "a\u202eb"]:
+            p = self.srv("new", "--", bad) if bad.startswith("-") else self.srv("new", bad)
+            self.assertEqual(p.returncode, 1, (bad, p.stderr))
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+            self.assertIn("invalid session name", p.stderr)
+
+    def test_a_session_that_cannot_start_is_125_with_the_reason(self):
+        p = self.srv("new", "broken", "--python", "/nonexistent/python3")
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertIn("could not be started", p.stderr)
+        self.assertNotIn("broken", self.srv("ls").stdout)
+
+    def test_ls_tells_state_and_counts(self):
+        self.srv("new", "lsme")
+        try:
+            self.srv("exec", "lsme", "-c", "1/0")
+            p = self.srv("ls", "--json")
+            rows = {r["name"]: r for r in map(json.loads, p.stdout.splitlines())}
+            row = rows["lsme"]
+            self.assertEqual((row["state"], row["executions"], row["last_status"], row["via"]),
+                             ("idle", 1, "error", VIA))
+            human = self.srv("ls").stdout.splitlines()
+            self.assertTrue(human[0].startswith("NAME"))
+            self.assertTrue(any(l.split()[0] == "lsme" for l in human[1:]))
+        finally:
+            self.srv("kill", "lsme")
+        self.assertNotIn("lsme", self.srv("ls").stdout)
+
+    def state_of(self, name):
+        rows = map(json.loads, self.srv("ls", "--json").stdout.splitlines())
+        return {r["name"]: r["state"] for r in rows}.get(name)
+
+    def test_interrupt_restart_and_errors(self):
+        self.srv("new", "ir")
+        try:
+            self.srv("exec", "ir", "-c", "state = 1")
+            c = self.srv.popen("exec", "ir", "--json", "-c", "while True: pass",
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 20
+            while self.state_of("ir") != "busy":  # (each ls is a round trip: no sleep)
+                self.assertLess(time.monotonic(), deadline)
+            p = self.srv("interrupt", "ir")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out, _ = c.communicate(timeout=30)
+            self.assertEqual(json.loads(out)["status"], "interrupted")
+            self.assertEqual(self.srv("exec", "ir", "-c", "state").stdout, "1\n")
+            self.assertEqual(self.srv("restart", "ir").returncode, 0)
+            p = self.srv("exec", "ir", "--json", "-c", "'state' in globals()")
+            r = json.loads(p.stdout)
+            self.assertEqual((r["result"], r["state_lost"]), ({"text/plain": "False"}, True))
+            p = self.srv("interrupt", "ir")
+            self.assertEqual((p.returncode, p.stderr), (1, "ptybox: interrupt: nothing is running\n"))
+            p = self.srv("exec", "nosuch", "-c", "1")
+            self.assertEqual((p.returncode, p.stderr), (1, "ptybox: exec: no session 'nosuch'\n"))
+        finally:
+            self.srv("kill", "ir")
+
+
+class ProtocolTest(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        assert cls.srv("new", "a").returncode == 0
+        assert cls.srv("new", "b").returncode == 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.close()
+
+    def test_hello_first_and_the_protocol_version(self):
+        c = Client(self.srv.sock, hello=False)
+        c.send({"id": 1, "op": "ls"})
+        self.assertIn("say hello first", c.recv()["error"])
+        c.send({"id": 2, "op": "hello", "protocol": 99})
+        m = c.recv()
+        self.assertEqual((m["id"], m["code"]), (2, "protocol"))
+        self.assertIn("speaks protocol 99", m["error"])
+        c.send({"id": 3, "op": "hello", "protocol": 1})
+        self.assertTrue(c.recv()["ok"])
+        c.close()
+
+    def test_two_clients_in_one_session_queue_in_order(self):
+        c1, c2 = Client(self.srv.sock), Client(self.srv.sock)
+        c1.send({"id": "x", "op": "exec", "session": "a",
+                 "code": "import time; time.sleep(0.2); seq = ['c1']"})
+        c2.send({"id": "x", "op": "exec", "session": "a", "code": "seq.append('c2'); seq"})
+        r1, r2 = c1.reply("x"), c2.reply("x")
+        self.assertEqual((r1["status"], r2["result"]), ("ok", {"text/plain": "['c1', 'c2']"}))
+        self.assertEqual(r2["exec"], r1["exec"] + 1)
+        c1.close()
+        c2.close()
+
+    def test_watch_sees_what_others_run_and_the_state_changes(self):
+        w = Client(self.srv.sock)
+        w.send({"id": "w", "op": "watch", "session": "b"})
+        self.assertEqual(w.reply("w")["state"], "idle")
+        c = Client(self.srv.sock)
+        c.send({"id": 1, "op": "exec", "session": "b", "code": "print('hi'); 5"})
+        c.reply(1)
+        got = [w.recv() for _ in range(3)]
+        self.assertEqual([g["event"] for g in got], ["exec", "stream", "result"])
+        self.assertEqual(got[0]["code"], "print('hi'); 5")
+        self.assertEqual((got[1]["text"], got[2]["result"]), ("hi\n", {"text/plain": "5"}))
+        self.assertTrue(all(g["id"] == "w" and g["session"] == "b" for g in got))
+        c.send({"id": 2, "op": "restart", "session": "b"})
+        c.reply(2)
+        events = []
+        while not events or events[-1]["event"] != "restarted":
+            events.append(w.recv())
+        self.assertEqual([e["event"] for e in events], ["died", "restarted"])
+        c.close()
+        w.close()
+
+    def test_cancel_stop_on_error_and_interrupts_for_ended_executions(self):
+        c = Client(self.srv.sock)
+        c.send({"id": 1, "op": "exec", "session": "a", "code": "import time; time.sleep(0.3)",
+                "ack": True})
+        first = c.recv()["exec"]
+        c.send({"id": 2, "op": "exec", "session": "a", "code": "'never'", "wait": False})
+        second = c.reply(2)["exec"]
+        c.send({"id": 3, "op": "cancel", "session": "a", "exec": second})
+        self.assertTrue(c.reply(3)["ok"])
+        c.send({"id": 4, "op": "cancel", "session": "a", "exec": first})
+        self.assertEqual(c.reply(4)["code"], "busy")
+        self.assertEqual(c.reply(1)["status"], "ok")
+        c.send({"id": 5, "op": "result", "session": "a", "exec": second})
+        self.assertEqual(c.reply(5)["status"], "cancelled")
+        c.send({"id": 6, "op": "interrupt", "session": "a", "exec": first})
+        self.assertEqual(c.reply(6), {"id": 6, "ok": True, "interrupted": False, "state": "done"})
+        # stop_on_error: the failing one takes the queue behind it along
+        c.send({"id": 7, "op": "exec", "session": "a", "code": "1/0", "stop_on_error": True})
+        c.send({"id": 8, "op": "exec", "session": "a", "code": "'after'"})
+        self.assertEqual(c.reply(7)["status"], "error")
+        self.assertEqual(c.reply(8)["status"], "cancelled")
+        c.close()
+
+    def test_garbage_never_harms_the_server(self):
+        c = Client(self.srv.sock)
+        for bad in [b"not json\n", b"\xff\xfe\n", b"[1,2]\n", b'{"op":"exec"\n',
+                    b'{"id":1,"op":"nope"}\n', b'{"id":2,"op":"exec","session":7}\n']:
+            c.send(bad)
+            self.assertIn("error", c.recv())
+        # a 100 MB line is skipped, not held
+        big = b'{"id":3,"op":"exec","session":"a","code":"' + b"x" * (100 << 20) + b'"}\n'
+        c.send(big)
+        self.assertIn("longer than", c.recv()["error"])
+        # half a request, then gone
+        h = Client(self.srv.sock)
+        h.send(b'{"id":1,"op":"exe')
+        h.close()
+        c.send({"id": 4, "op": "exec", "session": "a", "code": "'fine'"})
+        self.assertEqual(c.reply(4)["result"], {"text/plain": "'fine'"})
+        c.close()
+
+    def test_a_client_that_does_not_read_is_dropped_and_others_go_on(self):
+        assert self.srv("new", "flood", "--max-output", "1G").returncode == 0
+        try:
+            slow = Client(self.srv.sock)
+            slow.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            slow.send({"id": "w", "op": "watch", "session": "flood"})
+            c = Client(self.srv.sock)
+            c.send({"id": 1, "op": "exec", "session": "flood", "timeout": 120,
+                    "code": "s = 'y' * 65536\nfor i in range(2000): print(s)"})
+            t0 = time.monotonic()
+            c.send({"id": 2, "op": "exec", "session": "a", "code": "'alive'"})
+            self.assertEqual(c.reply(2)["result"], {"text/plain": "'alive'"})
+            self.assertEqual(c.reply(1)["status"], "ok")
+            self.assertLess(time.monotonic() - t0, 60)
+            # the watcher got some, then was dropped: its end of the socket closes
+            slow.s.settimeout(10)
+            with self.assertRaises(EOFError):
+                while True:
+                    slow.recv()
+            with open(self.srv.sock + ".log") as f:
+                self.assertIn("dropped: not reading", f.read())
+        finally:
+            self.srv("kill", "flood")
+
+    def test_one_session_crashing_or_out_of_memory_leaves_the_others(self):
+        c = Client(self.srv.sock)
+        c.send({"id": 1, "op": "exec", "session": "b", "code": "other = 'kept'"})
+        c.reply(1)
+        c.send({"id": 2, "op": "new", "session": "doomed", "options": {"memory": "64M"}})
+        self.assertTrue(c.reply(2)["ok"])
+        c.send({"id": 3, "op": "exec", "session": "doomed", "code": "import os; os._exit(3)"})
+        self.assertEqual(c.reply(3)["status"], "crashed")
+        c.send({"id": 4, "op": "exec", "session": "doomed", "code": "x = bytearray(1 << 30)"})
+        self.assertIn(c.reply(4)["status"], ("crashed", "error"))
+        c.send({"id": 5, "op": "exec", "session": "b", "code": "other"})
+        self.assertEqual(c.reply(5)["result"], {"text/plain": "'kept'"})
+        c.send({"id": 6, "op": "kill", "session": "doomed"})
+        self.assertTrue(c.reply(6)["ok"])
+        c.close()
+
+    def test_options_are_checked_like_the_command_lines(self):
+        c = Client(self.srv.sock)
+        c.send({"id": 1, "op": "new", "session": "o", "options": {"memory": "lots"}})
+        m = c.reply(1)
+        self.assertEqual(m["code"], "usage")
+        self.assertIn("--memory lots: expected a size", m["error"])
+        c.send({"id": 2, "op": "new", "session": "o", "options": {"bogus": 1}})
+        self.assertIn("unknown option", c.reply(2)["error"])
+        c.send({"id": 3, "op": "new", "session": "o", "options": {"log": "/tmp/x"}})
+        self.assertEqual(c.reply(3)["code"], "usage")
+        c.close()
+
+
+class LifecycleTest(TestCase):
+    def setUp(self):
+        self.srv = Server()
+
+    def tearDown(self):
+        self.srv.close()
+
+    def test_kill_server_ends_every_session_and_removes_the_socket(self):
+        self.assertEqual(self.srv("new", "one").returncode, 0)
+        self.assertEqual(self.srv("new", "two").returncode, 0)
+        pid = self.srv.daemon_pid()
+        kids = [p for p in pids_of("ptybox") if p != pid]
+        p = self.srv("kill-server")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        deadline = time.monotonic() + 10
+        while os.path.exists("/proc/%d" % pid):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        self.assertFalse(os.path.exists(self.srv.sock))
+        p = self.srv("ls")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no server running", p.stderr)
+        del kids
+
+    def test_sigterm_ends_it_cleanly_and_sigkill_leaves_nothing_running(self):
+        self.assertEqual(self.srv("new", "s").returncode, 0)
+        pid = self.srv.daemon_pid()
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while os.path.exists("/proc/%d" % pid):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        self.assertFalse(os.path.exists(self.srv.sock))
+        # again, killed hard: the sandbox goes with it, the stale socket is no bar
+        self.assertEqual(self.srv("new", "s").returncode, 0)
+        self.srv("exec", "s", "-c", "import os; open('/tmp/mark', 'w').write(str(os.getpid()))")
+        pid = self.srv.daemon_pid()
+        inside = [p for p in pids_of("ptybox-init")]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(os.path.exists("/proc/%d" % p) for p in [pid] + inside):
+            self.assertLess(time.monotonic(), deadline, "left running")
+            time.sleep(0.01)
+        self.assertTrue(os.path.exists(self.srv.sock))  # (stale)
+        self.assertEqual(self.srv("new", "again").returncode, 0)
+        self.assertEqual(self.srv("exec", "again", "-c", "'up'").stdout, "'up'\n")
+
+    def test_the_folder_must_be_the_users_alone(self):
+        os.makedirs(os.path.join(self.srv.dir, "ptybox"), mode=0o700)
+        os.chmod(os.path.join(self.srv.dir, "ptybox"), 0o755)
+        p = self.srv("new", "x")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("lets others in", p.stderr)
+        os.rmdir(os.path.join(self.srv.dir, "ptybox"))
+        other = tempfile.mkdtemp(prefix="ptybox-elsewhere-")
+        os.symlink(other, os.path.join(self.srv.dir, "ptybox"))
+        p = self.srv("new", "x")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("not a directory", p.stderr)
+        os.unlink(os.path.join(self.srv.dir, "ptybox"))
+        shutil.rmtree(other)
+
+    @unittest.skipUnless(os.getuid() == 0, "needs root to be another user")
+    def test_another_user_is_refused(self):
+        self.assertEqual(self.srv("new", "x").returncode, 0)
+        nobody = pwd.getpwnam("nobody")
+        # let them reach the socket at all: the folder's mode is the first wall
+        os.chmod(self.srv.dir, 0o755)
+        os.chmod(os.path.dirname(self.srv.sock), 0o755)
+        os.chmod(self.srv.sock, 0o777)
+        code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+                "s.settimeout(10)\n"
+                "try:\n s.sendall(b'{\"id\":1,\"op\":\"hello\",\"protocol\":1}\\n')\n"
+                " print(repr(s.recv(100)))\n"
+                "except OSError as e: print(type(e).__name__)")
+        p = subprocess.run(["/usr/bin/python3", "-c", code, self.srv.sock], capture_output=True,
+                           text=True, timeout=30,
+                           preexec_fn=lambda: (os.setgid(nobody.pw_gid), os.setuid(nobody.pw_uid)))
+        self.assertIn(p.stdout.strip(), ("b''", "BrokenPipeError", "ConnectionResetError"),
+                      p.stderr)
+        with open(self.srv.sock + ".log") as f:
+            self.assertIn("refused a client of uid %d" % nobody.pw_uid, f.read())
+        os.chmod(os.path.dirname(self.srv.sock), 0o700)
+
+    def test_serve_stdio_holds_many_sessions(self):
+        p = subprocess.run([PTYBOX, "serve", "--stdio", "--via", VIA], text=True,
+                           capture_output=True, timeout=60, input="\n".join(json.dumps(r) for r in [
+                               {"id": 1, "op": "exec", "code": "x = 'default'"},
+                               {"id": 2, "op": "new", "session": "two",
+                                "options": {"via": VIA}},
+                               {"id": 3, "op": "exec", "session": "two", "code": "'two'"},
+                               {"id": 4, "op": "exec", "code": "x"},
+                           ]) + "\n")
+        replies = {m["id"]: m for m in map(json.loads, p.stdout.splitlines())}
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(replies[2], {"id": 2, "ok": True, "session": "two"})
+        self.assertEqual(replies[3]["result"], {"text/plain": "'two'"})
+        self.assertEqual(replies[4]["result"], {"text/plain": "'default'"})
+
+
+if __name__ == "__main__":
+    unittest.main()
