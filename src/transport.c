@@ -310,6 +310,11 @@ const char *transport_death_reason(struct transport *t)
 	return t->kind == TRANSPORT_LOCAL ? sandbox_death_reason(t->sandbox) : NULL;
 }
 
+long long transport_memory(const struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL ? sandbox_memory(t->sandbox) : -ENOTSUP;
+}
+
 void transport_free(struct transport *t)
 {
 	if (!t)

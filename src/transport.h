@@ -44,6 +44,8 @@ int transport_after_fork(struct transport *t, pid_t child, char *err, size_t err
  * for (its pid may be someone else's by now). */
 void transport_kill(struct transport *t, pid_t child, bool reaped);
 const char *transport_death_reason(struct transport *t);
+/* The sandbox's memory in bytes, or -ENOTSUP where ptybox cannot know it. */
+long long transport_memory(const struct transport *t);
 void transport_free(struct transport *t);
 
 #endif
