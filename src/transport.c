@@ -290,6 +290,11 @@ int transport_after_fork(struct transport *t, pid_t child, char *err, size_t err
 	return 0;
 }
 
+bool transport_kill_waits(const struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL;
+}
+
 void transport_kill(struct transport *t, pid_t child, bool reaped)
 {
 	if (t->kind == TRANSPORT_LOCAL) {

@@ -7,6 +7,7 @@
 #ifndef PTYBOX_TRANSPORT_H
 #define PTYBOX_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -40,6 +41,10 @@ int transport_new(const struct transport_options *opts, struct transport **out, 
 void transport_child_exec(struct transport *t, int err_fd) __attribute__((noreturn));
 /* Parent, right after fork. */
 int transport_after_fork(struct transport *t, pid_t child, char *err, size_t errlen);
+/* Whether transport_kill or transport_free can take long (the local sandbox:
+ * waiting for its processes to die, removing its cgroups): then they belong
+ * off the loop's thread. */
+bool transport_kill_waits(const struct transport *t);
 /* Every process the transport started is gone. reaped: the child was waited
  * for (its pid may be someone else's by now). */
 void transport_kill(struct transport *t, pid_t child, bool reaped);
