@@ -781,14 +781,14 @@ static void session_start(ptybox_session *s)
 {
 	char err[512] = "";
 	s->state = S_STARTING;
-	s->in = s->opts.pool ? pool_take(s->opts.pool) : NULL;
+	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
+	s->in = s->opts.pool ? pool_take(s->opts.pool, &s->topts, max_payload) : NULL;
 	if (s->in) {
 		instance_adopt(s->in, &session_instance_callbacks, s);
 		if (s->in->state == I_READY)
 			session_on_ready(s->in);
 		return;
 	}
-	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
 				&session_instance_callbacks, s, &s->in, err, sizeof(err));
 	if (rc < 0)

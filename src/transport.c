@@ -77,6 +77,28 @@ int transport_options_from(const struct ptybox_options *o, struct transport_opti
 	return 0;
 }
 
+static bool transport_str_equal(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool transport_options_equal(const struct transport_options *a, const struct transport_options *b)
+{
+	const struct sandbox_options *x = &a->sandbox, *y = &b->sandbox;
+	char *const *e = a->env_extra, *const *f = b->env_extra;
+	for (; e && f && *e && *f; e++, f++)
+		if (strcmp(*e, *f) != 0)
+			return false;
+	/* (an empty list is no list) */
+	if ((e && *e) || (f && *f))
+		return false;
+	return a->kind == b->kind && transport_str_equal(a->target, b->target) &&
+	       transport_str_equal(a->python, b->python) && x->net == y->net &&
+	       x->memory == y->memory && x->tmp_size == y->tmp_size &&
+	       x->max_file_size == y->max_file_size && x->pids == y->pids &&
+	       x->nofile == y->nofile && x->cpus == y->cpus;
+}
+
 static int transport_add_env(struct transport *t, const char *k, const char *v)
 {
 	if (t->envc == TRANSPORT_MAX_ENV)

@@ -27,6 +27,9 @@ struct ptybox_options;
 /* The transport's view of a session's options (--via parsed, limits checked). */
 int transport_options_from(const struct ptybox_options *o, struct transport_options *t, char *err,
 			   size_t errlen);
+/* Whether interpreters started with a and with b are alike: the same
+ * transport, target, interpreter, environment and sandbox limits. */
+bool transport_options_equal(const struct transport_options *a, const struct transport_options *b);
 /* Parses "local", "none", "ssh://[user@]host[:port]" or "exec:CMD". */
 int transport_parse_via(const char *via, struct transport_options *opts, char *err, size_t errlen);
 
