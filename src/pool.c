@@ -91,8 +91,10 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 		return -EINVAL;
 	}
 	ptybox_pool *p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	int rc = transport_options_from(o, &p->topts, err, errlen);
 	if (rc < 0) {
 		free(p);

@@ -817,8 +817,10 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 		return -EINVAL;
 	}
 	ptybox_session *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	int rc = transport_options_from(o, &s->topts, err, errlen);
 	if (rc < 0) {
 		free(s);

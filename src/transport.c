@@ -204,8 +204,10 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 		  size_t errlen)
 {
 	struct transport *t = calloc(1, sizeof(*t));
-	if (!t)
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	t->kind = o->kind;
 	int rc = transport_build_env(t, o);
 	if (rc < 0) {
