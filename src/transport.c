@@ -31,13 +31,50 @@ struct transport {
 	struct sandbox *sandbox;
 };
 
+/* "[user@]host[:port]", host a name, an IPv4 address or an IPv6 one in
+ * brackets ("[::1]:2222"). What the URL does not say stays empty, and is
+ * ssh's to choose (~/.ssh/config's User and Port, say). -EINVAL when it is
+ * not such a URL. */
+static int transport_ssh_split(const char *target, char *user, char *host, char *port, size_t cap)
+{
+	const char *at = strrchr(target, '@'), *h = at ? at + 1 : target, *end, *p = NULL;
+	if ((at && (at == target || (size_t)(at - target) >= cap)) || !*h)
+		return -EINVAL;
+	snprintf(user, cap, "%.*s", at ? (int)(at - target) : 0, target);
+	if (*h == '[') {
+		if (!(end = strchr(++h, ']')) || end == h || (end[1] && end[1] != ':'))
+			return -EINVAL;
+		p = end[1] ? end + 2 : NULL;
+	} else {
+		end = strchr(h, ':');
+		if (end && strchr(end + 1, ':'))
+			return -EINVAL; /* a bare IPv6 address: its port is ambiguous */
+		p = end ? end + 1 : NULL;
+		end = end ? end : h + strlen(h);
+	}
+	if (end == h || (size_t)(end - h) >= cap || *h == '-')
+		return -EINVAL;
+	snprintf(host, cap, "%.*s", (int)(end - h), h);
+	port[0] = '\0';
+	if (p) {
+		char *stop;
+		long n = strtol(p, &stop, 10);
+		if (!*p || *stop || n < 1 || n > 65535 || *p == '+' || *p == '-')
+			return -EINVAL;
+		snprintf(port, cap, "%ld", n);
+	}
+	return 0;
+}
+
 int transport_parse_via(const char *via, struct transport_options *o, char *err, size_t errlen)
 {
+	char user[256], host[256], port[256];
 	if (!via || strcmp(via, "local") == 0) {
 		o->kind = TRANSPORT_LOCAL;
 	} else if (strcmp(via, "none") == 0) {
 		o->kind = TRANSPORT_NONE;
-	} else if (strncmp(via, "ssh://", 6) == 0 && via[6] && !strpbrk(via + 6, " /'\"\\;")) {
+	} else if (strncmp(via, "ssh://", 6) == 0 && !strpbrk(via + 6, " /'\"\\;") &&
+		   transport_ssh_split(via + 6, user, host, port, sizeof(host)) == 0) {
 		o->kind = TRANSPORT_SSH;
 		o->target = via + 6;
 	} else if (strncmp(via, "exec:", 5) == 0 && via[5]) {
@@ -239,16 +276,27 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 			rc = -ENOMEM;
 			break;
 		}
-		char host[256], port[16] = "";
-		snprintf(host, sizeof(host), "%s", o->target);
-		char *colon = strrchr(host, ':');
-		if (colon) {
-			*colon = '\0';
-			snprintf(port, sizeof(port), "%s", colon + 1);
+		/* -p and -l only when the URL says them: else ssh's own config
+		 * decides, as it does for `ssh host`. */
+		char user[256], host[256], port[256];
+		const char *argv[12] = {"ssh", "-tt", "-o", "BatchMode=yes"};
+		size_t n = 4;
+		if (transport_ssh_split(o->target, user, host, port, sizeof(host)) < 0) {
+			rc = -EINVAL; /* (transport_parse_via let it through) */
+			break;
 		}
-		const char *argv[] = {
-			"ssh", "-tt",  "-o", "BatchMode=yes", "-p", port[0] ? port : "22", "--",
-			host,  remote, NULL};
+		if (port[0]) {
+			argv[n++] = "-p";
+			argv[n++] = port;
+		}
+		if (user[0]) {
+			argv[n++] = "-l";
+			argv[n++] = user;
+		}
+		argv[n++] = "--";
+		argv[n++] = host;
+		argv[n++] = remote;
+		argv[n] = NULL;
 		rc = transport_set_argv(t, argv);
 		break;
 	}
