@@ -31,6 +31,7 @@ enum ptybox_status {
 	PTYBOX_CRASHED,	    /* the interpreter died; the session restarted (message says
 			       whether that worked). Also a snippet that never ran because
 			       no interpreter could be started ("not run: ...") */
+	PTYBOX_CANCELLED,   /* ptybox_session_cancel(): removed from the queue unrun */
 };
 
 struct ptybox_options {
@@ -106,6 +107,10 @@ struct ptybox_callbacks {
 	/* After ptybox_session_close(): every handle is closed; memory is freed
 	 * right after this returns. Optional. */
 	void (*on_closed)(ptybox_session *s, void *data);
+	/* The interpreter is gone (crashed, killed after an ignored ^C, out of
+	 * memory, a restart asked) and a fresh one is starting; why says what
+	 * happened. on_ready follows once it is up (or on_fatal). Optional. */
+	void (*on_restarting)(ptybox_session *s, const char *why, void *data);
 };
 
 void ptybox_options_init(struct ptybox_options *o);
@@ -127,8 +132,19 @@ int ptybox_session_interrupt(ptybox_session *s);
  * the first result after it says state_lost. To stop a running snippet first,
  * interrupt it. After on_fatal, tries to start again. */
 int ptybox_session_restart(ptybox_session *s);
+/* Removes a queued snippet that has not started. It ends in on_result
+ * (status PTYBOX_CANCELLED, message "cancelled before it started") before
+ * this returns: the one callback that runs inside the caller's call. -EBUSY
+ * when it runs (interrupt it instead), -ENOENT when no such snippet waits. */
+int ptybox_session_cancel(ptybox_session *s, uint64_t id);
 /* Snippets queued or running. */
 size_t ptybox_session_pending(const ptybox_session *s);
+/* Whether a snippet runs now; if so *id (when not NULL) says which. */
+bool ptybox_session_running(const ptybox_session *s, uint64_t *id);
+/* The sandbox's memory now, in bytes, from its cgroup (memory.current), or
+ * a negative errno: -ENOTSUP when there is no memory cgroup (--via none, ssh,
+ * exec, or not root), -ESRCH while no interpreter runs. */
+long long ptybox_session_memory(const ptybox_session *s);
 /* Tears the session down (every process gone); on_closed follows. */
 void ptybox_session_close(ptybox_session *s);
 

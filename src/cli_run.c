@@ -281,7 +281,7 @@ int cli_run(int argc, char **argv)
 	cli_render_init(&r.out, json, raw, "snippet");
 	r.loop = uv_default_loop();
 	r.expected = ncodes + (file_code ? 1 : 0);
-	char err[512];
+	char err[512] = "";
 	int rc = ptybox_session_new(r.loop, &so.o,
 				    &(struct ptybox_callbacks){
 					    .on_stream = run_on_stream,
@@ -291,7 +291,7 @@ int cli_run(int argc, char **argv)
 				    },
 				    &r, &r.session, err, sizeof(err));
 	if (rc < 0) {
-		cli_error("run: %s", err);
+		cli_error("run: %s", err[0] ? err : strerror(-rc));
 		free(file_code);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}

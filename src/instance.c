@@ -223,12 +223,86 @@ static void instance_drain_cb(uv_timer_t *t)
 	instance_settle(in);
 }
 
+static void instance_killed(struct instance *in);
+static void instance_kill_all(struct instance *in);
+static void instance_maybe_free(struct instance *in);
+
+/* In a worker of libuv's pool: what may wait seconds (a sandbox's processes
+ * dying, its cgroups going) waits there, not on the loop with every other
+ * session on it. Touches only the transport, which the loop leaves alone
+ * meanwhile. */
+static void instance_work_cb(uv_work_t *w)
+{
+	struct instance *in = w->data;
+	if (in->work_free)
+		transport_free(in->transport);
+	else
+		transport_kill(in->transport, in->pty.pid, true);
+}
+
+static void instance_finish(struct instance *in)
+{
+	frame_scanner_free(&in->scanner);
+	void (*cb)(void *) = in->closed_cb;
+	void *data = in->closed_data;
+	free(in);
+	if (cb)
+		cb(data);
+}
+
+static void instance_after_work_cb(uv_work_t *w, int status)
+{
+	struct instance *in = w->data;
+	in->work_busy = false;
+	if (in->work_free) {
+		in->transport = NULL;
+		instance_finish(in);
+	} else if (in->kill_again) {
+		in->kill_again = false;
+		instance_kill_all(in);
+	} else {
+		instance_killed(in);
+	}
+}
+
+static void instance_queue_work(struct instance *in, bool free_it)
+{
+	in->work_busy = true;
+	in->work_free = free_it;
+	in->work.data = in;
+	uv_queue_work(in->loop, &in->work, instance_work_cb, instance_after_work_cb);
+}
+
+/* Every process of the transport gone. A remote transport's kill is two
+ * signals, done at once; the local sandbox's waits for its namespace to
+ * empty, so a worker does it (with the pidfd it holds it never signals a
+ * pid that is someone else's by then). */
+static void instance_kill_all(struct instance *in)
+{
+	if (!transport_kill_waits(in->transport)) {
+		transport_kill(in->transport, in->pty.pid, in->child_exited);
+		instance_killed(in);
+	} else if (in->work_busy) {
+		in->kill_again = true; /* what forked since the running kill began */
+	} else {
+		instance_queue_work(in, false);
+	}
+}
+
+static void instance_killed(struct instance *in)
+{
+	if (in->state != I_CLOSING || in->shutting_down)
+		return;
+	in->kill_done = true;
+	instance_maybe_free(in);
+}
+
 void instance_kill(struct instance *in)
 {
 	if (in->state >= I_DYING)
 		return;
 	in->state = I_DYING;
-	transport_kill(in->transport, in->pty.pid, in->child_exited);
+	instance_kill_all(in);
 	uv_timer_stop(&in->timer);
 	uv_timer_start(&in->timer, instance_drain_cb, INSTANCE_DRAIN_MS, 0);
 }
@@ -338,12 +412,19 @@ static void instance_exited_cb(uv_timer_t *t)
 	instance_exited(t->data);
 }
 
+static void instance_close_kill(struct instance *in);
+
 static void instance_pty_exit(struct pty *p, int wstatus)
 {
 	struct instance *in = p->data;
 	in->child_exited = true;
 	in->wstatus = wstatus;
 	log_msg("instance %d: exited, status 0x%x", (int)p->pid, wstatus);
+	if (in->state == I_CLOSING) {
+		if (in->shutting_down) /* the relay ended when asked: on to the kill */
+			instance_close_kill(in);
+		return;
+	}
 	/* An exit seen by pty_spawn itself (a transport that fails at once) is
 	 * handled once instance_start has set everything up, on the next loop
 	 * turn: its timer did not exist yet, nor did its caller have it. */
@@ -351,17 +432,27 @@ static void instance_pty_exit(struct pty *p, int wstatus)
 		instance_exited(in);
 }
 
+/* The last step, once every process is gone, the child reaped and every
+ * handle closed: the transport goes (off the loop when it removes cgroups),
+ * then the memory, then the owner's callback. */
+static void instance_maybe_free(struct instance *in)
+{
+	if (!in->kill_done || in->open_handles > 0 || in->work_busy)
+		return;
+	in->kill_done = false; /* (once) */
+	if (in->transport && transport_kill_waits(in->transport)) {
+		instance_queue_work(in, true);
+		return;
+	}
+	transport_free(in->transport);
+	in->transport = NULL;
+	instance_finish(in);
+}
+
 static void instance_handle_closed(struct instance *in)
 {
-	if (--in->open_handles > 0)
-		return;
-	transport_free(in->transport);
-	frame_scanner_free(&in->scanner);
-	void (*cb)(void *) = in->closed_cb;
-	void *data = in->closed_data;
-	free(in);
-	if (cb)
-		cb(data);
+	--in->open_handles;
+	instance_maybe_free(in);
 }
 
 static void instance_pty_closed(struct pty *p)
@@ -451,7 +542,7 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	uv_poll_init(loop, &in->setup, in->setup_fd);
 	in->setup.data = in;
 	uv_poll_start(&in->setup, UV_READABLE, instance_setup_cb);
-	in->open_handles = 3; /* the PTY (both of its handles), the timer, the set-up pipe */
+	in->open_handles = 3; /* the PTY (its poll and its child), the timer, the set-up pipe */
 	in->boot_ms = options_seconds_ms(boot_timeout);
 	in->started = true;
 	if (in->child_exited)
@@ -494,9 +585,9 @@ int instance_interrupt(struct instance *in, uint64_t id)
 
 /* A ready relay is asked to end first: it kills its kernel and waits for it,
  * so that no kernel outlives ptybox (the kernel is in a session of its own,
- * out of reach of the transport's kill). Bounded: a relay that does not end
- * within INSTANCE_SHUTDOWN_MS is killed. */
-static void instance_shutdown(struct instance *in)
+ * out of reach of the transport's kill). 0 when the request went out whole
+ * (straight to the master, ahead of nothing: the queue is dropped). */
+static int instance_send_shutdown(struct instance *in)
 {
 	static const char json[] = "{\"op\":\"shutdown\"}";
 	char line[64];
@@ -504,36 +595,48 @@ static void instance_shutdown(struct instance *in)
 	sodium_bin2base64(line, sizeof(line), (const unsigned char *)json, sizeof(json) - 1,
 			  sodium_base64_VARIANT_URLSAFE);
 	line[n - 1] = '\n';
-	if (write(in->pty.master, line, n) != (ssize_t)n)
-		return;
-	for (int waited = 0; waited < INSTANCE_SHUTDOWN_MS; waited++) {
-		pid_t r = waitpid(in->pty.pid, &in->wstatus, WNOHANG);
-		if (r == in->pty.pid || (r < 0 && errno != EINTR)) {
-			in->child_exited = true;
-			return;
-		}
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
-	}
+	return write(in->pty.master, line, n) == (ssize_t)n ? 0 : -EIO;
+}
+
+/* Bounded: a relay that does not end within INSTANCE_SHUTDOWN_MS is killed. */
+static void instance_shutdown_late_cb(uv_timer_t *t)
+{
+	struct instance *in = t->data;
+	log_msg("instance %d: no exit within %d ms of shutdown; killing", (int)in->pty.pid,
+		INSTANCE_SHUTDOWN_MS);
+	instance_close_kill(in);
+}
+
+/* Closing, second step: no more I/O; kill (unless a remote transport's
+ * child already ended: its group is gone with it); the rest follows from the
+ * kill's end, the reap and the handles' close callbacks. */
+static void instance_close_kill(struct instance *in)
+{
+	in->shutting_down = false;
+	uv_timer_stop(&in->timer);
+	pty_close(&in->pty);
+	uv_close((uv_handle_t *)&in->timer, instance_timer_closed_cb);
+	if (!uv_is_closing((uv_handle_t *)&in->setup))
+		uv_close((uv_handle_t *)&in->setup, instance_setup_closed_cb);
+	if (in->child_exited && !transport_kill_waits(in->transport) && !in->work_busy)
+		instance_killed(in);
+	else
+		instance_kill_all(in);
 }
 
 void instance_close(struct instance *in)
 {
 	if (in->state == I_CLOSING)
 		return;
-	if (in->state == I_READY && !in->child_exited && in->pty.master >= 0)
-		instance_shutdown(in);
-	if (!in->child_exited) {
-		transport_kill(in->transport, in->pty.pid, false);
-		while (waitpid(in->pty.pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		in->child_exited = true;
-	}
+	bool polite = in->state == I_READY && !in->child_exited && in->pty.master >= 0;
 	in->state = I_CLOSING;
-	pty_close(&in->pty);
-	uv_close((uv_handle_t *)&in->timer, instance_timer_closed_cb);
-	if (!uv_is_closing((uv_handle_t *)&in->setup))
-		uv_close((uv_handle_t *)&in->setup, instance_setup_closed_cb);
+	uv_timer_stop(&in->timer);
+	if (polite && instance_send_shutdown(in) == 0) {
+		in->shutting_down = true;
+		uv_timer_start(&in->timer, instance_shutdown_late_cb, INSTANCE_SHUTDOWN_MS, 0);
+		return;
+	}
+	instance_close_kill(in);
 }
 
 void instance_close_notify(struct instance *in, void (*cb)(void *data), void *data)

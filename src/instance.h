@@ -50,6 +50,12 @@ struct instance {
 	int setup_fd;
 	char setup_error[256];
 	int open_handles;
+	uv_work_t work;	    /* the transport's kill or free, off the loop (instance_work_cb) */
+	bool work_busy;	    /* work is queued or running */
+	bool work_free;	    /* it frees the transport (else it kills) */
+	bool kill_again;    /* a kill asked for while one ran: one more after it */
+	bool shutting_down; /* closing: the relay was asked to end; its exit is awaited */
+	bool kill_done;	    /* closing: the last kill is over, every process gone */
 	bool child_exited, hung_up, pty_live;
 	bool started;	    /* instance_start is done: exits are handled as they come */
 	bool terminal_lost; /* hung up while the child ran on: killed for it */
@@ -81,11 +87,14 @@ void instance_adopt(struct instance *in, const struct instance_callbacks *cb, vo
 int instance_write(struct instance *in, char *buf, size_t len);
 /* ^C over the terminal, and the interrupt request that names snippet id. */
 int instance_interrupt(struct instance *in, uint64_t id);
-/* Kills the child; on_dead follows once the terminal is drained. */
+/* Kills the child and every process of the sandbox (off the loop's thread
+ * when that can wait: the local sandbox); on_dead follows once the terminal
+ * is drained. */
 void instance_kill(struct instance *in);
-/* Every process gone (waits for the child if it is alive), handles closed,
- * memory freed once the loop has run the close callbacks. No callback is
- * called after this. */
+/* Ends the instance without blocking the loop: a ready relay is asked to end
+ * (bounded), then every process is killed and the child reaped, the handles
+ * closed, the transport freed (its cgroups removed, off the loop's thread),
+ * and the memory last. No callback of the owner's is called after this. */
 void instance_close(struct instance *in);
 /* instance_close, then cb(data) once every handle is closed and the
  * transport is gone (its cgroups removed): for an owner that must not finish

@@ -91,8 +91,10 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 		return -EINVAL;
 	}
 	ptybox_pool *p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	int rc = transport_options_from(o, &p->topts, err, errlen);
 	if (rc < 0) {
 		free(p);
@@ -114,9 +116,14 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 	return 0;
 }
 
-struct instance *pool_take(ptybox_pool *p)
+struct instance *pool_take(ptybox_pool *p, const struct transport_options *topts,
+			   size_t max_payload)
 {
 	int best = -1;
+	/* Another session's sandbox (say, a bigger memory limit or --net) would
+	 * be a quiet escalation: such a session starts its own. */
+	if (max_payload != p->max_payload || !transport_options_equal(topts, &p->topts))
+		return NULL;
 	for (unsigned i = 0; i < p->size; i++) {
 		struct instance *in = p->slot[i];
 		if (!in || in->state > I_READY)

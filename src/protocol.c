@@ -32,6 +32,7 @@ const char *ptybox_status_name(enum ptybox_status st)
 	case PTYBOX_TIMEOUT: return "timeout";
 	case PTYBOX_INTERRUPTED: return "interrupted";
 	case PTYBOX_CRASHED: return "crashed";
+	case PTYBOX_CANCELLED: return "cancelled";
 	}
 	return "unknown";
 }

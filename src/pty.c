@@ -5,9 +5,9 @@
  * a uv_tty_t stream: libuv 1.44's stream EOF on a PTY can lose the tail, and
  * we need to read until EIO ourselves to know the slave side is gone. Writes
  * go through a queue so a 10 MB request never blocks the loop while the
- * driver is writing back at the same time. The child's exit comes from
- * SIGCHLD and waitpid, not from EIO: processes the code started can hold the
- * slave open long after the driver died.
+ * driver is writing back at the same time. The child's exit comes from the
+ * loop's reaper (reap.c: SIGCHLD and waitpid by pid), not from EIO: processes
+ * the code started can hold the slave open long after the driver died.
  *
  * The fork follows the usual discipline: every signal blocked around fork;
  * the child resets dispositions and mask, becomes a session leader with the
@@ -152,25 +152,24 @@ static void pty_poll_cb(uv_poll_t *h, int status, int events)
 		pty_read_some(p, PTY_READS_PER_WAKEUP, true);
 }
 
-static void pty_reap(struct pty *p)
+/* Closed once the poll handle is closed and the child reaped. */
+static void pty_maybe_closed(struct pty *p)
 {
-	if (p->exited || p->pid <= 0)
+	if (!p->closing || !p->poll_closed || !p->exited)
 		return;
-	int wstatus;
-	pid_t r;
-	do
-		r = waitpid(p->pid, &wstatus, WNOHANG);
-	while (r < 0 && errno == EINTR);
-	if (r != p->pid)
-		return;
-	p->exited = true;
-	uv_signal_stop(&p->sigchld);
-	p->cb->on_exit(p, wstatus);
+	if (p->master >= 0)
+		close(p->master);
+	p->master = -1;
+	if (p->cb->on_closed)
+		p->cb->on_closed(p); /* (may free p) */
 }
 
-static void pty_sigchld_cb(uv_signal_t *h, int signum)
+static void pty_exit_cb(struct reap_watch *w, int wstatus)
 {
-	pty_reap(h->data);
+	struct pty *p = w->data;
+	p->exited = true;
+	p->cb->on_exit(p, wstatus);
+	pty_maybe_closed(p);
 }
 
 int pty_write_take(struct pty *p, char *buf, size_t len)
@@ -332,16 +331,11 @@ static int pty_read_setup_error(int fd, char *err, size_t errlen)
 	return -ECHILD;
 }
 
-static void pty_handle_closed_cb(uv_handle_t *h)
+static void pty_poll_closed_cb(uv_handle_t *h)
 {
 	struct pty *p = h->data;
-	if (--p->open_handles == 0) {
-		if (p->master >= 0)
-			close(p->master);
-		p->master = -1;
-		if (p->cb->on_closed)
-			p->cb->on_closed(p);
-	}
+	p->poll_closed = true;
+	pty_maybe_closed(p);
 }
 
 int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned short cols,
@@ -404,14 +398,17 @@ int pty_spawn(struct pty *p, uv_loop_t *loop, struct transport *t, unsigned shor
 		close(errp[0]);
 	}
 
-	/* A SIGCHLD that came before the watcher is caught by the reap below. */
 	uv_poll_init(loop, &p->poll, p->master);
-	uv_signal_init(loop, &p->sigchld);
-	p->poll.data = p->sigchld.data = p;
-	p->open_handles = 2;
-	uv_signal_start(&p->sigchld, pty_sigchld_cb, SIGCHLD);
+	p->poll.data = p;
 	pty_update_poll(p);
-	pty_reap(p);
+	/* An exit that came already is told from here (on_exit before we return). */
+	if (reap_watch(loop, &p->reap, p->pid, pty_exit_cb, p) < 0) {
+		p->exited = true; /* (cannot happen but out of memory: then kill and wait) */
+		transport_kill(t, p->pid, false);
+		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		p->cb->on_exit(p, 0);
+	}
 	return 0;
 
 fail:
@@ -431,6 +428,5 @@ void pty_close(struct pty *p)
 		return;
 	p->closing = true;
 	pty_drop_queue(p);
-	uv_close((uv_handle_t *)&p->poll, pty_handle_closed_cb);
-	uv_close((uv_handle_t *)&p->sigchld, pty_handle_closed_cb);
+	uv_close((uv_handle_t *)&p->poll, pty_poll_closed_cb);
 }

@@ -11,6 +11,7 @@
 
 #include <uv.h>
 
+#include "reap.h"
 #include "transport.h"
 
 struct pty;
@@ -22,7 +23,8 @@ struct pty_callbacks {
 	void (*on_hangup)(struct pty *p);
 	/* The child the transport started exited (waitpid status). */
 	void (*on_exit)(struct pty *p, int wstatus);
-	/* Both handles are closed; the struct may be freed. */
+	/* The poll handle is closed and the child reaped (pty_close does not
+	 * kill it: its owner does); the struct may be freed. */
 	void (*on_closed)(struct pty *p);
 };
 
@@ -33,10 +35,9 @@ struct pty {
 	int master;
 	pid_t pid;
 	uv_poll_t poll;
-	uv_signal_t sigchld;
+	struct reap_watch reap; /* the loop's reaper tells the child's exit */
 	int poll_events;
-	int open_handles;
-	bool hung_up, exited, closing;
+	bool hung_up, exited, closing, poll_closed;
 	struct pty_wbuf *wq_head, *wq_tail;
 	size_t wq_bytes;
 	const struct pty_callbacks *cb;
@@ -61,7 +62,8 @@ size_t pty_queued(const struct pty *p);
 int pty_resize(struct pty *p, unsigned short cols, unsigned short rows);
 /* Reads whatever the master has now, without waiting (drain after exit). */
 void pty_drain(struct pty *p);
-/* Stops I/O, closes the handles and the master; on_closed follows. */
+/* Stops I/O, closes the handle and the master; on_closed follows once the
+ * child is reaped too. */
 void pty_close(struct pty *p);
 
 #endif

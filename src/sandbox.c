@@ -261,6 +261,11 @@ const char *sandbox_death_reason(struct sandbox *sb)
 	return sb ? sandbox_cgroup_death_reason(&sb->cgroups) : NULL;
 }
 
+long long sandbox_memory(const struct sandbox *sb)
+{
+	return sb ? sandbox_cgroup_memory(&sb->cgroups) : -ENOTSUP;
+}
+
 void sandbox_free(struct sandbox *sb)
 {
 	size_t i;

@@ -53,6 +53,8 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child);
 /* Why the sandbox's last process died, if the sandbox knows better than the
  * exit status (e.g. "out of memory"); NULL otherwise. */
 const char *sandbox_death_reason(struct sandbox *sb);
+/* The sandbox's memory in bytes from its cgroup, or -ENOTSUP without one. */
+long long sandbox_memory(const struct sandbox *sb);
 /* Removes cgroups and whatever else the plan created; frees. Call sandbox_kill_all
  * first if the child ever ran. NULL is fine. */
 void sandbox_free(struct sandbox *sb);

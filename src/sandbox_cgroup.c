@@ -606,6 +606,22 @@ const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs)
 	return NULL;
 }
 
+long long sandbox_cgroup_memory(const struct sandbox_cgroups *cgs)
+{
+	const struct sandbox_cgroup *g = sandbox_cgroup_of(cgs, SANDBOX_CG_MEMORY);
+	char path[PATH_MAX], buf[32];
+	ssize_t n;
+
+	if (!g)
+		return -ENOTSUP;
+	snprintf(path, sizeof(path), g->v2 ? "%s/memory.current" : "%s/memory.usage_in_bytes",
+		 g->dir);
+	n = sandbox_file_read(path, buf, sizeof(buf));
+	if (n <= 0)
+		return n < 0 ? n : -ENODATA;
+	return strtoll(buf, NULL, 10);
+}
+
 void sandbox_cgroup_remove(struct sandbox_cgroups *cgs)
 {
 	size_t i;

@@ -75,6 +75,9 @@ void sandbox_cgroup_kill(const struct sandbox_cgroups *cgs, pid_t spare);
 void sandbox_cgroup_drain(const struct sandbox_cgroups *cgs, int64_t deadline);
 /* "out of memory" if the memory cgroup killed a process of the session; else NULL. */
 const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs);
+/* The memory cgroup's usage in bytes (memory.current, v1 memory.usage_in_bytes),
+ * or -ENOTSUP without one, or the read's -errno. */
+long long sandbox_cgroup_memory(const struct sandbox_cgroups *cgs);
 /* Removes the session's directories (retrying briefly while they are busy) and
  * frees the strings. The processes must be gone. */
 void sandbox_cgroup_remove(struct sandbox_cgroups *cgs);

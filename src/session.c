@@ -19,7 +19,8 @@
  * to the driver. ^C goes with an interrupt request naming its snippet, so the
  * driver knows whom it was for even when it lands between two snippets
  * (ptybox-protocol(7)): no waiting for the snippet to start. Callbacks never run inside
- * the caller's own call into the API.
+ * the caller's own call into the API, but for the result of a snippet cancelled by
+ * ptybox_session_cancel (its caller asked for exactly that).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,6 +77,7 @@ struct ptybox_session {
 	enum session_state state;
 	struct instance *in;
 	bool started_once;
+	bool restarting_told;	/* on_restarting said so for the restart under way */
 	bool kernel_restarting; /* the relay starts a fresh kernel: ready ends the wait */
 	uint64_t restart_seq;	/* ids of our restart requests; 0: the wait is for any ready */
 	uint64_t restart_awaited;
@@ -637,6 +639,16 @@ static void session_hold(ptybox_session *s, enum ptybox_status status, const cJS
 	s->state = S_STARTING;
 }
 
+/* on_restarting, once per restart (a relay's late kernel turning into a
+ * whole new interpreter is still the same one). */
+static void session_tell_restarting(ptybox_session *s, const char *why)
+{
+	if (s->restarting_told || !s->cb.on_restarting)
+		return;
+	s->restarting_told = true;
+	s->cb.on_restarting(s, why && *why ? why : "restart asked", s->data);
+}
+
 static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
 				 const char *what, const char *done)
 {
@@ -646,6 +658,8 @@ static void session_replace_with(ptybox_session *s, enum ptybox_status status, c
 	s->kernel_restarting = false;
 	session_hold(s, status, error, what, done);
 	if (s->state != S_CLOSING && s->state != S_FATAL)
+		session_tell_restarting(s, what);
+	if (s->state != S_CLOSING && s->state != S_FATAL) /* (the callback may close it) */
 		session_start(s);
 }
 
@@ -672,6 +686,7 @@ static void session_kernel_gone(ptybox_session *s, enum ptybox_status status, co
 	s->kernel_restarting = true;
 	s->restart_awaited = 0;
 	session_arm(s, wait_ms, session_kernel_late_cb);
+	session_tell_restarting(s, what);
 }
 
 /* Asks the relay for a fresh kernel (a restart, or the kill of a snippet that
@@ -738,6 +753,7 @@ static void session_ready_cb(uv_timer_t *t)
 	log_msg("session: ready");
 	s->state = S_IDLE;
 	s->started_once = true;
+	s->restarting_told = false;
 	if (s->cb.on_ready)
 		s->cb.on_ready(s, s->data);
 	if (s->held.on && s->state == S_IDLE)
@@ -765,14 +781,14 @@ static void session_start(ptybox_session *s)
 {
 	char err[512] = "";
 	s->state = S_STARTING;
-	s->in = s->opts.pool ? pool_take(s->opts.pool) : NULL;
+	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
+	s->in = s->opts.pool ? pool_take(s->opts.pool, &s->topts, max_payload) : NULL;
 	if (s->in) {
 		instance_adopt(s->in, &session_instance_callbacks, s);
 		if (s->in->state == I_READY)
 			session_on_ready(s->in);
 		return;
 	}
-	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
 				&session_instance_callbacks, s, &s->in, err, sizeof(err));
 	if (rc < 0)
@@ -801,8 +817,10 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 		return -EINVAL;
 	}
 	ptybox_session *s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	int rc = transport_options_from(o, &s->topts, err, errlen);
 	if (rc < 0) {
 		free(s);
@@ -913,9 +931,68 @@ int ptybox_session_restart(ptybox_session *s)
 	}
 }
 
+/* A result for a snippet that never ran, e.g. one cancelled; e is off the queue. */
+static void session_finish_unrun(ptybox_session *s, struct exec *e, enum ptybox_status status,
+				 const char *message)
+{
+	struct ptybox_result r = {.id = e->id,
+				  .status = status,
+				  .stdout_text = "",
+				  .stderr_text = "",
+				  .message = message};
+	struct ptybox_result_detail detail = {0};
+	r.detail = &detail;
+	log_msg("session: result id=%llu status=%s", (unsigned long long)e->id,
+		ptybox_status_name(status));
+	if (s->cb.on_result)
+		s->cb.on_result(s, &r, s->data);
+	cJSON_free(detail.json);
+	exec_free(e);
+}
+
+int ptybox_session_cancel(ptybox_session *s, uint64_t id)
+{
+	if (s->state == S_CLOSING)
+		return -ENOENT;
+	/* The head has been sent when running, and has run when its result is held. */
+	bool head_started = s->state == S_RUNNING || s->held.on;
+	struct exec **link = &s->head, *prev = NULL;
+	for (; *link; prev = *link, link = &(*link)->next) {
+		struct exec *e = *link;
+		if (e->restart || e->id != id)
+			continue;
+		if (e == s->head && head_started)
+			return -EBUSY;
+		*link = e->next;
+		if (s->tail == e)
+			s->tail = prev;
+		s->queued--;
+		session_finish_unrun(s, e, PTYBOX_CANCELLED, "cancelled before it started");
+		return 0;
+	}
+	return -ENOENT;
+}
+
 size_t ptybox_session_pending(const ptybox_session *s)
 {
 	return s->queued;
+}
+
+bool ptybox_session_running(const ptybox_session *s, uint64_t *id)
+{
+	bool running = s->state == S_RUNNING && s->head && !s->head->restart;
+	if (running && id)
+		*id = s->head->id;
+	return running;
+}
+
+long long ptybox_session_memory(const ptybox_session *s)
+{
+	if (s->topts.kind != TRANSPORT_LOCAL)
+		return -ENOTSUP;
+	if (!s->in || !s->in->transport || s->state == S_CLOSING)
+		return -ESRCH;
+	return transport_memory(s->in->transport);
 }
 
 /* The last of the timer, the spin and the instance to close frees the session. */

@@ -31,13 +31,50 @@ struct transport {
 	struct sandbox *sandbox;
 };
 
+/* "[user@]host[:port]", host a name, an IPv4 address or an IPv6 one in
+ * brackets ("[::1]:2222"). What the URL does not say stays empty, and is
+ * ssh's to choose (~/.ssh/config's User and Port, say). -EINVAL when it is
+ * not such a URL. */
+static int transport_ssh_split(const char *target, char *user, char *host, char *port, size_t cap)
+{
+	const char *at = strrchr(target, '@'), *h = at ? at + 1 : target, *end, *p = NULL;
+	if ((at && (at == target || (size_t)(at - target) >= cap)) || !*h)
+		return -EINVAL;
+	snprintf(user, cap, "%.*s", at ? (int)(at - target) : 0, target);
+	if (*h == '[') {
+		if (!(end = strchr(++h, ']')) || end == h || (end[1] && end[1] != ':'))
+			return -EINVAL;
+		p = end[1] ? end + 2 : NULL;
+	} else {
+		end = strchr(h, ':');
+		if (end && strchr(end + 1, ':'))
+			return -EINVAL; /* a bare IPv6 address: its port is ambiguous */
+		p = end ? end + 1 : NULL;
+		end = end ? end : h + strlen(h);
+	}
+	if (end == h || (size_t)(end - h) >= cap || *h == '-')
+		return -EINVAL;
+	snprintf(host, cap, "%.*s", (int)(end - h), h);
+	port[0] = '\0';
+	if (p) {
+		char *stop;
+		long n = strtol(p, &stop, 10);
+		if (!*p || *stop || n < 1 || n > 65535 || *p == '+' || *p == '-')
+			return -EINVAL;
+		snprintf(port, cap, "%ld", n);
+	}
+	return 0;
+}
+
 int transport_parse_via(const char *via, struct transport_options *o, char *err, size_t errlen)
 {
+	char user[256], host[256], port[256];
 	if (!via || strcmp(via, "local") == 0) {
 		o->kind = TRANSPORT_LOCAL;
 	} else if (strcmp(via, "none") == 0) {
 		o->kind = TRANSPORT_NONE;
-	} else if (strncmp(via, "ssh://", 6) == 0 && via[6] && !strpbrk(via + 6, " /'\"\\;")) {
+	} else if (strncmp(via, "ssh://", 6) == 0 && !strpbrk(via + 6, " /'\"\\;") &&
+		   transport_ssh_split(via + 6, user, host, port, sizeof(host)) == 0) {
 		o->kind = TRANSPORT_SSH;
 		o->target = via + 6;
 	} else if (strncmp(via, "exec:", 5) == 0 && via[5]) {
@@ -75,6 +112,28 @@ int transport_options_from(const struct ptybox_options *o, struct transport_opti
 	if (so->memory && (so->tmp_size == 0 || so->tmp_size >= so->memory))
 		so->tmp_size = so->memory / 2;
 	return 0;
+}
+
+static bool transport_str_equal(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool transport_options_equal(const struct transport_options *a, const struct transport_options *b)
+{
+	const struct sandbox_options *x = &a->sandbox, *y = &b->sandbox;
+	char *const *e = a->env_extra, *const *f = b->env_extra;
+	for (; e && f && *e && *f; e++, f++)
+		if (strcmp(*e, *f) != 0)
+			return false;
+	/* (an empty list is no list) */
+	if ((e && *e) || (f && *f))
+		return false;
+	return a->kind == b->kind && transport_str_equal(a->target, b->target) &&
+	       transport_str_equal(a->python, b->python) && x->net == y->net &&
+	       x->memory == y->memory && x->tmp_size == y->tmp_size &&
+	       x->max_file_size == y->max_file_size && x->pids == y->pids &&
+	       x->nofile == y->nofile && x->cpus == y->cpus;
 }
 
 static int transport_add_env(struct transport *t, const char *k, const char *v)
@@ -182,8 +241,10 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 		  size_t errlen)
 {
 	struct transport *t = calloc(1, sizeof(*t));
-	if (!t)
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	t->kind = o->kind;
 	int rc = transport_build_env(t, o);
 	if (rc < 0) {
@@ -215,16 +276,27 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 			rc = -ENOMEM;
 			break;
 		}
-		char host[256], port[16] = "";
-		snprintf(host, sizeof(host), "%s", o->target);
-		char *colon = strrchr(host, ':');
-		if (colon) {
-			*colon = '\0';
-			snprintf(port, sizeof(port), "%s", colon + 1);
+		/* -p and -l only when the URL says them: else ssh's own config
+		 * decides, as it does for `ssh host`. */
+		char user[256], host[256], port[256];
+		const char *argv[12] = {"ssh", "-tt", "-o", "BatchMode=yes"};
+		size_t n = 4;
+		if (transport_ssh_split(o->target, user, host, port, sizeof(host)) < 0) {
+			rc = -EINVAL; /* (transport_parse_via let it through) */
+			break;
 		}
-		const char *argv[] = {
-			"ssh", "-tt",  "-o", "BatchMode=yes", "-p", port[0] ? port : "22", "--",
-			host,  remote, NULL};
+		if (port[0]) {
+			argv[n++] = "-p";
+			argv[n++] = port;
+		}
+		if (user[0]) {
+			argv[n++] = "-l";
+			argv[n++] = user;
+		}
+		argv[n++] = "--";
+		argv[n++] = host;
+		argv[n++] = remote;
+		argv[n] = NULL;
 		rc = transport_set_argv(t, argv);
 		break;
 	}
@@ -290,6 +362,11 @@ int transport_after_fork(struct transport *t, pid_t child, char *err, size_t err
 	return 0;
 }
 
+bool transport_kill_waits(const struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL;
+}
+
 void transport_kill(struct transport *t, pid_t child, bool reaped)
 {
 	if (t->kind == TRANSPORT_LOCAL) {
@@ -308,6 +385,11 @@ void transport_kill(struct transport *t, pid_t child, bool reaped)
 const char *transport_death_reason(struct transport *t)
 {
 	return t->kind == TRANSPORT_LOCAL ? sandbox_death_reason(t->sandbox) : NULL;
+}
+
+long long transport_memory(const struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL ? sandbox_memory(t->sandbox) : -ENOTSUP;
 }
 
 void transport_free(struct transport *t)

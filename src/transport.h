@@ -7,6 +7,7 @@
 #ifndef PTYBOX_TRANSPORT_H
 #define PTYBOX_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,6 +27,9 @@ struct ptybox_options;
 /* The transport's view of a session's options (--via parsed, limits checked). */
 int transport_options_from(const struct ptybox_options *o, struct transport_options *t, char *err,
 			   size_t errlen);
+/* Whether interpreters started with a and with b are alike: the same
+ * transport, target, interpreter, environment and sandbox limits. */
+bool transport_options_equal(const struct transport_options *a, const struct transport_options *b);
 /* Parses "local", "none", "ssh://[user@]host[:port]" or "exec:CMD". */
 int transport_parse_via(const char *via, struct transport_options *opts, char *err, size_t errlen);
 
@@ -40,10 +44,16 @@ int transport_new(const struct transport_options *opts, struct transport **out, 
 void transport_child_exec(struct transport *t, int err_fd) __attribute__((noreturn));
 /* Parent, right after fork. */
 int transport_after_fork(struct transport *t, pid_t child, char *err, size_t errlen);
+/* Whether transport_kill or transport_free can take long (the local sandbox:
+ * waiting for its processes to die, removing its cgroups): then they belong
+ * off the loop's thread. */
+bool transport_kill_waits(const struct transport *t);
 /* Every process the transport started is gone. reaped: the child was waited
  * for (its pid may be someone else's by now). */
 void transport_kill(struct transport *t, pid_t child, bool reaped);
 const char *transport_death_reason(struct transport *t);
+/* The sandbox's memory in bytes, or -ENOTSUP where ptybox cannot know it. */
+long long transport_memory(const struct transport *t);
 void transport_free(struct transport *t);
 
 #endif

@@ -31,13 +31,25 @@ class LoopbackSshd:
         with socket.socket() as s:               # a free port, for sshd to take
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
+        try:                                     # the same port on ::1, where there is one
+            with socket.socket(socket.AF_INET6) as s:
+                s.bind(("::1", self.port))
+            self.ipv6 = True
+        except OSError:
+            self.ipv6 = False
         with open(os.path.join(d, "sshd_config"), "w") as f:
             f.write("Port %d\nListenAddress 127.0.0.1\nHostKey %s/host\n"
                     "AuthorizedKeysFile %s/authorized_keys\nPasswordAuthentication no\n"
                     "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
                     "PermitRootLogin prohibit-password\nPidFile %s/sshd.pid\n"
                     % (self.port, d, d, d))
+            if self.ipv6:
+                f.write("ListenAddress [::1]:%d\n" % self.port)
         with open(os.path.join(d, "ssh_config"), "w") as f:
+            # An alias whose port and user only the config knows, as in a
+            # user's ~/.ssh/config: `--via ssh://ptybox-alias` must keep them.
+            f.write("Host ptybox-alias\n  HostName 127.0.0.1\n  Port %d\n  User %s\n"
+                    % (self.port, getpass.getuser()))
             f.write("Host *\n  IdentityFile %s/client\n  UserKnownHostsFile /dev/null\n"
                     "  StrictHostKeyChecking no\n  LogLevel ERROR\n" % d)
         os.mkdir(os.path.join(d, "bin"))
@@ -125,6 +137,28 @@ class SshTransportTest(TestCase):
         self.assertFalse(r[1]["state_lost"])
         self.assertEqual(r[2]["result"], {"text/plain": "42"})
         self.assertLess(time.monotonic() - t0, 20)
+
+    def test_port_and_user_are_left_to_the_ssh_config_when_the_url_has_none(self):
+        p = self.ptybox("run", "--via", "ssh://ptybox-alias", "-c", "print(6 * 7)")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "42\n")
+
+    def test_an_ipv6_address_in_brackets(self):
+        if not self.sshd.ipv6:
+            self.skipTest("no ::1 here")
+        for via in ("ssh://%s@[::1]:%d" % (getpass.getuser(), self.sshd.port),
+                    "ssh://[::1]:%d" % self.sshd.port):
+            p = self.ptybox("run", "--via", via, "-c", "1 + 1")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, "2\n")
+
+    def test_urls_that_are_not_ssh_urls_are_refused_before_anything_runs(self):
+        for via in ("ssh://", "ssh://host:", "ssh://host:0", "ssh://host:65536",
+                    "ssh://host:22x", "ssh://::1", "ssh://[::1", "ssh://[::1]x",
+                    "ssh://[]:22", "ssh://@host", "ssh://-oProxyCommand=x"):
+            p = self.ptybox("run", "--via", via, "-c", "1")
+            self.assertEqual(p.returncode, 2, (via, p.stderr))
+            self.assertIn("expected local, none, ssh://", p.stderr, via)
 
 
 if __name__ == "__main__":
