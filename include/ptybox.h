@@ -111,6 +111,11 @@ struct ptybox_callbacks {
 	 * memory, a restart asked) and a fresh one is starting; why says what
 	 * happened. on_ready follows once it is up (or on_fatal). Optional. */
 	void (*on_restarting)(ptybox_session *s, const char *why, void *data);
+	/* A warning of this session's, e.g. "not root: running without cgroup
+	 * limits (memory, pids, cpu)", once per session; it goes to the
+	 * session's log too. Optional: without it, each warning goes to stderr
+	 * once per process, prefixed "ptybox: ". */
+	void (*on_warning)(ptybox_session *s, const char *message, void *data);
 };
 
 void ptybox_options_init(struct ptybox_options *o);

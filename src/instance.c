@@ -94,7 +94,10 @@ static void instance_describe_exit(struct instance *in, char *why, size_t len)
 {
 	const char *reason = in->transport ? transport_death_reason(in->transport) : NULL;
 	int st = in->wstatus;
-	if (in->setup_error[0])
+	if (in->boot_late) /* our deadline, not a signal from nowhere */
+		snprintf(why, len, "did not start within %g s (the boot deadline)",
+			 (double)in->boot_ms / 1000);
+	else if (in->setup_error[0])
 		snprintf(why, len, "%s", in->setup_error);
 	else if (in->terminal_lost && !reason && in->ready_ns)
 		snprintf(why, len,
@@ -122,16 +125,19 @@ static void instance_scan_cb(void *ctx, enum frame_event ev, const char *data, s
 				bool ready = f.type == FRAME_READY;
 				if (ready && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
 						     f.root, "guarded")))
-					log_msg("instance %d: the relay could not make itself "
-						"non-dumpable: its kernel may read it",
-						(int)in->pty.pid);
+					log_to(in->log,
+					       "instance %d: the relay could not make itself "
+					       "non-dumpable: its kernel may read it",
+					       (int)in->pty.pid);
 				protocol_frame_free(&f);
 				if (ready) {
+					admit_release(&in->ticket); /* the next may boot */
 					in->state = I_READY;
 					in->ready_ns = uv_hrtime();
 					uv_timer_stop(&in->timer);
-					log_msg("instance %d: ready in %.1f ms", (int)in->pty.pid,
-						(double)(in->ready_ns - in->started_ns) / 1e6);
+					log_to(in->log, "instance %d: ready in %.1f ms",
+					       (int)in->pty.pid,
+					       (double)(in->ready_ns - in->started_ns) / 1e6);
 					in->cb->on_ready(in);
 				}
 			}
@@ -140,7 +146,7 @@ static void instance_scan_cb(void *ctx, enum frame_event ev, const char *data, s
 		}
 		break;
 	case FRAME_EVENT_OVERSIZE:
-		log_msg("instance: dropped an oversize frame of %zu bytes", len);
+		log_to(in->log, "instance: dropped an oversize frame of %zu bytes", len);
 		if (in->cb->on_oversize)
 			in->cb->on_oversize(in, len);
 		break;
@@ -205,9 +211,9 @@ static int instance_send_driver(struct instance *in)
 					    ptybox_driver_py_len, &boot, &boot_len);
 	if (rc < 0)
 		return rc;
-	log_msg("instance %d: %s%.*s: sending the driver as %s", (int)in->pty.pid,
-		PROTOCOL_BOOT_PROMPT, (int)in->boot_rest_len, in->boot_rest,
-		code ? "compiled code" : "source");
+	log_to(in->log, "instance %d: %s%.*s: sending the driver as %s", (int)in->pty.pid,
+	       PROTOCOL_BOOT_PROMPT, (int)in->boot_rest_len, in->boot_rest,
+	       code ? "compiled code" : "source");
 	return pty_write_take(&in->pty, boot, boot_len);
 }
 
@@ -218,7 +224,8 @@ static void instance_drain_cb(uv_timer_t *t)
 {
 	struct instance *in = t->data;
 	/* Something the code started still holds the terminal; stop waiting. */
-	log_msg("instance %d: no hang-up within %d ms", (int)in->pty.pid, INSTANCE_DRAIN_MS);
+	log_to(in->log, "instance %d: no hang-up within %d ms", (int)in->pty.pid,
+	       INSTANCE_DRAIN_MS);
 	in->hung_up = true;
 	instance_settle(in);
 }
@@ -243,6 +250,7 @@ static void instance_work_cb(uv_work_t *w)
 static void instance_finish(struct instance *in)
 {
 	frame_scanner_free(&in->scanner);
+	log_unref(in->log);
 	void (*cb)(void *) = in->closed_cb;
 	void *data = in->closed_data;
 	free(in);
@@ -299,7 +307,7 @@ static void instance_killed(struct instance *in)
 
 void instance_kill(struct instance *in)
 {
-	if (in->state >= I_DYING)
+	if (in->state >= I_DYING || !in->started)
 		return;
 	in->state = I_DYING;
 	instance_kill_all(in);
@@ -329,7 +337,7 @@ static void instance_pty_data(struct pty *p, const char *buf, size_t len)
 			return;
 		int rc = instance_send_driver(in);
 		if (rc < 0) {
-			log_msg("instance: send the driver: %s", strerror(-rc));
+			log_to(in->log, "instance: send the driver: %s", strerror(-rc));
 			instance_kill(in);
 			return;
 		}
@@ -370,7 +378,8 @@ static void instance_settle(struct instance *in)
 		snprintf(why + n, sizeof(why) - n, ": %s", line);
 	}
 	in->state = I_DEAD;
-	log_msg("instance %d: dead (%s)", (int)in->pty.pid, why);
+	admit_release(&in->ticket);
+	log_to(in->log, "instance %d: dead (%s)", (int)in->pty.pid, why);
 	in->cb->on_dead(in, why, during_boot);
 }
 
@@ -378,8 +387,8 @@ static void instance_orphan_cb(uv_timer_t *t)
 {
 	struct instance *in = t->data;
 	/* Hung up, yet alive: nothing can reach it any more, and it may never notice. */
-	log_msg("instance %d: terminal hung up %d ms ago, still running", (int)in->pty.pid,
-		INSTANCE_ORPHAN_MS);
+	log_to(in->log, "instance %d: terminal hung up %d ms ago, still running", (int)in->pty.pid,
+	       INSTANCE_ORPHAN_MS);
 	in->terminal_lost = true;
 	instance_kill(in);
 }
@@ -419,7 +428,7 @@ static void instance_pty_exit(struct pty *p, int wstatus)
 	struct instance *in = p->data;
 	in->child_exited = true;
 	in->wstatus = wstatus;
-	log_msg("instance %d: exited, status 0x%x", (int)p->pid, wstatus);
+	log_to(in->log, "instance %d: exited, status 0x%x", (int)p->pid, wstatus);
 	if (in->state == I_CLOSING) {
 		if (in->shutting_down) /* the relay ended when asked: on to the kill */
 			instance_close_kill(in);
@@ -489,7 +498,8 @@ static void instance_setup_cb(uv_poll_t *h, int status, int events)
 			return;
 	}
 	if (in->setup_error[0])
-		log_msg("instance %d: set-up failed: %s", (int)in->pty.pid, in->setup_error);
+		log_to(in->log, "instance %d: set-up failed: %s", (int)in->pty.pid,
+		       in->setup_error);
 	uv_poll_stop(h);
 	uv_close((uv_handle_t *)h, instance_setup_closed_cb);
 }
@@ -504,15 +514,55 @@ static const struct pty_callbacks instance_pty_callbacks = {
 static void instance_boot_timeout_cb(uv_timer_t *t)
 {
 	struct instance *in = t->data;
-	log_msg("instance %d: no ready within %llu ms", (int)in->pty.pid,
-		(unsigned long long)in->boot_ms);
+	log_to(in->log, "instance %d: no ready within %llu ms", (int)in->pty.pid,
+	       (unsigned long long)in->boot_ms);
 	/* Kill it; its death says what the terminal last said. */
+	in->boot_late = true;
 	instance_kill(in);
+}
+
+/* Forks the transport's child on a PTY and arms the boot deadline: the
+ * start proper, once admitted. */
+static int instance_spawn(struct instance *in, char *err, size_t errlen)
+{
+	int rc = pty_spawn(&in->pty, in->loop, in->transport, 120, 40, &instance_pty_callbacks, in,
+			   &in->setup_fd, err, errlen);
+	if (rc < 0)
+		return rc;
+	in->pty.log = in->log;
+	in->state = I_BOOT;
+	in->started_ns = uv_hrtime();
+	uv_timer_init(in->loop, &in->timer);
+	in->timer.data = in;
+	uv_poll_init(in->loop, &in->setup, in->setup_fd);
+	in->setup.data = in;
+	uv_poll_start(&in->setup, UV_READABLE, instance_setup_cb);
+	in->open_handles = 3; /* the PTY (its poll and its child), the timer, the set-up pipe */
+	in->started = true;
+	if (in->child_exited)
+		uv_timer_start(&in->timer, instance_exited_cb, 0, 0);
+	else if (in->boot_ms)
+		uv_timer_start(&in->timer, instance_boot_timeout_cb, in->boot_ms, 0);
+	return 0;
+}
+
+/* Its turn came (from the gate's timer): a spawn that fails now is told as
+ * a death during boot. */
+static void instance_admitted_cb(struct admit_ticket *t)
+{
+	struct instance *in = (struct instance *)((char *)t - offsetof(struct instance, ticket));
+	char err[sizeof(in->setup_error)];
+	if (instance_spawn(in, err, sizeof(err)) == 0)
+		return;
+	admit_release(t);
+	snprintf(in->setup_error, sizeof(in->setup_error), "%s", err);
+	in->state = I_DEAD;
+	in->cb->on_dead(in, err, true);
 }
 
 int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_t max_payload,
 		   double boot_timeout, const struct instance_callbacks *cb, void *data,
-		   struct instance **out, char *err, size_t errlen)
+		   struct log *log, struct instance **out, char *err, size_t errlen)
 {
 	struct instance *in = calloc(1, sizeof(*in));
 	if (!in) {
@@ -522,7 +572,9 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	in->loop = loop;
 	in->cb = cb;
 	in->data = data;
+	in->log = log_ref(log);
 	in->started_ns = uv_hrtime();
+	in->boot_ms = options_seconds_ms(boot_timeout);
 	int rc = protocol_make_nonce(in->nonce, sizeof(in->nonce));
 	if (rc == 0)
 		rc = frame_scanner_init(&in->scanner, in->nonce, max_payload);
@@ -533,35 +585,37 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	rc = transport_new(topts, &in->transport, err, errlen);
 	if (rc < 0)
 		goto fail;
-	rc = pty_spawn(&in->pty, loop, in->transport, 120, 40, &instance_pty_callbacks, in,
-		       &in->setup_fd, err, errlen);
+	in->state = I_QUEUED;
+	rc = admit_request(loop, &in->ticket, instance_admitted_cb);
+	if (rc == -EAGAIN)
+		snprintf(err, errlen,
+			 "%d interpreters wait to start already (the boot queue's limit); "
+			 "try again later",
+			 ADMIT_QUEUE_CAP);
+	else if (rc < 0)
+		snprintf(err, errlen, "out of memory");
+	else if (rc == 0 && (rc = instance_spawn(in, err, errlen)) < 0)
+		admit_release(&in->ticket);
 	if (rc < 0)
 		goto fail;
-	uv_timer_init(loop, &in->timer);
-	in->timer.data = in;
-	uv_poll_init(loop, &in->setup, in->setup_fd);
-	in->setup.data = in;
-	uv_poll_start(&in->setup, UV_READABLE, instance_setup_cb);
-	in->open_handles = 3; /* the PTY (its poll and its child), the timer, the set-up pipe */
-	in->boot_ms = options_seconds_ms(boot_timeout);
-	in->started = true;
-	if (in->child_exited)
-		uv_timer_start(&in->timer, instance_exited_cb, 0, 0);
-	else if (in->boot_ms)
-		uv_timer_start(&in->timer, instance_boot_timeout_cb, in->boot_ms, 0);
 	*out = in;
 	return 0;
 fail:
 	transport_free(in->transport);
 	frame_scanner_free(&in->scanner);
+	log_unref(in->log);
 	free(in);
 	return rc;
 }
 
-void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data)
+void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data,
+		    struct log *log)
 {
 	in->cb = cb;
 	in->data = data;
+	log_ref(log);
+	log_unref(in->log);
+	in->log = in->pty.log = log;
 }
 
 int instance_write(struct instance *in, char *buf, size_t len)
@@ -602,8 +656,8 @@ static int instance_send_shutdown(struct instance *in)
 static void instance_shutdown_late_cb(uv_timer_t *t)
 {
 	struct instance *in = t->data;
-	log_msg("instance %d: no exit within %d ms of shutdown; killing", (int)in->pty.pid,
-		INSTANCE_SHUTDOWN_MS);
+	log_to(in->log, "instance %d: no exit within %d ms of shutdown; killing", (int)in->pty.pid,
+	       INSTANCE_SHUTDOWN_MS);
 	instance_close_kill(in);
 }
 
@@ -628,6 +682,14 @@ void instance_close(struct instance *in)
 {
 	if (in->state == I_CLOSING)
 		return;
+	admit_release(&in->ticket);
+	if (!in->started) { /* never forked: nothing to kill, no handle */
+		in->state = I_CLOSING;
+		transport_free(in->transport);
+		in->transport = NULL;
+		instance_finish(in);
+		return;
+	}
 	bool polite = in->state == I_READY && !in->child_exited && in->pty.master >= 0;
 	in->state = I_CLOSING;
 	uv_timer_stop(&in->timer);

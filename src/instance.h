@@ -10,6 +10,7 @@
 
 #include <uv.h>
 
+#include "admit.h"
 #include "frame.h"
 #include "protocol.h"
 #include "pty.h"
@@ -18,6 +19,7 @@
 #define INSTANCE_NOISE_TAIL 400
 
 enum instance_state {
+	I_QUEUED,     /* waiting for boot admission (admit.c): nothing forked yet */
 	I_BOOT,	      /* waiting for the bootstrap's prompt */
 	I_BOOT_MAGIC, /* prompt seen; reading the rest of its line (the magic) */
 	I_HANDSHAKE,  /* driver sent; waiting for its nonce prompt */
@@ -57,8 +59,10 @@ struct instance {
 	bool shutting_down; /* closing: the relay was asked to end; its exit is awaited */
 	bool kill_done;	    /* closing: the last kill is over, every process gone */
 	bool child_exited, hung_up, pty_live;
-	bool started;	    /* instance_start is done: exits are handled as they come */
-	bool terminal_lost; /* hung up while the child ran on: killed for it */
+	bool started;		    /* spawned, and set up: exits are handled as they come */
+	bool boot_late;		    /* killed at the boot deadline */
+	struct admit_ticket ticket; /* its place among the loop's boots */
+	bool terminal_lost;	    /* hung up while the child ran on: killed for it */
 	int wstatus;
 	char nonce[2 * PROTOCOL_NONCE_BYTES + 1];
 	size_t prompt_matched;
@@ -71,18 +75,22 @@ struct instance {
 	uint64_t started_ns, ready_ns;
 	const struct instance_callbacks *cb;
 	void *data;
+	struct log *log; /* its owner's debug log (a reference); NULL: the process's */
 	void (*closed_cb)(void *closed_data); /* see instance_close_notify */
 	void *closed_data;
 };
 
-/* Starts the child and the boot. The caller owns the result: it ends with
- * instance_close(), which frees it. On error returns a negative errno with
- * one line in err, and nothing is left. */
+/* Starts the child and the boot, at once or, when the loop boots as many
+ * as it may already, once admitted (admit.c; the boot deadline counts from
+ * then). The caller owns the result: it ends with instance_close(), which
+ * frees it. On error returns a negative errno with one line in err, and
+ * nothing is left. */
 int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_t max_payload,
 		   double boot_timeout, const struct instance_callbacks *cb, void *data,
-		   struct instance **out, char *err, size_t errlen);
-/* Hands the instance to another owner. */
-void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data);
+		   struct log *log, struct instance **out, char *err, size_t errlen);
+/* Hands the instance to another owner, who logs to log. */
+void instance_adopt(struct instance *in, const struct instance_callbacks *cb, void *data,
+		    struct log *log);
 /* Takes ownership of buf. */
 int instance_write(struct instance *in, char *buf, size_t len);
 /* ^C over the terminal, and the interrupt request that names snippet id. */

@@ -75,7 +75,7 @@ static void pool_fill(ptybox_pool *p)
 			continue;
 		char err[512];
 		if (instance_start(p->loop, &p->topts, p->max_payload, p->boot_timeout,
-				   &pool_instance_callbacks, p, &p->slot[i], err,
+				   &pool_instance_callbacks, p, NULL, &p->slot[i], err,
 				   sizeof(err)) < 0) {
 			log_msg("pool: %s", err);
 			return;
@@ -106,7 +106,7 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 	p->boot_timeout = o->boot_timeout;
 	/* The first one fails here, with its reason, if nothing can start. */
 	rc = instance_start(loop, &p->topts, p->max_payload, p->boot_timeout,
-			    &pool_instance_callbacks, p, &p->slot[0], err, errlen);
+			    &pool_instance_callbacks, p, NULL, &p->slot[0], err, errlen);
 	if (rc < 0) {
 		free(p);
 		return rc;

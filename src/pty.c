@@ -121,7 +121,7 @@ static void pty_flush_queue(struct pty *p)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
-			log_msg("pty: write: %s", strerror(errno));
+			log_to(p->log, "pty: write: %s", strerror(errno));
 			pty_drop_queue(p);
 			break;
 		}
@@ -142,7 +142,7 @@ static void pty_poll_cb(uv_poll_t *h, int status, int events)
 {
 	struct pty *p = h->data;
 	if (status < 0) {
-		log_msg("pty: poll: %s", uv_strerror(status));
+		log_to(p->log, "pty: poll: %s", uv_strerror(status));
 		pty_hangup(p);
 		return;
 	}
@@ -192,7 +192,7 @@ int pty_write_take(struct pty *p, char *buf, size_t len)
 			n = write(p->master, buf, len);
 		while (n < 0 && errno == EINTR);
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			log_msg("pty: write: %s", strerror(errno));
+			log_to(p->log, "pty: write: %s", strerror(errno));
 			free(buf);
 			return 0; /* as a failed queued write: the hang-up or exit follows */
 		}

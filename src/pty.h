@@ -42,6 +42,7 @@ struct pty {
 	size_t wq_bytes;
 	const struct pty_callbacks *cb;
 	void *data;
+	struct log *log; /* its owner's (borrowed); NULL: the process's */
 };
 
 /* Opens a PTY, forks, and lets the transport start its child on the slave

@@ -94,6 +94,14 @@ int64_t sandbox_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void sandbox_warn(const struct sandbox_options *o, int *once, const char *msg)
+{
+	if (o->warn)
+		o->warn(o->warn_ctx, msg); /* a session's: it is told there */
+	else if (!__atomic_exchange_n(once, 1, __ATOMIC_RELAXED))
+		fprintf(stderr, "ptybox: %s\n", msg);
+}
+
 /* ---------------------------------------------------------------------------
  * Set-up, around fork
  */
@@ -160,9 +168,9 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		rc = sandbox_cgroup_setup(&sb->cgroups, &sb->opts, sb->parent, err, errlen);
 		if (rc < 0)
 			goto fail;
-	} else if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
-		fprintf(stderr,
-			"ptybox: not root: running without cgroup limits (memory, pids, cpu)\n");
+	} else {
+		sandbox_warn(opts, &warned,
+			     "not root: running without cgroup limits (memory, pids, cpu)");
 	}
 	*out = sb;
 	return 0;

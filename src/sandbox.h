@@ -22,9 +22,13 @@ struct sandbox_options {
 	unsigned pids;		/* pids cgroup / RLIMIT_NPROC; 0 = none */
 	unsigned nofile;	/* RLIMIT_NOFILE; 0 = the host's */
 	double cpus;		/* CPU quota in CPUs; 0 = none */
-	char *const *env;	/* the child's complete environment (already allow-listed);
-				 * copied by sandbox_new. Its PATH is where argv[0] is looked
-				 * up inside; HOME should be /tmp (the working folder). */
+	/* Where warnings go (each once per call of sandbox_new); NULL: stderr,
+	 * once per process. */
+	void (*warn)(void *ctx, const char *message);
+	void *warn_ctx;
+	char *const *env; /* the child's complete environment (already allow-listed);
+			   * copied by sandbox_new. Its PATH is where argv[0] is looked
+			   * up inside; HOME should be /tmp (the working folder). */
 };
 
 struct sandbox;

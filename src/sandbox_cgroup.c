@@ -460,15 +460,15 @@ int sandbox_cgroup_setup(struct sandbox_cgroups *cgs, const struct sandbox_optio
 	have = sandbox_cgroup_detect(cgs, err, errlen);
 	if (have < 0)
 		return have;
-	if (have != (1 << SANDBOX_CG_COUNT) - 1 &&
-	    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
-		fprintf(stderr,
-			"ptybox: cgroup controllers missing:%s%s%s%s; running without those "
-			"limits\n",
-			have & (1 << SANDBOX_CG_MEMORY) ? "" : " memory",
-			have & (1 << SANDBOX_CG_PIDS) ? "" : " pids",
-			have & (1 << SANDBOX_CG_CPU) ? "" : " cpu",
-			have & (1 << SANDBOX_CG_FREEZER) ? "" : " freezer");
+	if (have != (1 << SANDBOX_CG_COUNT) - 1) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "cgroup controllers missing:%s%s%s%s; running without those limits",
+			 have & (1 << SANDBOX_CG_MEMORY) ? "" : " memory",
+			 have & (1 << SANDBOX_CG_PIDS) ? "" : " pids",
+			 have & (1 << SANDBOX_CG_CPU) ? "" : " cpu",
+			 have & (1 << SANDBOX_CG_FREEZER) ? "" : " freezer");
+		sandbox_warn(o, &warned, msg);
 	}
 	rc = sandbox_cgroup_create(cgs, parent, err, errlen);
 	if (rc == 0)

@@ -28,6 +28,8 @@ void sandbox_errf(char *err, size_t errlen, const char *fmt, ...)
 /* Reads a small file into buf (NUL-terminated); returns the length or -errno. */
 ssize_t sandbox_file_read(const char *path, char *buf, size_t cap);
 int64_t sandbox_now_ms(void);
+/* A warning: to o->warn, else to stderr once per process (once: its flag). */
+void sandbox_warn(const struct sandbox_options *o, int *once, const char *msg);
 
 /* The seccomp filter (sandbox_seccomp.c). */
 

@@ -73,6 +73,8 @@ struct ptybox_session {
 	struct transport_options topts;
 	struct ptybox_callbacks cb;
 	void *data;
+	struct log *log;  /* --log: this session's own; NULL: the process's */
+	char warned[256]; /* the last warning told (each is told once) */
 
 	enum session_state state;
 	struct instance *in;
@@ -234,8 +236,8 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 		s->state = S_IDLE;
 	if (s->in)
 		frame_scanner_shrink(&s->in->scanner, 1 << 20);
-	log_msg("session: result id=%llu status=%s", (unsigned long long)e->id,
-		ptybox_status_name(status));
+	log_to(s->log, "session: result id=%llu status=%s", (unsigned long long)e->id,
+	       ptybox_status_name(status));
 	if (s->cb.on_result)
 		s->cb.on_result(s, &r, s->data);
 	cJSON_free(detail.json);
@@ -253,7 +255,7 @@ static void session_grace_cb(uv_timer_t *t)
 	if (s->state != S_RUNNING || !e)
 		return;
 	char msg[160];
-	log_msg("session: id=%llu ignored ^C; killing", (unsigned long long)e->id);
+	log_to(s->log, "session: id=%llu ignored ^C; killing", (unsigned long long)e->id);
 	if (e->stop == STOP_TIMEOUT) {
 		snprintf(msg, sizeof(msg), "timed out after %g s and did not stop on ^C; killed",
 			 e->timeout);
@@ -273,8 +275,8 @@ static void session_ctrl_c(ptybox_session *s, struct exec *e)
 	e->ctrl_c_sent = true;
 	int rc = instance_interrupt(s->in, e->id);
 	if (rc < 0) /* the grace timer kills it */
-		log_msg("session: id=%llu: could not send ^C: %s", (unsigned long long)e->id,
-			strerror(-rc));
+		log_to(s->log, "session: id=%llu: could not send ^C: %s", (unsigned long long)e->id,
+		       strerror(-rc));
 	session_arm(s, options_seconds_ms(s->opts.kill_grace) + 1, session_grace_cb);
 }
 
@@ -294,7 +296,7 @@ static void session_restart_cb(uv_timer_t *t)
 	if (s->state != S_STARTING || !s->head || !s->head->restart)
 		return;
 	exec_free(session_pop(s));
-	log_msg("session: restart");
+	log_to(s->log, "session: restart");
 	s->state = S_IDLE; /* (so that nothing is held) */
 	session_restart_kernel(s, PTYBOX_CRASHED, "", NULL);
 }
@@ -486,7 +488,7 @@ static void session_on_driver_error(ptybox_session *s, struct protocol_frame *f)
 	struct exec *e = s->head;
 	const char *msg = protocol_str(f->root, "message");
 	bool broken = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "broken"));
-	log_msg("session: driver error%s: %s", broken ? " (broken)" : "", msg ? msg : "?");
+	log_to(s->log, "session: driver error%s: %s", broken ? " (broken)" : "", msg ? msg : "?");
 	bool ours = s->state == S_RUNNING && e && (!f->has_id || f->id == e->id);
 	if (!ours && !broken)
 		return;
@@ -521,7 +523,7 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 	struct protocol_frame f;
 	int rc = protocol_parse_frame(payload, len, &f);
 	if (rc < 0) {
-		log_msg("session: unparsable frame of %zu bytes", len);
+		log_to(s->log, "session: unparsable frame of %zu bytes", len);
 		if (rc == -E2BIG) /* too many values to parse: dropped, as an oversize one */
 			s->frame_dropped = true;
 		return;
@@ -536,7 +538,7 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 		if (s->state == S_STARTING && s->kernel_restarting &&
 		    (!s->restart_awaited || session_ready_answers(&f, s->restart_awaited))) {
 			s->kernel_restarting = false;
-			log_msg("session: the relay's fresh kernel is up");
+			log_to(s->log, "session: the relay's fresh kernel is up");
 			session_on_ready(in);
 		}
 		break;
@@ -594,7 +596,7 @@ static void session_fatal(ptybox_session *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	log_msg("session: fatal: %s", msg);
+	log_to(s->log, "session: fatal: %s", msg);
 	uv_timer_stop(&s->timer);
 	if (s->in)
 		instance_close(s->in);
@@ -670,7 +672,8 @@ static void session_kernel_late_cb(uv_timer_t *t)
 	ptybox_session *s = t->data;
 	if (s->state != S_STARTING || !s->kernel_restarting)
 		return;
-	log_msg("session: no fresh kernel from the relay in time; replacing the interpreter");
+	log_to(s->log,
+	       "session: no fresh kernel from the relay in time; replacing the interpreter");
 	session_replace(s, PTYBOX_CRASHED, "", NULL);
 }
 
@@ -724,7 +727,7 @@ static void session_on_died(ptybox_session *s, struct protocol_frame *f)
 	bool killed = cJSON_IsNumber(st) && ((int)st->valuedouble & 0x7f) == SIGKILL;
 	const char *reason = killed && s->in ? transport_death_reason(s->in->transport) : NULL;
 	snprintf(msg, sizeof(msg), "the interpreter died (%s)", reason ? reason : why);
-	log_msg("session: %s%s", msg, s->state == S_RUNNING ? "" : " while idle");
+	log_to(s->log, "session: %s%s", msg, s->state == S_RUNNING ? "" : " while idle");
 	session_kernel_gone(s, PTYBOX_CRASHED, msg, session_restarted,
 			    options_seconds_ms(s->opts.boot_timeout));
 }
@@ -732,6 +735,10 @@ static void session_on_died(ptybox_session *s, struct protocol_frame *f)
 static void session_on_dead(struct instance *in, const char *why, bool during_boot)
 {
 	ptybox_session *s = in->data;
+	if (during_boot && in->boot_late) { /* a deadline of ours says so */
+		session_fatal(s, "the interpreter %s", why);
+		return;
+	}
 	if (during_boot) {
 		session_fatal(s, "the interpreter %s (%s)",
 			      s->started_once ? "could not be restarted" : "exited during start-up",
@@ -741,7 +748,7 @@ static void session_on_dead(struct instance *in, const char *why, bool during_bo
 	char msg[640];
 	snprintf(msg, sizeof(msg), "the interpreter died (%s)", why);
 	if (s->state != S_RUNNING)
-		log_msg("session: %s while idle", msg);
+		log_to(s->log, "session: %s while idle", msg);
 	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
 }
 
@@ -750,7 +757,7 @@ static void session_ready_cb(uv_timer_t *t)
 	ptybox_session *s = t->data;
 	if (s->state != S_STARTING)
 		return;
-	log_msg("session: ready");
+	log_to(s->log, "session: ready");
 	s->state = S_IDLE;
 	s->started_once = true;
 	s->restarting_told = false;
@@ -784,17 +791,28 @@ static void session_start(ptybox_session *s)
 	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
 	s->in = s->opts.pool ? pool_take(s->opts.pool, &s->topts, max_payload) : NULL;
 	if (s->in) {
-		instance_adopt(s->in, &session_instance_callbacks, s);
+		instance_adopt(s->in, &session_instance_callbacks, s, s->log);
 		if (s->in->state == I_READY)
 			session_on_ready(s->in);
 		return;
 	}
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
-				&session_instance_callbacks, s, &s->in, err, sizeof(err));
+				&session_instance_callbacks, s, s->log, &s->in, err, sizeof(err));
 	if (rc < 0)
 		session_fatal(s, "%s%s",
 			      s->started_once ? "the interpreter could not be restarted: " : "",
 			      err);
+}
+
+/* The sandbox's warnings, told to this session's owner, each once. */
+static void session_warn_cb(void *ctx, const char *msg)
+{
+	ptybox_session *s = ctx;
+	log_to(s->log, "session: warning: %s", msg);
+	if (strcmp(s->warned, msg) == 0)
+		return;
+	snprintf(s->warned, sizeof(s->warned), "%s", msg);
+	s->cb.on_warning(s, msg, s->data);
 }
 
 static void session_first_start_cb(uv_timer_t *t)
@@ -831,7 +849,11 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	s->opts.via = NULL; /* the caller's string; only the parsed form is kept */
 	s->cb = *cb;
 	s->data = data;
-	if (o->log_path && (rc = log_open(o->log_path)) < 0) {
+	if (cb->on_warning) {
+		s->topts.sandbox.warn = session_warn_cb;
+		s->topts.sandbox.warn_ctx = s;
+	}
+	if (o->log_path && (rc = log_new(o->log_path, &s->log)) < 0) {
 		snprintf(err, errlen, "--log %s: %s", o->log_path, strerror(-rc));
 		free(s);
 		return rc;
@@ -942,8 +964,8 @@ static void session_finish_unrun(ptybox_session *s, struct exec *e, enum ptybox_
 				  .message = message};
 	struct ptybox_result_detail detail = {0};
 	r.detail = &detail;
-	log_msg("session: result id=%llu status=%s", (unsigned long long)e->id,
-		ptybox_status_name(status));
+	log_to(s->log, "session: result id=%llu status=%s", (unsigned long long)e->id,
+	       ptybox_status_name(status));
 	if (s->cb.on_result)
 		s->cb.on_result(s, &r, s->data);
 	cJSON_free(detail.json);
@@ -1002,6 +1024,7 @@ static void session_closed_one(ptybox_session *s)
 		return;
 	if (s->cb.on_closed)
 		s->cb.on_closed(s, s->data);
+	log_unref(s->log);
 	outbuf_free(&s->out);
 	outbuf_free(&s->err);
 	free(s);

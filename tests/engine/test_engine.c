@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admit.h" /* (the engine's own: how many boot, how many wait) */
 #include "ptybox.h"
 
 #define WAIT_MS	   30000
@@ -37,7 +38,7 @@ struct result {
 struct sess {
 	ptybox_session *s;
 	int ready, restarting, fatal, closed;
-	char restart_why[256];
+	char restart_why[256], fatal_msg[512];
 	char events[MAX_EVENTS]; /* R(eady), S (restarting), r(esult), F(atal) */
 	size_t nevents;
 	struct result results[MAX_EVENTS];
@@ -111,6 +112,7 @@ static void on_fatal(ptybox_session *s, const char *message, void *data)
 	struct sess *t = data;
 	t->fatal++;
 	note(t, 'F');
+	snprintf(t->fatal_msg, sizeof(t->fatal_msg), "%s", message);
 	print_message("fatal: %s\n", message);
 }
 
@@ -193,7 +195,16 @@ static int loop_setup(void **state)
 
 static int loop_teardown(void **state)
 {
-	uv_run(&loop, UV_RUN_DEFAULT);
+	/* Bounded: a failed test leaves sessions behind. */
+	uv_timer_t dog;
+	uv_timer_init(&loop, &dog);
+	uv_timer_start(&dog, watchdog_cb, WAIT_MS, 0);
+	uv_unref((uv_handle_t *)&dog);
+	timed_out = false;
+	while (uv_loop_alive(&loop) && !timed_out)
+		uv_run(&loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&dog, NULL);
+	uv_run(&loop, UV_RUN_NOWAIT);
 	int rc = uv_loop_close(&loop);
 	if (rc != 0)
 		print_error("the loop has handles left open\n");
@@ -404,6 +415,135 @@ static void test_pool_takes_only_alike_sessions(void **state)
 	ptybox_pool_close(pool);
 }
 
+static int all_ready;
+static void on_ready_count(ptybox_session *s, void *data)
+{
+	all_ready++;
+}
+
+static void on_fatal_count(ptybox_session *s, const char *message, void *data)
+{
+	struct sess *t = data;
+	t->fatal++;
+	snprintf(t->fatal_msg, sizeof(t->fatal_msg), "%s", message);
+}
+
+static int all_closed;
+static void on_closed_count(ptybox_session *s, void *data)
+{
+	all_closed++;
+}
+
+/* A burst of starts boots admit_limit() at a time; the rest wait (no
+ * deadline runs for them), and past the queue's cap a start is refused
+ * with the reason. */
+static void test_boot_admission(void **state)
+{
+	enum { CAP = 40 + ADMIT_QUEUE_CAP + 256 };
+	static struct sess t[CAP];
+	const struct ptybox_callbacks cb = {.on_ready = on_ready_count,
+					    .on_fatal = on_fatal_count,
+					    .on_closed = on_closed_count};
+	struct ptybox_options o;
+	char err[256];
+	unsigned limit = admit_limit(), booting;
+	size_t queued, burst = 40, N = burst + limit + ADMIT_QUEUE_CAP + 16;
+	assert_true(N <= CAP);
+	ptybox_options_init(&o);
+	o.via = "none";
+	all_ready = all_closed = 0;
+	for (size_t i = 0; i < burst; i++)
+		assert_int_equal(
+			ptybox_session_new(&loop, &o, &cb, &t[i], &t[i].s, err, sizeof(err)), 0);
+	uv_run(&loop, UV_RUN_NOWAIT); /* (sessions start on the next turn) */
+	admit_counts(&loop, &booting, &queued);
+	assert_int_equal(booting, limit);
+	assert_int_equal(queued, burst - limit);
+	wait_for(&all_ready, (int)burst);
+	for (size_t i = 0; i < burst; i++)
+		assert_int_equal(t[i].fatal, 0);
+
+	/* Past the queue's cap: limit boot, ADMIT_QUEUE_CAP wait, 16 are refused. */
+	for (size_t i = burst; i < N; i++)
+		assert_int_equal(
+			ptybox_session_new(&loop, &o, &cb, &t[i], &t[i].s, err, sizeof(err)), 0);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	admit_counts(&loop, &booting, &queued);
+	assert_int_equal(queued, ADMIT_QUEUE_CAP);
+	size_t refused = 0;
+	for (size_t i = burst; i < N; i++)
+		if (t[i].fatal) {
+			refused++;
+			assert_non_null(strstr(t[i].fatal_msg, "(the boot queue's limit)"));
+		}
+	assert_int_equal(refused, N - burst - limit - ADMIT_QUEUE_CAP);
+	for (size_t i = 0; i < N; i++)
+		ptybox_session_close(t[i].s);
+	wait_for(&all_closed, N);
+	admit_counts(&loop, &booting, &queued);
+	assert_int_equal(booting + queued, 0);
+}
+
+/* A deadline ptybox enforces says so, not "killed by signal 9". */
+static void test_boot_deadline_names_itself(void **state)
+{
+	struct ptybox_options o;
+	struct sess t = {0};
+	char err[256];
+	ptybox_options_init(&o);
+	o.via = "exec:sleep 100;";
+	o.boot_timeout = 0.3;
+	assert_int_equal(ptybox_session_new(&loop, &o, &callbacks, &t, &t.s, err, sizeof(err)), 0);
+	wait_for(&t.fatal, 1);
+	print_message("fatal: %s\n", t.fatal_msg);
+	assert_non_null(strstr(t.fatal_msg, "did not start within 0.3 s (the boot deadline)"));
+	assert_null(strstr(t.fatal_msg, "signal"));
+	finish(&t);
+}
+
+static bool file_has(const char *path, const char *what)
+{
+	char buf[65536];
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, what) != NULL;
+}
+
+/* Each session's debug log is its own: two sessions, two files, each with
+ * its own lines only (not one file for the process, the first path winning). */
+static void test_log_per_session(void **state)
+{
+	char dir[] = "/tmp/ptybox-test-log-XXXXXX", a_log[64], b_log[64], err[256];
+	struct sess a = {0}, b = {0};
+	struct ptybox_options o;
+	assert_non_null(mkdtemp(dir));
+	snprintf(a_log, sizeof(a_log), "%s/a.log", dir);
+	snprintf(b_log, sizeof(b_log), "%s/b.log", dir);
+	ptybox_options_init(&o);
+	o.via = "none";
+	o.log_path = a_log;
+	assert_int_equal(ptybox_session_new(&loop, &o, &callbacks, &a, &a.s, err, sizeof(err)), 0);
+	o.log_path = b_log;
+	assert_int_equal(ptybox_session_new(&loop, &o, &callbacks, &b, &b.s, err, sizeof(err)), 0);
+	exec(&a, 111, "1");
+	exec(&b, 222, "2");
+	wait_results(&a, 1);
+	wait_results(&b, 1);
+	finish(&a);
+	finish(&b);
+	assert_true(file_has(a_log, "session: result id=111"));
+	assert_false(file_has(a_log, "id=222"));
+	assert_true(file_has(b_log, "session: result id=222"));
+	assert_false(file_has(b_log, "id=111"));
+	assert_true(file_has(b_log, "instance ")); /* the instance's lines go along */
+	unlink(a_log);
+	unlink(b_log);
+	rmdir(dir);
+}
+
 static void count_signal_cb(uv_handle_t *h, void *arg)
 {
 	if (h->type == UV_SIGNAL && !uv_is_closing(h))
@@ -524,6 +664,7 @@ static void test_close_does_not_block_the_loop(void **state)
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IONBF, 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_name),
 		cmocka_unit_test_setup_teardown(test_cancel, loop_setup, loop_teardown),
@@ -535,6 +676,10 @@ int main(void)
 						loop_teardown),
 		cmocka_unit_test_setup_teardown(test_err_always_filled, loop_setup, loop_teardown),
 		cmocka_unit_test_setup_teardown(test_pool_takes_only_alike_sessions, loop_setup,
+						loop_teardown),
+		cmocka_unit_test_setup_teardown(test_boot_admission, loop_setup, loop_teardown),
+		cmocka_unit_test_setup_teardown(test_log_per_session, loop_setup, loop_teardown),
+		cmocka_unit_test_setup_teardown(test_boot_deadline_names_itself, loop_setup,
 						loop_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
