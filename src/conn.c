@@ -254,7 +254,10 @@ int conn_send(struct conn *c, char *line, size_t len)
 		free(line);
 		return 0;
 	}
-	if (c->queued + (len - done) > c->max_queue) {
+	/* The cap is on the backlog before this line: one line of any size (a
+	 * big result) goes; a client that then reads nothing is dropped at the
+	 * next one. */
+	if (c->queued > c->max_queue) {
 		free(line);
 		char why[128];
 		snprintf(why, sizeof(why),

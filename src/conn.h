@@ -4,7 +4,8 @@
  * file or terminal written as it comes.
  *
  * A client that does not read is dropped once its queue passes the cap: the
- * loop never waits for anyone.
+ * loop never waits for anyone. (What it holds is at most the cap plus one
+ * line, which the server bounds: a result's size.)
  */
 #ifndef PTYBOX_CONN_H
 #define PTYBOX_CONN_H

@@ -343,7 +343,18 @@ static void srv_on_closed(ptybox_session *ps, void *data)
 		srv_maybe_idle(sv);
 }
 
+/* The server's log (its standard error) says it, with whose it is. */
+static void srv_on_warning(ptybox_session *ps, const char *message, void *data)
+{
+	struct srv_session *ss = data;
+	if (ss->fatal) /* serve's own session: its words as run has them */
+		cli_error("%s", message);
+	else
+		cli_error("session '%s': %s", ss->name, message);
+}
+
 static const struct ptybox_callbacks srv_callbacks = {
+	.on_warning = srv_on_warning,
 	.on_ready = srv_on_ready,
 	.on_stream = srv_on_stream,
 	.on_display = srv_on_display,
