@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from ptybox_test import TestCase, run
+from ptybox_test import PTYBOX, TestCase, run
 
 SSHD = "/usr/sbin/sshd"
 
@@ -163,3 +163,56 @@ class SshTransportTest(TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RemoteServerTest(TestCase):
+    """-H ssh://: the verbs against the server at the far end, through
+    `ssh host ptybox dial-stdio` (here the far end is this machine, with a
+    server of the test's own name)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.sshd = LoopbackSshd()
+        cls.label = "test-remote-%d" % os.getpid()
+        cls.env = dict(cls.sshd.env, PTYBOX_REMOTE=os.path.abspath(PTYBOX))
+        cls.host = cls.sshd.via  # ssh://user@127.0.0.1:port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ptybox("-H", cls.host, "-L", cls.label, "kill-server")
+        cls.sshd.close()
+
+    @classmethod
+    def ptybox(cls, *args, timeout=60):
+        return run(*args, via=False, env=cls.env, timeout=timeout)
+
+    def test_sessions_live_in_the_far_servers_sandbox(self):
+        p = self.ptybox("-H", self.host, "-L", self.label, "new", "far")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.ptybox("exec", "far", "-H", self.host, "-L", self.label, "-c", "x = 20")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.ptybox("exec", "far", "-H", self.host, "-L", self.label, "-c",
+                        "import os; print(os.getpid()); x + 1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pid, value = p.stdout.split()
+        self.assertLess(int(pid), 10)  # in the far end's sandbox (its own pid namespace)
+        self.assertEqual(value, "21")
+        # the same server, seen from the far end itself
+        p = self.ptybox("ls", "-L", self.label, "--json")
+        self.assertIn("far", [json.loads(l)["name"] for l in p.stdout.splitlines()])
+        p = self.ptybox("-H", self.host, "-L", self.label, "kill", "far")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_transports_that_run_commands_are_refused_through_dial_stdio(self):
+        for via in ("exec:sh", self.host):
+            p = self.ptybox("-H", self.host, "-L", self.label, "new", "t", "--via", via)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("refused through dial-stdio", p.stderr)
+        p = self.ptybox("-H", self.host, "-L", self.label, "new", "t", "--python", "/bin/sh")
+        self.assertEqual(p.returncode, 2, p.stderr)
+
+    def test_a_host_without_ptybox_says_so(self):
+        env = dict(self.env, PTYBOX_REMOTE="/nonexistent/ptybox")
+        p = run("-H", self.host, "ls", via=False, env=env, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is ptybox installed there", p.stderr)
