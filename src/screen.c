@@ -324,10 +324,10 @@ static void screen_vt_write(struct screen *s, const char *p, size_t n)
 }
 
 /* A terminal, with the picture drawn back if there is one. */
-static int screen_vt_open(struct screen *s)
+static void screen_vt_open(struct screen *s)
 {
 	char cup[32];
-	const char *line = s->pic.p + s->pic.start, *nl;
+	const char *line = s->pic.p != NULL ? s->pic.p : "", *end = line + s->pic.len, *nl;
 
 	s->vt_bytes = 0;
 	s->vt = vterm_new_with_allocator(s->rows, s->cols, &screen_vt_alloc, s);
@@ -338,21 +338,24 @@ static int screen_vt_open(struct screen *s)
 	 * draws there belongs in the capture. */
 	vterm_screen_set_callbacks(s->vs, &screen_vt_callbacks, s);
 	vterm_screen_reset(s->vs, 1);
-	for (int r = 0; s->pic.p != NULL && r < s->rows; r++) {
-		nl = memchr(line, '\n', (size_t)(s->pic.p + s->pic.len - line));
+	/* Without autowrap, since a row libvterm 0.1.4 renders wider than the screen (a wide
+	 * character whose right half was written over keeps its width) must not scroll. */
+	vterm_input_write(s->vt, "\x1b[?7l", 5);
+	for (int r = 0; r < s->rows; r++) {
+		nl = memchr(line, '\n', (size_t)(end - line));
 		if (nl == NULL)
 			break;
 		vterm_input_write(s->vt, cup, (size_t)sprintf(cup, "\x1b[%d;1H", r + 1));
 		screen_vt_write(s, line, (size_t)(nl - line));
 		line = nl + 1;
 	}
+	vterm_input_write(s->vt, "\x1b[?7h", 5);
 	vterm_input_write(
 		s->vt, cup,
 		(size_t)sprintf(cup, "\x1b[%d;%dH", s->cursor.row + 1, s->cursor.col + 1));
 	vterm_input_write(s->vt, s->pen, strlen(s->pen));
 	screen_buf_free(&s->pic);
 	s->vt_base = s->vt_bytes;
-	return 0;
 }
 
 static void screen_vt_close(struct screen *s)
