@@ -50,6 +50,9 @@ struct screen {
 	size_t vt_bytes, vt_base; /* libvterm's allocations; after screen_vt_open */
 	size_t replies;
 	int err; /* -ENOMEM met inside a libvterm callback */
+	enum { SCREEN_TEXT, SCREEN_ESC, SCREEN_CSI } esc; /* where screen_feed's scan is */
+	char held[4]; /* a UTF-8 character cut at the end of the last feed */
+	size_t nheld;
 
 	struct screen_buf sb; /* scrollback: lines, each ending "\n", oldest first */
 	size_t sb_limit;
@@ -313,10 +316,15 @@ static int screen_render_visible(struct screen *s, struct screen_buf *b)
 	return err;
 }
 
+/* libvterm 0.1.4 loses a UTF-8 character cut between two writes when text comes before it in
+ * the first: writes are cut before a character, never inside one. */
 static void screen_vt_write(struct screen *s, const char *p, size_t n)
 {
 	while (n > 0) {
 		size_t k = n < SCREEN_CHUNK ? n : SCREEN_CHUNK;
+		for (size_t j = 0; j < 3 && k < n && k > 1 && ((unsigned char)p[k] & 0xc0) == 0x80;
+		     j++)
+			k--;
 		vterm_input_write(s->vt, p, k);
 		p += k;
 		n -= k;
@@ -330,6 +338,7 @@ static void screen_vt_open(struct screen *s)
 	const char *line = s->pic.p != NULL ? s->pic.p : "", *end = line + s->pic.len, *nl;
 
 	s->vt_bytes = 0;
+	s->esc = SCREEN_TEXT;
 	s->vt = vterm_new_with_allocator(s->rows, s->cols, &screen_vt_alloc, s);
 	vterm_set_utf8(s->vt, 1);
 	vterm_output_set_callback(s->vt, screen_output_cb, s);
@@ -370,7 +379,7 @@ int screen_new(struct screen **out, unsigned rows, unsigned cols, size_t scrollb
 	struct screen *s;
 
 	*out = NULL;
-	if (rows == 0 || rows > SCREEN_ROWS_MAX || cols == 0 || cols > SCREEN_COLS_MAX ||
+	if (rows == 0 || rows > SCREEN_ROWS_MAX || cols < 2 || cols > SCREEN_COLS_MAX ||
 	    scrollback_bytes > SCREEN_SCROLLBACK_MAX)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
@@ -449,23 +458,75 @@ static int screen_write(struct screen *s, const char *p, size_t n)
 	return s->err;
 }
 
+/* The bytes of the UTF-8 sequence that lead byte c starts. */
+static size_t screen_utf8_need(unsigned char c)
+{
+	return c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+}
+
+/* Output as a terminal behind pipes shows it, with two changes on the way to libvterm: a LF
+ * becomes CR LF (a tty's onlcr), and the final "b" of every CSI becomes "y", which libvterm
+ * ignores. libvterm 0.1.4 carries out REP (CSI Ps b) by stepping the last glyph's width, and
+ * loops forever when that width is 0 or -1 (nothing printed yet, U+200B, a C1 code printed as a
+ * glyph): REP is lost, and no output can hang the server. The scan follows ESC [ through
+ * anything but ESC, CAN, SUB and a final byte, so it sees every CSI libvterm sees; where it sees
+ * one libvterm does not (inside an OSC string), a "b" of that string changes, which is harmless. */
 int screen_feed(struct screen *s, const char *bytes, size_t len)
 {
-	const char *nl;
-	int err;
+	size_t start = 0;
+	int err = 0;
 
-	while (len > 0) {
-		nl = memchr(bytes, '\n', len);
-		size_t n = nl != NULL ? (size_t)(nl - bytes) : len;
-		err = screen_write(s, bytes, n);
-		if (err == 0 && nl != NULL)
-			err = screen_write(s, "\r\n", 2), n++;
-		if (err < 0)
-			return err;
-		bytes += n;
-		len -= n;
+	if (s->vt == NULL)
+		screen_vt_open(s); /* first: opening resets the scan */
+	/* The end of a character held from the last feed completes it in one write. */
+	while (s->nheld > 0 && len > 0 && ((unsigned char)*bytes & 0xc0) == 0x80 &&
+	       s->nheld < screen_utf8_need(s->held[0])) {
+		s->held[s->nheld++] = *bytes++;
+		len--;
 	}
-	return 0;
+	if (s->nheld > 0 && (len > 0 || s->nheld == screen_utf8_need(s->held[0]))) {
+		screen_vt_write(s, s->held, s->nheld);
+		s->nheld = 0;
+	}
+	for (size_t i = 0; i < len && err == 0; i++) {
+		unsigned char c = (unsigned char)bytes[i];
+		const char *instead = NULL;
+		if (c == '\n') {
+			instead = "\r\n"; /* in a CSI too, where a control is carried out */
+		} else if (s->esc == SCREEN_ESC) {
+			s->esc = c == '[' ? SCREEN_CSI : c == 0x1b ? SCREEN_ESC : SCREEN_TEXT;
+		} else if (s->esc == SCREEN_CSI) {
+			if (c == 0x1b)
+				s->esc = SCREEN_ESC;
+			else if (c == 0x18 || c == 0x1a || (c >= 0x40 && c <= 0x7e))
+				s->esc = SCREEN_TEXT;
+			if (c == 'b')
+				instead = "y";
+		} else if (c == 0x1b) {
+			s->esc = SCREEN_ESC;
+		}
+		if (instead != NULL) {
+			err = screen_write(s, bytes + start, i - start);
+			if (err == 0)
+				err = screen_write(s, instead, strlen(instead));
+			start = i + 1;
+		}
+	}
+	/* A character cut at the end waits for the rest. */
+	for (size_t back = 1; err == 0 && back <= 3 && back <= len - start; back++) {
+		unsigned char c = (unsigned char)bytes[len - back];
+		if ((c & 0xc0) == 0x80)
+			continue;
+		if (c >= 0xc0 && back < screen_utf8_need(c)) {
+			memcpy(s->held, bytes + len - back, back);
+			s->nheld = back;
+			len -= back;
+		}
+		break;
+	}
+	if (err == 0)
+		err = screen_write(s, bytes + start, len - start);
+	return err;
 }
 
 int screen_feed_input(struct screen *s, const char *code, size_t len)

@@ -26,7 +26,8 @@
 
 struct screen;
 
-/* A blank screen of rows x cols (1..SCREEN_ROWS_MAX, 1..SCREEN_COLS_MAX) whose scrollback keeps
+/* A blank screen of rows x cols (1..SCREEN_ROWS_MAX, 2..SCREEN_COLS_MAX: libvterm 0.1.4 writes
+ * through NULL for a wide character on a screen one column wide) whose scrollback keeps
  * up to scrollback_bytes (at most SCREEN_SCROLLBACK_MAX) of rendered lines, oldest dropped
  * first. Returns 0, -EINVAL or -ENOMEM. */
 int screen_new(struct screen **out, unsigned rows, unsigned cols, size_t scrollback_bytes);

@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 3)
 		return 0;
-	CHECK(screen_new(&s, 1u + data[0] % 12, 1u + data[1] % 40, (size_t)data[2] * 8) == 0);
+	CHECK(screen_new(&s, 1u + data[0] % 12, 2u + data[1] % 40, (size_t)data[2] * 8) == 0);
 	while (i + 2 <= size) {
 		uint8_t op = data[i];
 		n = data[i + 1];
@@ -102,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(out);
 			break;
 		case 7:
-			CHECK(screen_render(p, n, 1u + op % 50, op & 0x10, &out, &len) == 0);
+			CHECK(screen_render(p, n, 2u + op % 50, op & 0x10, &out, &len) == 0);
 			check_safe(out, len, op & 0x10);
 			free(out);
 			break;

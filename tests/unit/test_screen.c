@@ -74,6 +74,11 @@ static void test_new_bounds(void **state)
 	assert_int_equal(screen_new(&s, 0, 80, 0), -EINVAL);
 	assert_null(s);
 	assert_int_equal(screen_new(&s, 24, 0, 0), -EINVAL);
+	assert_int_equal(screen_new(&s, 24, 1, 0), -EINVAL); /* libvterm crashes on a wide char */
+	s = new_screen(1, 2, 0);
+	feed(s, "\xe4\xb8\xad\xe4\xb8\xad");
+	assert_capture(s, false, 0, "\xe4\xb8\xad\n");
+	screen_free(s);
 	assert_int_equal(screen_new(&s, SCREEN_ROWS_MAX + 1, 80, 0), -EINVAL);
 	assert_int_equal(screen_new(&s, 24, SCREEN_COLS_MAX + 1, 0), -EINVAL);
 	assert_int_equal(screen_new(&s, 24, 80, SCREEN_SCROLLBACK_MAX + 1), -EINVAL);
@@ -249,6 +254,28 @@ static void test_no_reply(void **state)
 	screen_free(s);
 }
 
+/* libvterm 0.1.4 loops forever on REP after nothing, after a zero-width or a C1 glyph: REP
+ * is dropped, in one write or cut anywhere. */
+static void test_rep_hang(void **state)
+{
+	const char *in = "\x1b[b|\xe2\x80\x8b\x1b[5b|a\xc2\x80\x1b[3b|x\x1b[2b\x1b[1;2;3b\n";
+	for (size_t cut = 0; cut <= strlen(in); cut++) {
+		struct screen *s = new_screen(4, 20, 256);
+		assert_int_equal(screen_feed(s, in, cut), 0);
+		assert_int_equal(screen_feed(s, in + cut, strlen(in) - cut), 0);
+		char *got = capture(s, false, 0);
+		assert_string_equal(got,
+				    "|\xe2\x80\x8b||x\n"); /* libvterm eats the a before U+0080 */
+		free(got);
+		/* Shrunk in the middle of a sequence, the rest is text, and still no hang. */
+		assert_int_equal(screen_feed(s, in, cut), 0);
+		assert_int_equal(screen_shrink(s), 0);
+		assert_int_equal(screen_feed(s, in + cut, strlen(in) - cut), 0);
+		free(capture(s, true, LONG_MIN));
+		screen_free(s);
+	}
+}
+
 static void test_wide_and_combining(void **state)
 {
 	struct screen *s = new_screen(24, 20, 4096);
@@ -283,6 +310,33 @@ static void test_invalid_utf8(void **state)
 	assert_memory_equal(got, "a", 1);
 	assert_non_null(strstr(got, "z\xe4\xb8\xad!\xe4\xb8\xad\n"));
 	free(got);
+	screen_free(s);
+}
+
+/* A character cut between two feeds, or by the 4 KiB writes to libvterm, arrives whole
+ * (libvterm 0.1.4 alone loses it when text comes before it in the same write). */
+static void test_utf8_cut(void **state)
+{
+	const char *in = "|\xe4\xb8\xad|\xf0\x9f\x98\x80|\xe2\x80\x8b|x\n";
+	for (size_t cut = 0; cut <= strlen(in); cut++) {
+		struct screen *s = new_screen(4, 20, 256);
+		assert_int_equal(screen_feed(s, in, cut), 0);
+		assert_int_equal(screen_feed(s, "", 0), 0);
+		assert_int_equal(screen_feed(s, in + cut, strlen(in) - cut), 0);
+		assert_capture(s, false, 0, in);
+		screen_free(s);
+	}
+	struct screen *s = new_screen(4, 80, 1 << 16);
+	char *big = malloc(8192 + 16);
+	for (size_t at = 4090; at < 4100; at++) {
+		memset(big, 'a', at);
+		strcpy(big + at, "\xf0\x9f\x98\x80\n");
+		assert_int_equal(screen_feed(s, big, strlen(big)), 0);
+		char *got = capture(s, false, -1);
+		assert_non_null(strstr(got, "a\xf0\x9f\x98\x80\n"));
+		free(got);
+	}
+	free(big);
 	screen_free(s);
 }
 
@@ -407,13 +461,22 @@ static void test_render(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_bounds),   cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_progress_bar), cmocka_unit_test(test_lf),
-		cmocka_unit_test(test_prompt),	     cmocka_unit_test(test_scrollback),
-		cmocka_unit_test(test_trim),	     cmocka_unit_test(test_escapes),
-		cmocka_unit_test(test_no_reply),     cmocka_unit_test(test_wide_and_combining),
-		cmocka_unit_test(test_invalid_utf8), cmocka_unit_test(test_huge_input),
-		cmocka_unit_test(test_memory),	     cmocka_unit_test(test_shrink_restore),
+		cmocka_unit_test(test_new_bounds),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_progress_bar),
+		cmocka_unit_test(test_lf),
+		cmocka_unit_test(test_prompt),
+		cmocka_unit_test(test_scrollback),
+		cmocka_unit_test(test_trim),
+		cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_no_reply),
+		cmocka_unit_test(test_rep_hang),
+		cmocka_unit_test(test_wide_and_combining),
+		cmocka_unit_test(test_invalid_utf8),
+		cmocka_unit_test(test_utf8_cut),
+		cmocka_unit_test(test_huge_input),
+		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_shrink_restore),
 		cmocka_unit_test(test_render),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
