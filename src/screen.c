@@ -458,10 +458,10 @@ static int screen_write(struct screen *s, const char *p, size_t n)
 	return s->err;
 }
 
-/* The bytes of the UTF-8 sequence that lead byte c starts. */
+/* The bytes of the UTF-8 sequence that lead byte c starts (1: c starts none). */
 static size_t screen_utf8_need(unsigned char c)
 {
-	return c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+	return c > 0xf4 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 1;
 }
 
 /* Output as a terminal behind pipes shows it, with two changes on the way to libvterm: a LF
