@@ -32,6 +32,7 @@
 #include "term_safe.h"
 
 #define SCREEN_CHUNK	4096
+#define SCREEN_CSI_SEPS 15 /* libvterm 0.1.4 keeps 16 CSI arguments */
 #define SCREEN_VT_SLACK (64u << 10)
 /* Room for one cell's SGR: "\x1b[0;1;3;4;5;7;9;38;2;255;255;255;48;2;255;255;255m". */
 #define SCREEN_SGR_MAX 64
@@ -50,8 +51,9 @@ struct screen {
 	size_t vt_bytes, vt_base; /* libvterm's allocations; after screen_vt_open */
 	size_t replies;
 	int err; /* -ENOMEM met inside a libvterm callback */
-	enum { SCREEN_TEXT, SCREEN_ESC, SCREEN_CSI } esc; /* where screen_feed's scan is */
-	char held[4]; /* a UTF-8 character cut at the end of the last feed */
+	enum { SCREEN_TEXT, SCREEN_ESC, SCREEN_CSI, SCREEN_DROP } esc; /* screen_feed's scan */
+	unsigned seps; /* the ";" and ":" of this CSI */
+	char held[4];  /* a UTF-8 character cut at the end of the last feed */
 	size_t nheld;
 
 	struct screen_buf sb; /* scrollback: lines, each ending "\n", oldest first */
@@ -464,13 +466,15 @@ static size_t screen_utf8_need(unsigned char c)
 	return c > 0xf4 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 1;
 }
 
-/* Output as a terminal behind pipes shows it, with two changes on the way to libvterm: a LF
- * becomes CR LF (a tty's onlcr), and the final "b" of every CSI becomes "y", which libvterm
- * ignores. libvterm 0.1.4 carries out REP (CSI Ps b) by stepping the last glyph's width, and
- * loops forever when that width is 0 or -1 (nothing printed yet, U+200B, a C1 code printed as a
- * glyph): REP is lost, and no output can hang the server. The scan follows ESC [ through
- * anything but ESC, CAN, SUB and a final byte, so it sees every CSI libvterm sees; where it sees
- * one libvterm does not (inside an OSC string), a "b" of that string changes, which is harmless. */
+/* Output as a terminal behind pipes shows it, with three changes on the way to libvterm: a LF
+ * becomes CR LF (a tty's onlcr); a CSI with SCREEN_CSI_SEPS separators or more is cut off by a
+ * CAN there and the rest of it dropped (libvterm 0.1.4 writes past its 16 arguments and
+ * crashes); and the final "b" of every CSI becomes "y", which libvterm ignores. libvterm 0.1.4
+ * carries out REP (CSI Ps b) by stepping the last glyph's width, and loops forever when that width
+ * is 0 or -1 (nothing printed yet, U+200B, a C1 code printed as a glyph): REP is lost, and no
+ * output can hang the server. The scan follows ESC [ through anything but ESC, CAN, SUB and a final
+ * byte, so it sees every CSI libvterm sees; where it sees one libvterm does not (inside an OSC
+ * string), a "b" of that string changes, which is harmless. */
 int screen_feed(struct screen *s, const char *bytes, size_t len)
 {
 	size_t start = 0;
@@ -495,12 +499,20 @@ int screen_feed(struct screen *s, const char *bytes, size_t len)
 			instead = "\r\n"; /* in a CSI too, where a control is carried out */
 		} else if (s->esc == SCREEN_ESC) {
 			s->esc = c == '[' ? SCREEN_CSI : c == 0x1b ? SCREEN_ESC : SCREEN_TEXT;
-		} else if (s->esc == SCREEN_CSI) {
+			s->seps = 0;
+		} else if (s->esc == SCREEN_CSI || s->esc == SCREEN_DROP) {
+			bool drop = s->esc == SCREEN_DROP;
 			if (c == 0x1b)
 				s->esc = SCREEN_ESC;
 			else if (c == 0x18 || c == 0x1a || (c >= 0x40 && c <= 0x7e))
 				s->esc = SCREEN_TEXT;
-			if (c == 'b')
+			else if ((c == ';' || c == ':') && ++s->seps >= SCREEN_CSI_SEPS)
+				s->esc = SCREEN_DROP;
+			if (s->esc == SCREEN_DROP && !drop)
+				instead = "\x18"; /* CAN: libvterm ends the CSI */
+			else if (drop && s->esc != SCREEN_ESC)
+				instead = "";
+			else if (c == 'b')
 				instead = "y";
 		} else if (c == 0x1b) {
 			s->esc = SCREEN_ESC;

@@ -276,6 +276,23 @@ static void test_rep_hang(void **state)
 	}
 }
 
+/* libvterm 0.1.4 crashes on a CSI of more than 16 arguments: such a CSI is cut off. */
+static void test_csi_args(void **state)
+{
+	struct screen *s;
+	char in[512] = "\x1b[31;";
+	for (int i = 0; i < 100; i++)
+		strcat(in, i % 2 ? "1:" : "2;");
+	strcat(in, "mA\x1b[?1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1\n\x1b[1mB\n");
+	for (size_t cut = 0; cut <= strlen(in); cut++) {
+		s = new_screen(4, 40, 256);
+		assert_int_equal(screen_feed(s, in, cut), 0);
+		assert_int_equal(screen_feed(s, in + cut, strlen(in) - cut), 0);
+		assert_capture(s, true, 0, "A\n\x1b[0;1mB\x1b[0m\n");
+		screen_free(s);
+	}
+}
+
 static void test_wide_and_combining(void **state)
 {
 	struct screen *s = new_screen(24, 20, 4096);
@@ -461,23 +478,15 @@ static void test_render(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_new_bounds),
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_progress_bar),
-		cmocka_unit_test(test_lf),
-		cmocka_unit_test(test_prompt),
-		cmocka_unit_test(test_scrollback),
-		cmocka_unit_test(test_trim),
-		cmocka_unit_test(test_escapes),
-		cmocka_unit_test(test_no_reply),
-		cmocka_unit_test(test_rep_hang),
-		cmocka_unit_test(test_wide_and_combining),
-		cmocka_unit_test(test_invalid_utf8),
-		cmocka_unit_test(test_utf8_cut),
-		cmocka_unit_test(test_huge_input),
-		cmocka_unit_test(test_memory),
-		cmocka_unit_test(test_shrink_restore),
-		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_new_bounds),     cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_progress_bar),   cmocka_unit_test(test_lf),
+		cmocka_unit_test(test_prompt),	       cmocka_unit_test(test_scrollback),
+		cmocka_unit_test(test_trim),	       cmocka_unit_test(test_escapes),
+		cmocka_unit_test(test_no_reply),       cmocka_unit_test(test_rep_hang),
+		cmocka_unit_test(test_csi_args),       cmocka_unit_test(test_wide_and_combining),
+		cmocka_unit_test(test_invalid_utf8),   cmocka_unit_test(test_utf8_cut),
+		cmocka_unit_test(test_huge_input),     cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_shrink_restore), cmocka_unit_test(test_render),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
