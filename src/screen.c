@@ -498,7 +498,11 @@ int screen_feed(struct screen *s, const char *bytes, size_t len)
 		if (c == '\n') {
 			instead = "\r\n"; /* in a CSI too, where a control is carried out */
 		} else if (s->esc == SCREEN_ESC) {
-			s->esc = c == '[' ? SCREEN_CSI : c == 0x1b ? SCREEN_ESC : SCREEN_TEXT;
+			/* A C0 control or DEL after ESC is carried out, and ESC still waits. */
+			if (c == '[')
+				s->esc = SCREEN_CSI;
+			else if (c == 0x18 || c == 0x1a || (c >= 0x20 && c != 0x7f))
+				s->esc = SCREEN_TEXT;
 			s->seps = 0;
 		} else if (s->esc == SCREEN_CSI || s->esc == SCREEN_DROP) {
 			bool drop = s->esc == SCREEN_DROP;
