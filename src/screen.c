@@ -14,10 +14,12 @@
  * Both stores hold only text this file rendered, so the one escape they can contain is our own
  * SGR, and capture without escapes strips it by skipping ESC ... m.
  *
- * libvterm 0.1.4 decodes a write into a stack array as long as the write, and grows its
- * combining-character buffer without bound while marks keep coming for one cell: writes are cut
- * into SCREEN_CHUNK bytes, and a terminal that grew past SCREEN_VT_SLACK is rebuilt from its
- * picture.
+ * libvterm 0.1.4 (Debian 12) has traps that output from the sandbox could spring, found by
+ * fuzzing; each is stepped around here and has a unit test: marks combining on one cell without
+ * end grow a buffer without bound (a terminal past SCREEN_VT_SLACK is rebuilt from its picture);
+ * REP after a zero-width glyph loops forever and a CSI of over 16 arguments writes past its
+ * array (screen_feed); a wide character on a one-column screen writes through NULL
+ * (screen_new); a UTF-8 character cut between two writes is lost after text (held whole).
  */
 #include "screen.h"
 
