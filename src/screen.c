@@ -500,10 +500,12 @@ int screen_feed(struct screen *s, const char *bytes, size_t len)
 		if (c == '\n') {
 			instead = "\r\n"; /* in a CSI too, where a control is carried out */
 		} else if (s->esc == SCREEN_ESC) {
-			/* A C0 control or DEL after ESC is carried out, and ESC still waits. */
+			/* Only a final byte ends an ESC sequence: libvterm takes "[" as CSI
+			 * after C0 controls, DEL, intermediates and bytes past 0x7f too (ESC NUL [,
+			 * ESC ! [, ESC 0xff [). */
 			if (c == '[')
 				s->esc = SCREEN_CSI;
-			else if (c == 0x18 || c == 0x1a || (c >= 0x20 && c != 0x7f))
+			else if (c == 0x18 || c == 0x1a || (c >= 0x30 && c <= 0x7e))
 				s->esc = SCREEN_TEXT;
 			s->seps = 0;
 		} else if (s->esc == SCREEN_CSI || s->esc == SCREEN_DROP) {

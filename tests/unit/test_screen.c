@@ -292,6 +292,8 @@ static void test_csi_args(void **state)
 	ADD("\x1b\x00\x7f\x00[\x00"
 	    "b\x1b[1\x00;\x7f"
 	    "1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m");
+	ADD("\x1b![::::::::::::::::::::\t\x1b ([1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m");
+	ADD("\x1b\xff[::::::::::::::::::::\t\x1b\xc3\xa9[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m");
 	ADD("\x1b[1mB\n");
 	for (size_t cut = 0; cut <= n; cut++) {
 		struct screen *s = new_screen(4, 40, 256);
