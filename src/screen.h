@@ -28,14 +28,16 @@ struct screen;
 
 /* A blank screen of rows x cols (1..SCREEN_ROWS_MAX, 2..SCREEN_COLS_MAX: libvterm 0.1.4 writes
  * through NULL for a wide character on a screen one column wide) whose scrollback keeps
- * up to scrollback_bytes (at most SCREEN_SCROLLBACK_MAX) of rendered lines, oldest dropped
- * first. Returns 0, -EINVAL or -ENOMEM. */
+ * up to scrollback_bytes (at most SCREEN_SCROLLBACK_MAX) of rendered lines: when full, the
+ * oldest go until a quarter is free. Returns 0, -EINVAL or -ENOMEM. */
 int screen_new(struct screen **out, unsigned rows, unsigned cols, size_t scrollback_bytes);
 void screen_free(struct screen *s);
 
 /* Terminal output, as a terminal behind pipes shows it: a bare LF also returns to column 0 (a
  * tty's onlcr). Sequences may be cut anywhere between two calls. Queries (DA, DSR, ...) get no
- * reply: nothing is ever answered on the sandbox's behalf. Returns 0 or -ENOMEM. */
+ * reply: nothing is ever answered on the sandbox's behalf. REP (CSI Ps b) is ignored and a CSI
+ * of 15 separators or more cut off, since libvterm 0.1.4 hangs or crashes on them. Returns 0 or
+ * -ENOMEM. */
 int screen_feed(struct screen *s, const char *bytes, size_t len);
 /* An execution's code as the Python REPL echoes it: on a line of its own, ">>> " before the
  * first line and "... " before each next one, then a newline. Control characters in the code
