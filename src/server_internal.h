@@ -31,6 +31,7 @@ struct srv_exec {
 	/* Who asked for it, for its late output (threads): not owned. */
 	struct server_client *origin;
 	cJSON *origin_id;
+	char *code; /* until it runs: for the screen */
 	/* The result: a JSON object without "id", escaped, NUL-terminated. */
 	char *result;
 	size_t result_len;

@@ -16,7 +16,13 @@
 
 #include "options.h"
 #include "protocol.h"
+#include "screen.h"
 #include "server_internal.h"
+
+/* The screen behind capture: a terminal's size, and this much scrollback. */
+#define SRV_SCREEN_ROWS	      24
+#define SRV_SCREEN_COLS	      80
+#define SRV_SCREEN_SCROLLBACK ((size_t)32 << 10)
 
 static const char *const srv_state_names[] = {
 	[SS_STARTING] = "starting",	[SS_IDLE] = "idle", [SS_BUSY] = "busy",
@@ -30,6 +36,7 @@ const char *srv_state_name(enum srv_state st)
 
 static void srv_exec_free(struct srv_exec *x)
 {
+	free(x->code);
 	srv_waiters_free(&x->waiters);
 	cJSON_Delete(x->origin_id);
 	free(x->result);
@@ -51,6 +58,18 @@ static struct srv_exec *srv_exec_current(struct srv_session *ss)
 		if (x->state != X_DONE)
 			return x;
 	return NULL;
+}
+
+/* The execution that runs now shows on the screen as typed at a prompt. */
+static void srv_screen_begin(struct srv_session *ss)
+{
+	struct srv_exec *x = srv_exec_current(ss);
+	if (!x || !x->code)
+		return;
+	if (ss->screen)
+		screen_feed_input(ss->screen, x->code, strlen(x->code));
+	free(x->code); /* (only the screen wanted it) */
+	x->code = NULL;
 }
 
 static void srv_settle_state(struct srv_session *ss)
@@ -153,6 +172,8 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 	struct srv_exec *x = srv_exec_find(ss, id);
 	bool to_waiters = x && !late && x->waiters;
 	bool to_origin = x && late && x->origin;
+	if (ss->screen)
+		screen_feed(ss->screen, text, len);
 	if (!to_waiters && !to_origin && !ss->watchers)
 		return;
 	cJSON *o = cJSON_CreateObject();
@@ -209,6 +230,26 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 	}
 }
 
+/* "render": the output as a terminal shows it (a bar redrawn with \r, once
+ * in its last state), in place of the bytes. */
+static void srv_render_output(cJSON *o, const struct ptybox_result *r)
+{
+	const char *key[2] = {"stdout", "stderr"};
+	const char *text[2] = {r->stdout_text, r->stderr_text};
+	size_t len[2] = {r->stdout_len, r->stderr_len};
+	for (int i = 0; i < 2; i++) {
+		char *out = NULL;
+		size_t n = 0;
+		if (!len[i] || screen_render(text[i], len[i], SRV_SCREEN_COLS, false, &out, &n) < 0)
+			continue;
+		cJSON *v = cJSON_CreateString(out);
+		free(out);
+		if (v)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, key[i], v);
+	}
+	cJSON_AddBoolToObject(o, "rendered", 1);
+}
+
 /* The executions queued behind x go, unrun (stop_on_error). */
 static void srv_cancel_behind(struct srv_session *ss, struct srv_exec *x)
 {
@@ -227,11 +268,30 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	struct srv_exec *x = srv_exec_find(ss, r->id);
 	if (!x || x->state == X_DONE)
 		return;
+	if (ss->screen && r->status != PTYBOX_CANCELLED) {
+		/* what the REPL shows after the output: the value, the traceback */
+		if (r->value_text) {
+			screen_feed(ss->screen, r->value_text, strlen(r->value_text));
+			screen_feed(ss->screen, "\n", 1);
+		}
+		if (r->traceback && r->traceback[0])
+			screen_feed(ss->screen, r->traceback, strlen(r->traceback));
+		else if (r->error_name) {
+			char line[512];
+			int n = snprintf(line, sizeof(line), "%s%s%s\n", r->error_name,
+					 r->error_value && r->error_value[0] ? ": " : "",
+					 r->error_value ? r->error_value : "");
+			screen_feed(ss->screen, line,
+				    n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
+		}
+	}
 	cJSON *o = protocol_result_object(r);
 	if (o) {
 		cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
 		protocol_json_add_uint(o, "exec", x->id);
 		cJSON_AddStringToObject(o, "session", ss->name);
+		if (x->render)
+			srv_render_output(o, r);
 	}
 	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
@@ -271,6 +331,9 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	}
 	if (x->stop_on_error && r->status != PTYBOX_OK && r->status != PTYBOX_CANCELLED)
 		srv_cancel_behind(ss, x);
+	srv_screen_begin(ss);
+	if (!ss->live && ss->screen) /* idle: the screen keeps its picture, not libvterm */
+		screen_shrink(ss->screen);
 	srv_history_trim(ss);
 	srv_maybe_idle(ss->server);
 }
@@ -322,6 +385,8 @@ static void srv_session_free(struct srv_session *ss)
 	srv_waiters_free(&ss->watchers);
 	for (size_t i = 0; i < ss->nstrings; i++)
 		free(ss->strings[i]);
+	if (ss->screen)
+		screen_free(ss->screen);
 	free(ss);
 }
 
@@ -389,6 +454,9 @@ int srv_session_start(struct server *sv, const char *name, const cJSON *options,
 	}
 	ss->state = SS_STARTING;
 	ss->created_ms = uv_now(sv->loop);
+	/* (without one, capture says so; the session itself goes on) */
+	if (screen_new(&ss->screen, SRV_SCREEN_ROWS, SRV_SCREEN_COLS, SRV_SCREEN_SCROLLBACK) < 0)
+		ss->screen = NULL;
 	snprintf(err, errlen, "out of memory");
 	int rc = ptybox_session_new(sv->loop, &ss->so.o, &srv_callbacks, ss, &ss->ps, err, errlen);
 	if (rc < 0) {
@@ -452,6 +520,7 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	x->waiters = w;
 	x->origin = c;
 	x->origin_id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
+	x->code = ss->screen ? strdup(code->valuestring) : NULL;
 	int rc = ptybox_session_exec(ss->ps, x->id, code->valuestring, strlen(code->valuestring),
 				     timeout ? timeout->valuedouble : -1, true);
 	if (rc < 0) {
@@ -468,6 +537,7 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	ss->execs_tail = x;
 	ss->live++;
 	srv_settle_state(ss);
+	srv_screen_begin(ss);
 	if (ss->watchers) {
 		cJSON *o = srv_event(ss, "exec");
 		protocol_json_add_uint(o, "exec", x->id);
@@ -641,7 +711,30 @@ void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJ
 void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
 			 const cJSON *id)
 {
-	srv_reply_error(c, id, "usage", "capture: not built yet");
+	const cJSON *escapes = cJSON_GetObjectItemCaseSensitive(req, "escapes");
+	const cJSON *start = cJSON_GetObjectItemCaseSensitive(req, "start");
+	if (escapes && !cJSON_IsBool(escapes))
+		return srv_reply_error(c, id, "usage", "\"escapes\" must be true or false");
+	if (start &&
+	    (!cJSON_IsNumber(start) || start->valuedouble != (double)(long)start->valuedouble))
+		return srv_reply_error(c, id, "usage",
+				       "\"start\" must be a line: 0 the screen's first, -N N lines "
+				       "into the scrollback");
+	if (!ss->screen)
+		return srv_reply_error(c, id, "nomem", "session '%s' has no screen (out of memory)",
+				       ss->name);
+	char *text = NULL;
+	size_t n = 0;
+	int rc = screen_capture(ss->screen, cJSON_IsTrue(escapes),
+				start ? (long)start->valuedouble : 0, &text, &n);
+	if (!ss->live)
+		screen_shrink(ss->screen);
+	if (rc < 0)
+		return srv_reply_error(c, id, "nomem", "capture: %s", strerror(-rc));
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "text", text);
+	free(text);
+	srv_reply_ok(c, id, o);
 }
 
 cJSON *srv_session_describe(const struct srv_session *ss)

@@ -250,6 +250,87 @@ class VerbsTest(TestCase):
             self.srv("kill", "ir")
 
 
+class ScreenTest(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.close()
+
+    def setUp(self):  # a screen of each test's own
+        self.assertEqual(self.srv("new", "scr").returncode, 0)
+
+    def tearDown(self):
+        self.srv("kill", "scr")
+
+    def test_capture_shows_the_session_as_a_terminal_would(self):
+        bar = ("import sys\nfor i in range(1000): sys.stdout.write('\\r%d%%' % (i // 10))\n"
+               "print()")
+        self.assertEqual(self.srv("exec", "scr", "-c", bar, "-c", "x = 6", "-c", "x * 7",
+                                  "-c", "print('\\033[31mred\\033[0m')").returncode, 0)
+        p = self.srv("capture", "scr")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertEqual(lines[:4], [">>> import sys",
+                                     "... for i in range(1000): sys.stdout.write('\\r%d%%' % (i // 10))",
+                                     "... print()", "99%"])
+        self.assertEqual(lines[4:], [">>> x = 6", ">>> x * 7", "42",
+                                     ">>> print('\\033[31mred\\033[0m')", "red"])
+        self.assertNotIn("\x1b", p.stdout)
+        e = self.srv("capture", "scr", "-e").stdout
+        self.assertIn("\x1b[0;31mred\x1b[0m", e)
+
+    def test_scrollback_and_no_answers_to_queries(self):
+        self.srv("exec", "scr", "-c", "for i in range(100): print('line', i)")
+        visible = self.srv("capture", "scr").stdout.splitlines()
+        self.assertEqual(len(visible), 23)  # (24 rows; the cursor's empty one trimmed)
+        self.assertEqual(visible[-1], "line 99")
+        back = self.srv("capture", "scr", "-S", "-50").stdout.splitlines()
+        self.assertEqual(back[-1], "line 99")
+        self.assertEqual(back[0], "line %d" % (99 - 22 - 50))
+        # a terminal query (where is the cursor?) is never answered
+        p = self.srv("exec", "scr", "--json", "-c",
+                     "import os, select; print('\\033[6n\\033[c', end='', flush=True)\n"
+                     "select.select([0], [], [], 0.2)[0] and os.read(0, 100)")
+        r = json.loads(p.stdout)
+        self.assertIn(r["result"], (None, {"text/plain": "b''"}))
+        # and what a snippet sets (title, clipboard) never comes out
+        self.srv("exec", "scr", "-c", "print('\\033]0;title\\007\\033]52;c;eA==\\007ok')")
+        cap = self.srv("capture", "scr", "-e").stdout
+        self.assertNotIn("\x1b]", cap)
+        self.assertTrue(cap.rstrip().endswith("ok"))
+
+    def test_render_gives_the_output_as_a_screen_shows_it(self):
+        c = Client(self.srv.sock)
+        code = "import sys\nfor i in range(5000): sys.stdout.write('\\r%d' % i)\nprint()"
+        c.send({"id": 1, "op": "exec", "session": "scr", "code": code, "render": True})
+        r = c.reply(1)
+        self.assertEqual((r["stdout"], r["rendered"]), ("4999\n", True))
+        c.send({"id": 2, "op": "exec", "session": "scr", "code": code})
+        self.assertGreater(len(c.reply(2)["stdout"]), 20000)  # the bytes, without render
+        c.close()
+
+    def test_a_threads_print_is_one_event(self):
+        c = Client(self.srv.sock)
+        c.send({"id": "w", "op": "watch", "session": "scr"})
+        c.reply("w")
+        c.send({"id": 1, "op": "exec", "session": "scr", "code":
+                "import threading, time\n"
+                "t = threading.Thread(target=lambda: [print('bg', i) or time.sleep(0.05) "
+                "for i in range(3)])\nt.start(); t.join()"})
+        streams = []
+        while True:
+            m = c.recv()
+            if m.get("event") == "stream":
+                streams.append(m["text"])
+            if m.get("id") == 1 and "event" not in m:
+                break
+        self.assertEqual(streams, ["bg 0\n", "bg 1\n", "bg 2\n"])
+        c.close()
+
+
 class ProtocolTest(TestCase):
     @classmethod
     def setUpClass(cls):
