@@ -609,9 +609,11 @@ static const char exec_usage[] =
 	"it\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
-	{"new", "Usage: ptybox new NAME [SESSION OPTIONS]\n"
+	{"new", "Usage: ptybox new NAME [--pool N] [SESSION OPTIONS]\n"
 		"Create the session NAME in the server (started if none runs); returns once\n"
-		"it is ready. Takes every session option of `ptybox run`.\n"},
+		"it is ready. Takes every session option of `ptybox run`.\n"
+		"  --pool N            the server keeps N interpreters of these options started\n"
+		"                      ahead, so that the next new with them is ready at once\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
 		   "The result of execution ID of session NAME (default: the last), waiting\n"
 		   "for it if it runs.\n"},
@@ -703,6 +705,7 @@ int cli_client(int argc, char **argv)
 		{"raw", no_argument, NULL, 'r'},
 		{"no-wait", no_argument, NULL, 'n'},
 		{"stop-on-error", no_argument, NULL, 'E'},
+		{"pool", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
@@ -741,6 +744,14 @@ int cli_client(int argc, char **argv)
 		case 'r': a.raw = true; break;
 		case 'n': a.no_wait = true; break;
 		case 'E': a.stop_on_error = true; break;
+		case 'P':
+			if (!is_new) {
+				cli_error("%s: option '--pool' is for new", cmd);
+				return CLI_EXIT_USAGE;
+			}
+			na.key[na.n] = "pool";
+			na.val[na.n++] = optarg;
+			break;
 		case 'c':
 			if (!is_exec) {
 				cli_bad_option(cmd, '?', "-c");

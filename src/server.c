@@ -404,7 +404,14 @@ void server_shutdown(struct server *sv, const char *why)
 		srv_session_kill(sv->sessions, NULL, NULL);
 	for (struct server_client *c = sv->clients; c; c = c->next)
 		c->dead = true; /* (their connections are the caller's to close) */
-	if (!sv->closing && sv->cfg.on_stopped)
+	if (!sv->closing)
+		srv_stopped(sv);
+}
+
+void srv_stopped(struct server *sv)
+{
+	srv_pools_close(sv);
+	if (sv->cfg.on_stopped)
 		sv->cfg.on_stopped(sv, sv->cfg.data);
 }
 
@@ -412,6 +419,7 @@ void server_free(struct server *sv)
 {
 	while (sv->clients)
 		server_client_gone(sv->clients);
+	srv_pools_free(sv);
 	free(sv);
 }
 

@@ -61,6 +61,17 @@ struct srv_session {
 	void (*fatal)(struct server *sv, const char *why, void *data); /* the default's */
 };
 
+/* A warm pool of the server: interpreters started ahead for sessions of one
+ * option set (new's "pool": N). Kept until the server ends. */
+struct srv_pool {
+	struct srv_pool *next;
+	char *key; /* the options as canonical JSON, "pool" aside */
+	ptybox_pool *pool;
+	struct cli_session_opts so; /* its strings live in strings */
+	char *strings[CLI_MAX_ENV + 4];
+	size_t nstrings;
+};
+
 struct server_client {
 	struct server_client *next;
 	struct server *server;
@@ -76,6 +87,8 @@ struct server {
 	struct srv_session *sessions, *closing;
 	size_t nsessions;
 	struct server_client *clients;
+	struct srv_pool *pools;
+	size_t npools;
 	bool shutting_down;
 	char shutdown_why[128];
 	uint64_t started_ms;
@@ -95,6 +108,8 @@ void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c);
 struct srv_waiter *srv_waiter_new(struct server_client *c, const cJSON *id, bool stream);
 void srv_session_unlink(struct server *sv, struct srv_session *ss);
 void srv_maybe_idle(struct server *sv);
+/* Every session is gone: the pools go, then on_stopped. */
+void srv_stopped(struct server *sv);
 
 /* server_session.c */
 int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
@@ -114,6 +129,8 @@ void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJ
 void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
 			 const cJSON *id);
 cJSON *srv_session_describe(const struct srv_session *ss);
+void srv_pools_close(struct server *sv);
+void srv_pools_free(struct server *sv);
 void srv_session_client_gone(struct srv_session *ss, struct server_client *c);
 const char *srv_state_name(enum srv_state st);
 

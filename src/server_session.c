@@ -402,8 +402,8 @@ static void srv_on_closed(ptybox_session *ps, void *data)
 			break;
 		}
 	srv_session_free(ss);
-	if (sv->shutting_down && !sv->closing && !sv->sessions && sv->cfg.on_stopped)
-		sv->cfg.on_stopped(sv, sv->cfg.data);
+	if (sv->shutting_down && !sv->closing && !sv->sessions)
+		srv_stopped(sv);
 	else
 		srv_maybe_idle(sv);
 }
@@ -429,6 +429,88 @@ static const struct ptybox_callbacks srv_callbacks = {
 	.on_restarting = srv_on_restarting,
 };
 
+/* The most warm interpreters one option set keeps, and the most option sets. */
+#define SRV_POOL_MAX  64
+#define SRV_POOLS_MAX 16
+
+/* The pool for these options ("pool": N asked), made on first use. NULL
+ * with err filled on a bad N or a failure. */
+static ptybox_pool *srv_pool_for(struct server *sv, const cJSON *options, bool remote, char *err,
+				 size_t errlen)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(options, "pool");
+	unsigned size = 0;
+	if (cJSON_IsNumber(n) && n->valuedouble >= 1 && n->valuedouble <= SRV_POOL_MAX &&
+	    n->valuedouble == (double)(int)n->valuedouble)
+		size = (unsigned)n->valuedouble;
+	else if (cJSON_IsString(n))
+		options_parse_uint(n->valuestring, 1, SRV_POOL_MAX, &size);
+	if (!size) {
+		snprintf(err, errlen, "--pool: expected a number from 0 to %d", SRV_POOL_MAX);
+		return NULL;
+	}
+	cJSON *rest = cJSON_Duplicate(options, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(rest, "pool");
+	char *key = rest ? cJSON_PrintUnformatted(rest) : NULL;
+	for (struct srv_pool *p = sv->pools; key && p; p = p->next)
+		if (strcmp(p->key, key) == 0) {
+			cJSON_free(key);
+			cJSON_Delete(rest);
+			return p->pool;
+		}
+	struct srv_pool *p = key && sv->npools < SRV_POOLS_MAX ? calloc(1, sizeof(*p)) : NULL;
+	if (!p) {
+		snprintf(err, errlen, key ? "the server keeps %d pools, its most" : "out of memory",
+			 SRV_POOLS_MAX);
+		cJSON_free(key);
+		cJSON_Delete(rest);
+		return NULL;
+	}
+	p->key = key;
+	cli_session_opts_init(&p->so);
+	int rc = srv_options_parse(rest, remote, sv->cfg.allow_remote_transports, &p->so,
+				   p->strings, &p->nstrings,
+				   sizeof(p->strings) / sizeof(p->strings[0]), err, errlen);
+	cJSON_Delete(rest);
+	if (rc == 0)
+		rc = ptybox_pool_new(sv->loop, &p->so.o, size, &p->pool, err, errlen);
+	if (rc < 0) {
+		for (size_t i = 0; i < p->nstrings; i++)
+			free(p->strings[i]);
+		cJSON_free(p->key);
+		free(p);
+		return NULL;
+	}
+	p->next = sv->pools;
+	sv->pools = p;
+	sv->npools++;
+	return p->pool;
+}
+
+/* Their interpreters go; the records (whose strings the closing ones may
+ * still read) stay until srv_pools_free, once the loop is done. */
+void srv_pools_close(struct server *sv)
+{
+	for (struct srv_pool *p = sv->pools; p; p = p->next)
+		if (p->pool)
+			ptybox_pool_close(p->pool);
+	for (struct srv_pool *p = sv->pools; p; p = p->next)
+		p->pool = NULL;
+}
+
+void srv_pools_free(struct server *sv)
+{
+	while (sv->pools) {
+		struct srv_pool *p = sv->pools;
+		sv->pools = p->next;
+		for (size_t i = 0; i < p->nstrings; i++)
+			free(p->strings[i]);
+		cJSON_free(p->key);
+		free(p);
+	}
+	sv->npools = 0;
+}
+
 int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
 		      const struct ptybox_options *given, struct srv_session **out, char *err,
 		      size_t errlen, const char **code)
@@ -448,6 +530,15 @@ int srv_session_start(struct server *sv, const char *name, const cJSON *options,
 				     ss->strings, &ss->nstrings,
 				     sizeof(ss->strings) / sizeof(ss->strings[0]), err,
 				     errlen) < 0) {
+		*code = "usage";
+		srv_session_free(ss);
+		return -EINVAL;
+	}
+	const cJSON *pool = cJSON_GetObjectItemCaseSensitive(options, "pool");
+	bool no_pool = !pool || (cJSON_IsNumber(pool) && pool->valuedouble == 0) ||
+		       (cJSON_IsString(pool) && strcmp(pool->valuestring, "0") == 0);
+	if (!given && !no_pool &&
+	    !(ss->so.o.pool = srv_pool_for(sv, options, remote, err, errlen))) {
 		*code = "usage";
 		srv_session_free(ss);
 		return -EINVAL;
