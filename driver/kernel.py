@@ -99,8 +99,9 @@ _SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
 
 # ---------------------------------------------------------------- helpers
 
-def _private(fd, keep=False):
-    """A close-on-exec copy of fd at a high number (away from user fds)."""
+def _private(fd):
+    """A close-on-exec copy of fd at a high number (away from user fds); fd
+    is closed."""
     try:
         limit = os.sysconf("SC_OPEN_MAX")
     except (ValueError, OSError):
@@ -109,8 +110,7 @@ def _private(fd, keep=False):
         new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)))
     except OSError:
         new = os.dup(fd)
-    if not keep:
-        os.close(fd)
+    os.close(fd)
     return new
 
 
@@ -215,8 +215,11 @@ def _renamed(code, filename):
 class Channel:
     """The kernel's pipes to the relay: request lines in, message lines out."""
 
-    def __init__(self, req, msg):
-        self.req, self.msg = _private(req), _private(msg)
+    def __init__(self):
+        # /dev/null until attach() puts the pipes on these very numbers: all
+        # that is made with them (the poll set below) holds for the pipes.
+        self.req = _private(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        self.msg = _private(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
         self.idents = (_identity(self.req), _identity(self.msg))
         self.lock = _RLock()        # one message per write, whole
         self.writing = False                 # a message is being written (lock held)
@@ -225,6 +228,14 @@ class Channel:
         self.spin_until = 0                  # _perf_ns(): read_request polls until then
         self.spin_poll = select.poll()
         self.spin_poll.register(self.req, select.POLLIN)
+
+    def attach(self, req, msg):
+        """The pipes to the relay, in place of the placeholders (req and msg
+        are closed)."""
+        for fd, place in ((req, self.req), (msg, self.msg)):
+            os.dup2(fd, place, inheritable=False)
+            os.close(fd)
+        self.idents = (_identity(self.req), _identity(self.msg))
 
     def healthy(self):
         return (_identity(self.req), _identity(self.msg)) == self.idents
@@ -646,9 +657,10 @@ class Kernel:
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
         # What fds 0-2 are dup2()ed from after each snippet: /dev/null and
-        # private copies of the capture pipes (the relay owns the other ends).
-        self.std_sources = (_private(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)),
-                            _private(1, keep=True), _private(2, keep=True))
+        # private copies of the capture pipes (the relay owns the other ends),
+        # /dev/null too until attach().
+        self.std_sources = tuple(_private(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+                                 for _ in range(3))
         self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
         self.bufs = ()
         self.stdin, self.streams = _NoStdin(), {}
@@ -662,6 +674,30 @@ class Kernel:
         _BEFORE_WRITE[1] = lambda: self._flush_held("stderr")
         _BEFORE_WRITE[2] = lambda: self._flush_held("stdout")
         os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
+        self._check(False)
+
+    def warm(self):
+        """(In a standby) a snippet run as the first one would be, its result
+        written to /dev/null, then forgotten: the pages on that path are
+        copied from the template's now rather than on the way to the first
+        result (a page fault costs microseconds, and they are hundreds)."""
+        self.execute(0, "None", DEFAULT_MAX_OUTPUT)
+        self.snippets, self.last_id, self.code_cache = 0, None, {}
+        self.sources.clear()
+        self.source_bytes = 0
+        self.unregistered.pop("<snippet-0>", None)
+        linecache = _MODULES.get("linecache")
+        if linecache is not None:
+            linecache.cache.pop("<snippet-0>", None)
+        self.chan.spin_until = 0
+
+    def attach(self, out, err):
+        """The capture pipes as fds 1 and 2 from now on (out and err are
+        closed); its channel attached already."""
+        for fd, place in ((out, self.std_sources[1]), (err, self.std_sources[2])):
+            os.dup2(fd, place, inheritable=False)
+            os.close(fd)
+        self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
         self._check()
 
     # -- checked and re-installed after every result, before the next snippet
@@ -1637,19 +1673,28 @@ def prepare():
         os.close(devnull)
 
 
-def main(req, msg):
-    """A kernel on its pipes (fds 1 and 2 are the capture pipes already), in a
-    fresh child of the template."""
+def standby():
+    """In a kernel forked ahead of need (a standby), before its pipes come:
+    all of a kernel's start that does not need them, so that a restart
+    waits for little more than the fds.  Returns start(req, msg, out, err),
+    which puts the pipes in place and serves.  Until then fds 0-2 are
+    /dev/null, and no user code has run in this process."""
     _signal.signal(_SIGINT, _signal.SIG_IGN)  # until the kernel is armed
     os.setsid()                              # no controlling terminal: /dev/tty fails
-    chan = Channel(req, msg)
+    chan = Channel()
     kernel = Kernel(chan)
-    chan.watch(kernel.flush_idle)
     if sys.flags.no_site and "site" not in _MODULES:
-        kernel.site = _DeferredSite(kernel)
-    chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
-    while True:                              # (serve() returns only when hit in its
-        try:                                 # own except clause: a handler firing there)
-            kernel.serve()
-        except BaseException:
-            pass
+        kernel.site = _DeferredSite(kernel)  # (the template has it, but not at first)
+    kernel.warm()
+
+    def start(req, msg, out, err):
+        chan.attach(req, msg)
+        kernel.attach(out, err)
+        chan.watch(kernel.flush_idle)
+        chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
+        while True:                          # (serve() returns only when hit in its
+            try:                             # own except clause: a handler firing there)
+                kernel.serve()
+            except BaseException:
+                pass
+    return start

@@ -61,7 +61,8 @@ MESSAGE_PLAIN = 64 << 10          # a kernel message longer than this has its va
 MESSAGE_VALUES = 1 << 16          # ... past this many it is dropped (parsing costs 60 B a value)
 HELLO_WAIT = 20.0                 # s for a fresh kernel to say it is up
 KILL_WAIT = 5.0                   # s for a killed kernel's exit to be reported
-STANDBY_DELAY = 0.05              # s after a kernel's start before the next standby forks
+FIRST_STANDBY_DELAY = 0.05        # s after the first kernel's start before the next standby ...
+STANDBY_DELAY = 0.0               # ... and after any later one's
 STANDBY_RETRY = 1.0               # s between tries when no process can be forked
 FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
@@ -255,9 +256,10 @@ def _recv_fds(sock, count):
 
 def _template(ctl, kernel_code):
     """The fork server, in a child forked before the nonce was read: runs the
-    kernel's module code once, keeps one kernel forked ahead (a standby that
-    waits for its fds: a restart then costs no fork), hands it the fds the
-    relay sends, reports its pid and its exit.  Single-threaded, runs no user
+    kernel's module code once (and site, after the first kernel's start),
+    keeps one kernel forked ahead (a standby, started as far as it can be
+    without its fds: a restart then costs no fork and little start), hands
+    it the fds the relay sends, reports its pid and its exit.  Single-threaded, runs no user
     code and holds nothing secret; when the relay goes, it takes its
     kernels along.  It stays in our process group, so that a client that
     kills the group kills it too (and its kernels with it: kernel.py's
@@ -283,12 +285,13 @@ def _template(ctl, kernel_code):
     space = {"__name__": "__ptybox_kernel__", "__builtins__": builtins}
     exec(kernel_code(), space)
     space["prepare"]()
-    kernel = space["main"]
+    prepare_kernel = space["standby"]
     kids = set()
 
     def fork_standby():
         """A kernel forked ahead, or None if no process can be made now (the
-        session's pids limit: a fork bomb of the code's, say)."""
+        session's pids limit: a fork bomb of the code's, say).  It starts
+        all it can before its fds come (kernel.py's standby())."""
         mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             pid = os.fork()
@@ -305,18 +308,14 @@ def _template(ctl, kernel_code):
                     os.close(f)
                 ctl.close()
                 mine.close()
+                start = prepare_kernel()
                 msg, fds = None, []
                 while msg is None:
                     msg, fds = _recv_fds(theirs, 4)
                 if msg != b"S" or len(fds) != 4:
                     os._exit(0)              # (the template is gone)
                 theirs.close()
-                req, msg_w, out_w, err_w = fds
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
-                os.close(out_w)
-                os.close(err_w)
-                kernel(req, msg_w)
+                start(*fds)                  # req, msg_w, out_w, err_w
             finally:
                 os._exit(1)
         theirs.close()
@@ -347,7 +346,9 @@ def _template(ctl, kernel_code):
             kids.discard(pid)
             ctl.sendall(b"X%d %d\n" % (pid, status))
         if standby is None and standby_due is not None and time.monotonic() >= standby_due:
-            standby = fork_standby()         # (after a kernel's start, not in it)
+            if "site" not in sys.modules:
+                _site()                      # (once, after the first kernel's start)
+            standby = fork_standby()
             standby_due = None if standby else time.monotonic() + STANDBY_RETRY
         if 3 not in ready:
             continue
@@ -392,7 +393,28 @@ def _template(ctl, kernel_code):
             continue
         sock.close()
         ctl.sendall(b"P%d\n" % pid)
-        standby, standby_due = None, time.monotonic() + STANDBY_DELAY
+        # The next one at once, to be there for a restart soon after this
+        # one; but not during the first kernel's start (the session's cold
+        # start), which site would slow down as well.
+        delay = STANDBY_DELAY if "site" in sys.modules else FIRST_STANDBY_DELAY
+        standby, standby_due = None, time.monotonic() + delay
+
+
+def _site():
+    """site, imported as without -S, in the template: every kernel forked
+    from then on has it (the first imports it itself, when idle: kernel.py's
+    _DeferredSite).  Under -I it runs only what the interpreter's own
+    installation holds (no user site, no environment, no working folder),
+    as trusted as the standard library the relay imports from; and no
+    snippet, nothing the session wrote."""
+    if not sys.flags.isolated:               # (a transport of its own, run without -I)
+        return
+    try:
+        import site
+        site.main()
+        import linecache                     # (for tracebacks, as the kernel's does)
+    except BaseException:
+        sys.modules.pop("site", None)        # each kernel tries, as the first does
 
 
 def _no_dump():
