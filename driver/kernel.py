@@ -1613,7 +1613,8 @@ class _DeferredSite:
     interpreter's own start-up.  So it comes when the driver is idle (no
     request SITE_WAIT after ready, or none waiting after a result) or at the
     first import that the standard library cannot satisfy, whichever is
-    first; exit(), quit() and help() are there from the start."""
+    first; exit(), quit() and help() are there from the start.  (Kernels
+    forked once the template has it do not need it.)"""
 
     def __init__(self, driver):
         import _sitebuiltins

@@ -278,7 +278,24 @@ def _template(ctl, kernel_code):
     os.closerange(4, max(limit, 1024))       # the terminal's fd among them
     ctl = _socket.socket(fileno=3)
     wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    _signal.signal(_signal.SIGCHLD, lambda *a: None)
+    kids = set()
+
+    def reap(*_):
+        """Exits reported from the signal handler, so that they come also
+        while the template is busy for long (importing site, below).  A
+        report is one short line: a single send, never split by another
+        (the socket's buffer holds thousands, and the relay reads it)."""
+        while kids:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if not pid:
+                return
+            kids.discard(pid)
+            ctl.sendall(b"X%d %d\n" % (pid, status))
+
+    _signal.signal(_signal.SIGCHLD, reap)
     _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     _signal.set_wakeup_fd(wake_w)
@@ -286,7 +303,6 @@ def _template(ctl, kernel_code):
     exec(kernel_code(), space)
     space["prepare"]()
     prepare_kernel = space["standby"]
-    kids = set()
 
     def fork_standby():
         """A kernel forked ahead, or None if no process can be made now (the
@@ -324,6 +340,7 @@ def _template(ctl, kernel_code):
 
     standby = fork_standby()
     standby_due = None if standby else time.monotonic() + STANDBY_DELAY
+    started = 0                              # kernels handed out
     while True:
         timeout = None if standby_due is None else max(0.0, standby_due - time.monotonic())
         try:
@@ -336,15 +353,7 @@ def _template(ctl, kernel_code):
                     pass
             except BlockingIOError:
                 pass
-        while kids:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if not pid:
-                break
-            kids.discard(pid)
-            ctl.sendall(b"X%d %d\n" % (pid, status))
+        reap()                               # (the handler's wake-up, or one it missed)
         if standby is None and standby_due is not None and time.monotonic() >= standby_due:
             if "site" not in sys.modules:
                 _site()                      # (once, after the first kernel's start)
@@ -356,7 +365,7 @@ def _template(ctl, kernel_code):
         if msg is None:
             continue
         if not msg:                          # the relay is gone: so are its kernels
-            for pid in kids:
+            for pid in list(kids):
                 try:
                     os.killpg(pid, _signal.SIGKILL)
                 except OSError:
@@ -396,8 +405,9 @@ def _template(ctl, kernel_code):
         # The next one at once, to be there for a restart soon after this
         # one; but not during the first kernel's start (the session's cold
         # start), which site would slow down as well.
-        delay = STANDBY_DELAY if "site" in sys.modules else FIRST_STANDBY_DELAY
+        delay = STANDBY_DELAY if started else FIRST_STANDBY_DELAY
         standby, standby_due = None, time.monotonic() + delay
+        started += 1
 
 
 def _site():
