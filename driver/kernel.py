@@ -55,7 +55,6 @@ SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
-BUSY_POLL = 100                   # us: after a result, poll this long for the next request
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 EXIT_LOST_PIPE = 119              # our pipe to the relay is gone: PROTOCOL_EXIT_NO_TERMINAL
 EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
@@ -216,8 +215,7 @@ class Channel:
     """The kernel's pipes to the relay: request lines in, message lines out."""
 
     def __init__(self):
-        # /dev/null until attach() puts the pipes on these very numbers: all
-        # that is made with them (the poll set below) holds for the pipes.
+        # /dev/null until attach() puts the pipes on these very numbers.
         self.req = _private(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
         self.msg = _private(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
         self.idents = (_identity(self.req), _identity(self.msg))
@@ -225,9 +223,6 @@ class Channel:
         self.writing = False                 # a message is being written (lock held)
         self.deferred = []                   # messages a signal handler wrote meanwhile
         self.parts = deque()                 # read, not taken yet: 1-tuples of bytes
-        self.spin_until = 0                  # _perf_ns(): read_request polls until then
-        self.spin_poll = select.poll()
-        self.spin_poll.register(self.req, select.POLLIN)
 
     def attach(self, req, msg):
         """The pipes to the relay, in place of the placeholders (req and msg
@@ -294,15 +289,11 @@ class Channel:
     def _read(self):
         """More request bytes, into self.parts within one C call (deque.extend
         of a 1-tuple: a user's signal handler may raise around it, never in
-        the middle).  End of file: the relay is gone, and so are we."""
-        if self.spin_until and _perf_ns() < self.spin_until:
-            poll, until = self.spin_poll.poll, self.spin_until
-            self.spin_until = 0
-            try:
-                while not poll(0) and _perf_ns() < until:
-                    _sched_yield()
-            except OSError:
-                pass
+        the middle).  End of file: the relay is gone, and so are we.  It
+        blocks, never polls busily: the relay does (for the client's busy_poll)
+        while we run, and on two cores a second process spinning between
+        snippets takes the core that the client and the relay need then
+        (round trips ~10% slower, measured)."""
         while True:
             try:
                 self.parts.extend(zip(_map(os.read, (self.req,), (TTY_READ,))))
@@ -639,7 +630,6 @@ class Kernel:
         self.forked = False                  # set in a child that user code forked
         self.tracers = None                  # user code's (tracer, profiler), paused
         self.display_cut = False             # a display of the running snippet was cut
-        self.busy_poll = BUSY_POLL * 1000    # ns: of the running snippet's request
         self.pending = None                  # (seq, max_output) whose result is owed
         self.hits, self.hits_since = 0, 0    # serve() hit again and again: _hit
         self.stray_exc = None                # what cut it short (_stray)
@@ -689,7 +679,6 @@ class Kernel:
         linecache = _MODULES.get("linecache")
         if linecache is not None:
             linecache.cache.pop("<snippet-0>", None)
-        self.chan.spin_until = 0
 
     def attach(self, out, err):
         """The capture pipes as fds 1 and 2 from now on (out and err are
@@ -1419,8 +1408,6 @@ class Kernel:
                 msg["cut"] = True
             line = _dumps(msg).encode("ascii") + b"\n"
         self.chan.write(line)
-        if self.busy_poll:                   # (from the end of the code: a call less)
-            self.chan.spin_until = t1 + self.busy_poll
         self.result_pending = False
         self.snippets += 1
         if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
@@ -1508,7 +1495,6 @@ class Kernel:
                 self.stray_exc = None
                 self.result_pending = True   # (3.10+: no handler runs
                 chan.parts = rest            # between these two)
-                self.busy_poll = req.get("busy_poll", BUSY_POLL) * 1000
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc

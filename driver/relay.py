@@ -782,19 +782,20 @@ class Relay:
             self.running = (seq, sid, req, _perf_ns(), poll)
             self.sigint = self.cut = False
             self.max_output = limit
+            self.drain()                     # (what came before it is not its output)
+            if self.outs[0].paused or self.outs[1].paused:
+                self.discard()
+            self.wbuf += b"X%d %d\n" % (seq, len(text))
+            self.wbuf += text
+            self.flush_req()
+            # The rest while it runs: no pipe is read before this returns.
             self.ids[seq] = sid
             if len(self.ids) > SEQ_KEEP:
                 del self.ids[seq - SEQ_KEEP]
-            self.drain()
-            if self.outs[0].paused or self.outs[1].paused:
-                self.discard()
             self.finish()
             for o in self.outs:
                 if o.period(sid, False, limit):
                     self.poller = None
-            self.wbuf += b"X%d %d\n" % (seq, len(text))
-            self.wbuf += text
-            self.flush_req()
             if poll:
                 self.spin_until = _perf_ns() + poll * 1000
 
@@ -1065,10 +1066,10 @@ class Relay:
             payload = _payload(frame).replace(b'"id":null', b'"id":' + sid, 1)
         self.running = None
         self.last = sid
-        for o in self.outs:
+        self.write(self.start, payload, END)
+        for o in self.outs:                  # (after the frame: off its way)
             if o.period(sid, True, self.max_output):
                 self.poller = None
-        self.write(self.start, payload, END)
         if poll:
             self.spin_until = _perf_ns() + poll * 1000
         self.next()
