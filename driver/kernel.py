@@ -55,7 +55,6 @@ SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
-BUSY_POLL = 100                   # us: after a result, poll this long for the next request
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
 EXIT_LOST_PIPE = 119              # our pipe to the relay is gone: PROTOCOL_EXIT_NO_TERMINAL
 EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
@@ -99,8 +98,9 @@ _SIGINT, _SIGINT_ONLY = _signal.SIGINT, (_signal.SIGINT,)
 
 # ---------------------------------------------------------------- helpers
 
-def _private(fd, keep=False):
-    """A close-on-exec copy of fd at a high number (away from user fds)."""
+def _private(fd):
+    """A close-on-exec copy of fd at a high number (away from user fds); fd
+    is closed."""
     try:
         limit = os.sysconf("SC_OPEN_MAX")
     except (ValueError, OSError):
@@ -109,8 +109,7 @@ def _private(fd, keep=False):
         new = fcntl.fcntl(fd, F_DUPFD_CLOEXEC, max(10, min(1000, limit - 24)))
     except OSError:
         new = os.dup(fd)
-    if not keep:
-        os.close(fd)
+    os.close(fd)
     return new
 
 
@@ -215,16 +214,23 @@ def _renamed(code, filename):
 class Channel:
     """The kernel's pipes to the relay: request lines in, message lines out."""
 
-    def __init__(self, req, msg):
-        self.req, self.msg = _private(req), _private(msg)
+    def __init__(self):
+        # /dev/null until attach() puts the pipes on these very numbers.
+        self.req = _private(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        self.msg = _private(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
         self.idents = (_identity(self.req), _identity(self.msg))
         self.lock = _RLock()        # one message per write, whole
         self.writing = False                 # a message is being written (lock held)
         self.deferred = []                   # messages a signal handler wrote meanwhile
         self.parts = deque()                 # read, not taken yet: 1-tuples of bytes
-        self.spin_until = 0                  # _perf_ns(): read_request polls until then
-        self.spin_poll = select.poll()
-        self.spin_poll.register(self.req, select.POLLIN)
+
+    def attach(self, req, msg):
+        """The pipes to the relay, in place of the placeholders (req and msg
+        are closed)."""
+        for fd, place in ((req, self.req), (msg, self.msg)):
+            os.dup2(fd, place, inheritable=False)
+            os.close(fd)
+        self.idents = (_identity(self.req), _identity(self.msg))
 
     def healthy(self):
         return (_identity(self.req), _identity(self.msg)) == self.idents
@@ -283,15 +289,11 @@ class Channel:
     def _read(self):
         """More request bytes, into self.parts within one C call (deque.extend
         of a 1-tuple: a user's signal handler may raise around it, never in
-        the middle).  End of file: the relay is gone, and so are we."""
-        if self.spin_until and _perf_ns() < self.spin_until:
-            poll, until = self.spin_poll.poll, self.spin_until
-            self.spin_until = 0
-            try:
-                while not poll(0) and _perf_ns() < until:
-                    _sched_yield()
-            except OSError:
-                pass
+        the middle).  End of file: the relay is gone, and so are we.  It
+        blocks, never polls busily: the relay does (for the client's busy_poll)
+        while we run, and on two cores a second process spinning between
+        snippets takes the core that the client and the relay need then
+        (round trips ~10% slower, measured)."""
         while True:
             try:
                 self.parts.extend(zip(_map(os.read, (self.req,), (TTY_READ,))))
@@ -628,7 +630,6 @@ class Kernel:
         self.forked = False                  # set in a child that user code forked
         self.tracers = None                  # user code's (tracer, profiler), paused
         self.display_cut = False             # a display of the running snippet was cut
-        self.busy_poll = BUSY_POLL * 1000    # ns: of the running snippet's request
         self.pending = None                  # (seq, max_output) whose result is owed
         self.hits, self.hits_since = 0, 0    # serve() hit again and again: _hit
         self.stray_exc = None                # what cut it short (_stray)
@@ -646,9 +647,10 @@ class Kernel:
         self.module.__dict__["__builtins__"] = builtins
         self.ns = self.module.__dict__
         # What fds 0-2 are dup2()ed from after each snippet: /dev/null and
-        # private copies of the capture pipes (the relay owns the other ends).
-        self.std_sources = (_private(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)),
-                            _private(1, keep=True), _private(2, keep=True))
+        # private copies of the capture pipes (the relay owns the other ends),
+        # /dev/null too until attach().
+        self.std_sources = tuple(_private(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+                                 for _ in range(3))
         self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
         self.bufs = ()
         self.stdin, self.streams = _NoStdin(), {}
@@ -662,6 +664,29 @@ class Kernel:
         _BEFORE_WRITE[1] = lambda: self._flush_held("stderr")
         _BEFORE_WRITE[2] = lambda: self._flush_held("stdout")
         os.register_at_fork(before=self._before_fork, after_in_child=self._after_fork)
+        self._check(False)
+
+    def warm(self):
+        """(In a standby) a snippet run as the first one would be, its result
+        written to /dev/null, then forgotten: the pages on that path are
+        copied from the template's now rather than on the way to the first
+        result (a page fault costs microseconds, and they are hundreds)."""
+        self.execute(0, "None", DEFAULT_MAX_OUTPUT)
+        self.snippets, self.last_id, self.code_cache = 0, None, {}
+        self.sources.clear()
+        self.source_bytes = 0
+        self.unregistered.pop("<snippet-0>", None)
+        linecache = _MODULES.get("linecache")
+        if linecache is not None:
+            linecache.cache.pop("<snippet-0>", None)
+
+    def attach(self, out, err):
+        """The capture pipes as fds 1 and 2 from now on (out and err are
+        closed); its channel attached already."""
+        for fd, place in ((out, self.std_sources[1]), (err, self.std_sources[2])):
+            os.dup2(fd, place, inheritable=False)
+            os.close(fd)
+        self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
         self._check()
 
     # -- checked and re-installed after every result, before the next snippet
@@ -1383,8 +1408,6 @@ class Kernel:
                 msg["cut"] = True
             line = _dumps(msg).encode("ascii") + b"\n"
         self.chan.write(line)
-        if self.busy_poll:                   # (from the end of the code: a call less)
-            self.chan.spin_until = t1 + self.busy_poll
         self.result_pending = False
         self.snippets += 1
         if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
@@ -1472,7 +1495,6 @@ class Kernel:
                 self.stray_exc = None
                 self.result_pending = True   # (3.10+: no handler runs
                 chan.parts = rest            # between these two)
-                self.busy_poll = req.get("busy_poll", BUSY_POLL) * 1000
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc
@@ -1577,7 +1599,8 @@ class _DeferredSite:
     interpreter's own start-up.  So it comes when the driver is idle (no
     request SITE_WAIT after ready, or none waiting after a result) or at the
     first import that the standard library cannot satisfy, whichever is
-    first; exit(), quit() and help() are there from the start."""
+    first; exit(), quit() and help() are there from the start.  (Kernels
+    forked once the template has it do not need it.)"""
 
     def __init__(self, driver):
         import _sitebuiltins
@@ -1637,19 +1660,28 @@ def prepare():
         os.close(devnull)
 
 
-def main(req, msg):
-    """A kernel on its pipes (fds 1 and 2 are the capture pipes already), in a
-    fresh child of the template."""
+def standby():
+    """In a kernel forked ahead of need (a standby), before its pipes come:
+    all of a kernel's start that does not need them, so that a restart
+    waits for little more than the fds.  Returns start(req, msg, out, err),
+    which puts the pipes in place and serves.  Until then fds 0-2 are
+    /dev/null, and no user code has run in this process."""
     _signal.signal(_SIGINT, _signal.SIG_IGN)  # until the kernel is armed
     os.setsid()                              # no controlling terminal: /dev/tty fails
-    chan = Channel(req, msg)
+    chan = Channel()
     kernel = Kernel(chan)
-    chan.watch(kernel.flush_idle)
     if sys.flags.no_site and "site" not in _MODULES:
-        kernel.site = _DeferredSite(kernel)
-    chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
-    while True:                              # (serve() returns only when hit in its
-        try:                                 # own except clause: a handler firing there)
-            kernel.serve()
-        except BaseException:
-            pass
+        kernel.site = _DeferredSite(kernel)  # (the template has it, but not at first)
+    kernel.warm()
+
+    def start(req, msg, out, err):
+        chan.attach(req, msg)
+        kernel.attach(out, err)
+        chan.watch(kernel.flush_idle)
+        chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
+        while True:                          # (serve() returns only when hit in its
+            try:                             # own except clause: a handler firing there)
+                kernel.serve()
+            except BaseException:
+                pass
+    return start

@@ -61,7 +61,8 @@ MESSAGE_PLAIN = 64 << 10          # a kernel message longer than this has its va
 MESSAGE_VALUES = 1 << 16          # ... past this many it is dropped (parsing costs 60 B a value)
 HELLO_WAIT = 20.0                 # s for a fresh kernel to say it is up
 KILL_WAIT = 5.0                   # s for a killed kernel's exit to be reported
-STANDBY_DELAY = 0.05              # s after a kernel's start before the next standby forks
+FIRST_STANDBY_DELAY = 0.05        # s after the first kernel's start before the next standby ...
+STANDBY_DELAY = 0.0               # ... and after any later one's
 STANDBY_RETRY = 1.0               # s between tries when no process can be forked
 FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
@@ -255,9 +256,10 @@ def _recv_fds(sock, count):
 
 def _template(ctl, kernel_code):
     """The fork server, in a child forked before the nonce was read: runs the
-    kernel's module code once, keeps one kernel forked ahead (a standby that
-    waits for its fds: a restart then costs no fork), hands it the fds the
-    relay sends, reports its pid and its exit.  Single-threaded, runs no user
+    kernel's module code once (and site, after the first kernel's start),
+    keeps one kernel forked ahead (a standby, started as far as it can be
+    without its fds: a restart then costs no fork and little start), hands
+    it the fds the relay sends, reports its pid and its exit.  Single-threaded, runs no user
     code and holds nothing secret; when the relay goes, it takes its
     kernels along.  It stays in our process group, so that a client that
     kills the group kills it too (and its kernels with it: kernel.py's
@@ -276,19 +278,36 @@ def _template(ctl, kernel_code):
     os.closerange(4, max(limit, 1024))       # the terminal's fd among them
     ctl = _socket.socket(fileno=3)
     wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    _signal.signal(_signal.SIGCHLD, lambda *a: None)
+    kids = set()
+
+    def reap(*_):
+        """Exits reported from the signal handler, so that they come also
+        while the template is busy for long (importing site, below).  A
+        report is one short line: a single send, never split by another
+        (the socket's buffer holds thousands, and the relay reads it)."""
+        while kids:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if not pid:
+                return
+            kids.discard(pid)
+            ctl.sendall(b"X%d %d\n" % (pid, status))
+
+    _signal.signal(_signal.SIGCHLD, reap)
     _signal.signal(_signal.SIGHUP, _signal.SIG_IGN)
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     _signal.set_wakeup_fd(wake_w)
     space = {"__name__": "__ptybox_kernel__", "__builtins__": builtins}
     exec(kernel_code(), space)
     space["prepare"]()
-    kernel = space["main"]
-    kids = set()
+    prepare_kernel = space["standby"]
 
     def fork_standby():
         """A kernel forked ahead, or None if no process can be made now (the
-        session's pids limit: a fork bomb of the code's, say)."""
+        session's pids limit: a fork bomb of the code's, say).  It starts
+        all it can before its fds come (kernel.py's standby())."""
         mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             pid = os.fork()
@@ -305,18 +324,14 @@ def _template(ctl, kernel_code):
                     os.close(f)
                 ctl.close()
                 mine.close()
+                start = prepare_kernel()
                 msg, fds = None, []
                 while msg is None:
                     msg, fds = _recv_fds(theirs, 4)
                 if msg != b"S" or len(fds) != 4:
                     os._exit(0)              # (the template is gone)
                 theirs.close()
-                req, msg_w, out_w, err_w = fds
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
-                os.close(out_w)
-                os.close(err_w)
-                kernel(req, msg_w)
+                start(*fds)                  # req, msg_w, out_w, err_w
             finally:
                 os._exit(1)
         theirs.close()
@@ -325,6 +340,7 @@ def _template(ctl, kernel_code):
 
     standby = fork_standby()
     standby_due = None if standby else time.monotonic() + STANDBY_DELAY
+    started = 0                              # kernels handed out
     while True:
         timeout = None if standby_due is None else max(0.0, standby_due - time.monotonic())
         try:
@@ -337,17 +353,11 @@ def _template(ctl, kernel_code):
                     pass
             except BlockingIOError:
                 pass
-        while kids:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if not pid:
-                break
-            kids.discard(pid)
-            ctl.sendall(b"X%d %d\n" % (pid, status))
+        reap()                               # (the handler's wake-up, or one it missed)
         if standby is None and standby_due is not None and time.monotonic() >= standby_due:
-            standby = fork_standby()         # (after a kernel's start, not in it)
+            if "site" not in sys.modules:
+                _site()                      # (once, after the first kernel's start)
+            standby = fork_standby()
             standby_due = None if standby else time.monotonic() + STANDBY_RETRY
         if 3 not in ready:
             continue
@@ -355,7 +365,7 @@ def _template(ctl, kernel_code):
         if msg is None:
             continue
         if not msg:                          # the relay is gone: so are its kernels
-            for pid in kids:
+            for pid in list(kids):
                 try:
                     os.killpg(pid, _signal.SIGKILL)
                 except OSError:
@@ -392,7 +402,29 @@ def _template(ctl, kernel_code):
             continue
         sock.close()
         ctl.sendall(b"P%d\n" % pid)
-        standby, standby_due = None, time.monotonic() + STANDBY_DELAY
+        # The next one at once, to be there for a restart soon after this
+        # one; but not during the first kernel's start (the session's cold
+        # start), which site would slow down as well.
+        delay = STANDBY_DELAY if started else FIRST_STANDBY_DELAY
+        standby, standby_due = None, time.monotonic() + delay
+        started += 1
+
+
+def _site():
+    """site, imported as without -S, in the template: every kernel forked
+    from then on has it (the first imports it itself, when idle: kernel.py's
+    _DeferredSite).  Under -I it runs only what the interpreter's own
+    installation holds (no user site, no environment, no working folder),
+    as trusted as the standard library the relay imports from; and no
+    snippet, nothing the session wrote."""
+    if not sys.flags.isolated:               # (a transport of its own, run without -I)
+        return
+    try:
+        import site
+        site.main()
+        import linecache                     # (for tracebacks, as the kernel's does)
+    except BaseException:
+        sys.modules.pop("site", None)        # each kernel tries, as the first does
 
 
 def _no_dump():
@@ -750,19 +782,20 @@ class Relay:
             self.running = (seq, sid, req, _perf_ns(), poll)
             self.sigint = self.cut = False
             self.max_output = limit
+            self.drain()                     # (what came before it is not its output)
+            if self.outs[0].paused or self.outs[1].paused:
+                self.discard()
+            self.wbuf += b"X%d %d\n" % (seq, len(text))
+            self.wbuf += text
+            self.flush_req()
+            # The rest while it runs: no pipe is read before this returns.
             self.ids[seq] = sid
             if len(self.ids) > SEQ_KEEP:
                 del self.ids[seq - SEQ_KEEP]
-            self.drain()
-            if self.outs[0].paused or self.outs[1].paused:
-                self.discard()
             self.finish()
             for o in self.outs:
                 if o.period(sid, False, limit):
                     self.poller = None
-            self.wbuf += b"X%d %d\n" % (seq, len(text))
-            self.wbuf += text
-            self.flush_req()
             if poll:
                 self.spin_until = _perf_ns() + poll * 1000
 
@@ -1033,10 +1066,10 @@ class Relay:
             payload = _payload(frame).replace(b'"id":null', b'"id":' + sid, 1)
         self.running = None
         self.last = sid
-        for o in self.outs:
+        self.write(self.start, payload, END)
+        for o in self.outs:                  # (after the frame: off its way)
             if o.period(sid, True, self.max_output):
                 self.poller = None
-        self.write(self.start, payload, END)
         if poll:
             self.spin_until = _perf_ns() + poll * 1000
         self.next()

@@ -131,8 +131,12 @@ class LifecycleChecks:
                 kernels.add(reply["result"]["text/plain"])
             elapsed = time.monotonic() - started
             # one live session now, as when they were counted: nothing piled up
+            # (but for the kernel forked ahead, the standby: it may be there at
+            # either count or not yet, and the last restart's kernel may still
+            # be on its way out)
             self.assertEqual(fd_count(s.p.pid), fds)
-            self.assertEqual(len(host_pids_with(mark)), procs)
+            self.assertTrue(wait_until(lambda: len(host_pids_with(mark)) <= procs + 1, 5),
+                            (len(host_pids_with(mark)), procs))
             self.assertEqual(len(cgroup_dirs_of(s.p.pid)), cgroups)
         finally:
             rc, err = s.close()
