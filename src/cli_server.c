@@ -36,6 +36,8 @@
 #define DAEMON_MAX_QUEUE ((size_t)64 << 20)
 /* At the end, how long clients get to read what is left for them. */
 #define DAEMON_FLUSH_MS 1000
+/* The log beside the socket, at most this long when a server starts. */
+#define DAEMON_LOG_MAX ((off_t)4 << 20)
 /* How long `ptybox server` waits for its daemon to listen. */
 #define DAEMON_START_MS 10000
 
@@ -354,6 +356,10 @@ int cli_server(int argc, char **argv)
 			cli_write_all(p[1], msg, (size_t)n);
 			_exit(CLI_EXIT_FAILED);
 		}
+		/* A log past its cap starts over: bounded like everything else. */
+		struct stat lst;
+		if (fstat(lfd, &lst) == 0 && lst.st_size > DAEMON_LOG_MAX && ftruncate(lfd, 0) < 0)
+			_exit(CLI_EXIT_FAILED);
 		dup2(null, 0);
 		dup2(lfd, 1);
 		dup2(lfd, 2);
