@@ -36,7 +36,7 @@
 #define DAEMON_MAX_QUEUE ((size_t)64 << 20)
 /* At the end, how long clients get to read what is left for them. */
 #define DAEMON_FLUSH_MS 1000
-/* The log beside the socket, at most this long when a server starts. */
+/* The log beside the socket: past this, it starts over. */
 #define DAEMON_LOG_MAX ((off_t)4 << 20)
 /* How long `ptybox server` waits for its daemon to listen. */
 #define DAEMON_START_MS 10000
@@ -65,6 +65,11 @@ static void daemon_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 static void daemon_log(const char *fmt, ...)
 {
 	char when[32];
+	struct stat st;
+	/* (the daemon's stderr is the log: it starts over past its cap) */
+	if (fstat(2, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > DAEMON_LOG_MAX &&
+	    ftruncate(2, 0) < 0)
+		return;
 	time_t t = time(NULL);
 	struct tm tm;
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
