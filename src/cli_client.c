@@ -486,8 +486,7 @@ static int client_show_result(struct cli_render *r, cJSON *result, bool with_out
 		const cJSON *d;
 		cJSON_ArrayForEach(d, display) cli_render_display(r, d);
 	}
-	const char *status = cli_render_result_json(r, result);
-	return status && strcmp(status, "ok") == 0 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+	return cli_render_result_json(r, result) == 1 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
 struct exec_args {

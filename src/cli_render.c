@@ -163,11 +163,12 @@ static uint64_t render_uint(const cJSON *o, const char *key)
 	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
 }
 
-const char *cli_render_result_json(struct cli_render *r, cJSON *result)
+int cli_render_result_json(struct cli_render *r, cJSON *result)
 {
 	const char *status = protocol_str(result, "status");
 	if (!status)
-		return NULL;
+		return -1;
+	int ok = strcmp(status, "ok") == 0; /* (with --json, result is taken apart) */
 	uint64_t id = render_uint(result, "exec");
 	if (r->json) {
 		/* as run prints it: the execution's id first */
@@ -190,7 +191,7 @@ const char *cli_render_result_json(struct cli_render *r, cJSON *result)
 			cli_render_out(1, s, n + 1);
 			cJSON_free(s);
 		}
-		return status;
+		return ok;
 	}
 	const cJSON *error = cJSON_GetObjectItemCaseSensitive(result, "error");
 	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(error, "traceback");
@@ -226,5 +227,5 @@ const char *cli_render_result_json(struct cli_render *r, cJSON *result)
 	};
 	cli_render_result(r, &res);
 	free(traceback);
-	return status;
+	return ok;
 }

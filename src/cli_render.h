@@ -47,7 +47,8 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
  * prefix + msg, or "WHAT ID: msg" without prefix. */
 void cli_render_message(struct cli_render *r, const char *prefix, uint64_t id, const char *msg);
 /* A result object of the protocol, in human form (or as a line with --json,
- * its "id" the execution's). Its status, or NULL if it is not a result. */
-const char *cli_render_result_json(struct cli_render *r, cJSON *result);
+ * its "id" the execution's, which takes result apart). 1 when its status is
+ * ok, 0 when not, -1 when it is not a result. */
+int cli_render_result_json(struct cli_render *r, cJSON *result);
 
 #endif
