@@ -85,7 +85,14 @@ class Server:
             while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
             kill_if_alive(pid)
+        # The daemon's stderr is its log: what a sanitizer found is there.
+        said = ""
+        if os.path.exists(self.sock + ".log"):
+            with open(self.sock + ".log", errors="replace") as f:
+                said = f.read()
         shutil.rmtree(self.dir, ignore_errors=True)
+        for bad in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+            assert bad not in said, said
 
 
 class Client:
