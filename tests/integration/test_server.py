@@ -5,6 +5,7 @@ of its own, and leaves nothing running."""
 import json
 import os
 import pwd
+import select
 import shutil
 import signal
 import socket
@@ -14,6 +15,24 @@ import time
 import unittest
 
 from ptybox_test import PTYBOX, VIA, TestCase, kill_if_alive
+
+
+def await_exit(pids, timeout=10):
+    """Whether every process of pids is gone within timeout (a pidfd each:
+    readable once its process has exited)."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return False
+        finally:
+            os.close(fd)
+    return True
 
 
 def descendants(pid):
@@ -80,10 +99,7 @@ class Server:
         pid = self.daemon_pid() if os.path.exists(self.sock + ".log") else None
         if os.path.exists(self.sock):
             self("kill-server", timeout=30)
-        if pid:
-            deadline = time.monotonic() + 10
-            while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
+        if pid and not await_exit([pid]):
             kill_if_alive(pid)
         # The daemon's stderr is its log: what a sanitizer found is there.
         said = ""
@@ -192,7 +208,9 @@ class VerbsTest(TestCase):
         c = self.srv.popen("exec", "main", "--json", "-c",
                            "import time; time.sleep(0.5); print('done'); 7",
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(0.2)  # (the request is in; nothing to await from outside)
+        deadline = time.monotonic() + 20
+        while self.state_of("main") != "busy":  # (each ls is a round trip: no sleep)
+            self.assertLess(time.monotonic(), deadline)
         c.kill()
         c.wait()
         r = self.srv("result", "main", "--json")
@@ -522,12 +540,8 @@ class LifecycleTest(TestCase):
         kids = descendants(pid)
         p = self.srv("kill-server")
         self.assertEqual(p.returncode, 0, p.stderr)
-        deadline = time.monotonic() + 10
-        while os.path.exists("/proc/%d" % pid):
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.01)
+        self.assertTrue(await_exit([pid] + kids))
         self.assertFalse(os.path.exists(self.srv.sock))
-        self.assertFalse([k for k in kids if os.path.exists("/proc/%d" % k)])
         p = self.srv("ls")
         self.assertEqual(p.returncode, 1)
         self.assertIn("no server running", p.stderr)
@@ -536,10 +550,7 @@ class LifecycleTest(TestCase):
         self.assertEqual(self.srv("new", "s").returncode, 0)
         pid = self.srv.daemon_pid()
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        while os.path.exists("/proc/%d" % pid):
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.01)
+        self.assertTrue(await_exit([pid]))
         self.assertFalse(os.path.exists(self.srv.sock))
         # again, killed hard: the sandbox goes with it, the stale socket is no bar
         self.assertEqual(self.srv("new", "s").returncode, 0)
@@ -548,10 +559,7 @@ class LifecycleTest(TestCase):
         inside = descendants(pid)
         self.assertTrue(inside)
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while any(os.path.exists("/proc/%d" % p) for p in [pid] + inside):
-            self.assertLess(time.monotonic(), deadline, "left running")
-            time.sleep(0.01)
+        self.assertTrue(await_exit([pid] + inside), "left running")
         self.assertTrue(os.path.exists(self.srv.sock))  # (stale)
         self.assertEqual(self.srv("new", "again").returncode, 0)
         self.assertEqual(self.srv("exec", "again", "-c", "'up'").stdout, "'up'\n")
