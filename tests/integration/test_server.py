@@ -581,6 +581,16 @@ class LifecycleTest(TestCase):
         self.assertEqual(replies[3]["result"], {"text/plain": "'two'"})
         self.assertEqual(replies[4]["result"], {"text/plain": "'default'"})
 
+    def test_serve_stdio_on_a_full_output_ends_with_one_line(self):
+        # a write that fails (ENOSPC) drops the client while a reply is being
+        # sent: the session and serve end cleanly, with one line
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([PTYBOX, "serve", "--stdio", "--via", VIA], text=True,
+                               stdout=full, stderr=subprocess.PIPE, timeout=60,
+                               input='{"id":1,"op":"ping"}\n{"id":2,"op":"exec","code":"1"}\n')
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "ptybox: serve: standard output: No space left on device\n")
+
 
 if __name__ == "__main__":
     unittest.main()
