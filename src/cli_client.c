@@ -37,8 +37,11 @@ struct client {
 	int rfd, wfd;
 	pid_t ssh; /* -H: the ssh process, else 0 */
 	struct linebuf lines;
-	cJSON *queue[64]; /* lines split but not yet taken */
-	size_t nqueue, qhead;
+	/* Lines split but not yet taken, a ring that grows: one read's lines
+	 * (at most 64 KiB of them) are all kept, since the next read waits for
+	 * the queue to empty. */
+	cJSON **queue;
+	size_t nqueue, qhead, qcap;
 	bool eof, too_long;
 	uint64_t next_id;
 	char where[SERVER_SOCKET_PATH_MAX + 64];
@@ -221,7 +224,10 @@ static void client_close(struct client *cl)
 			;
 	}
 	for (size_t i = 0; i < cl->nqueue; i++)
-		cJSON_Delete(cl->queue[(cl->qhead + i) % 64]);
+		cJSON_Delete(cl->queue[(cl->qhead + i) % cl->qcap]);
+	free(cl->queue);
+	cl->queue = NULL;
+	cl->nqueue = cl->qhead = cl->qcap = 0;
 	linebuf_free(&cl->lines);
 }
 
@@ -233,11 +239,21 @@ static void client_line(void *data, const char *line, size_t len, bool too_long)
 		return;
 	}
 	cJSON *o = cJSON_ParseWithLength(line, len);
-	if (!o || cl->nqueue == 64) {
-		cJSON_Delete(o);
+	if (!o)
 		return;
+	if (cl->nqueue == cl->qcap) {
+		size_t ncap = cl->qcap ? cl->qcap * 2 : 64;
+		cJSON **nq = malloc(ncap * sizeof(*nq));
+		if (!nq)
+			abort(); /* out of memory is fatal (STYLE.md) */
+		for (size_t i = 0; i < cl->nqueue; i++)
+			nq[i] = cl->queue[(cl->qhead + i) % cl->qcap];
+		free(cl->queue);
+		cl->queue = nq;
+		cl->qcap = ncap;
+		cl->qhead = 0;
 	}
-	cl->queue[(cl->qhead + cl->nqueue++) % 64] = o;
+	cl->queue[(cl->qhead + cl->nqueue++) % cl->qcap] = o;
 }
 
 /* The next line from the server, or NULL at its end (or on ^C when
@@ -247,7 +263,7 @@ static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupt
 	for (;;) {
 		if (cl->nqueue) {
 			cJSON *o = cl->queue[cl->qhead];
-			cl->qhead = (cl->qhead + 1) % 64;
+			cl->qhead = (cl->qhead + 1) % cl->qcap;
 			cl->nqueue--;
 			return o;
 		}
@@ -267,7 +283,6 @@ static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupt
 			cl->eof = true;
 			continue;
 		}
-		/* (at most a few lines per read: the queue holds 64) */
 		linebuf_commit(&cl->lines, (size_t)n, client_line, cl);
 	}
 }

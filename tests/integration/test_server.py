@@ -188,6 +188,24 @@ class VerbsTest(TestCase):
         got = json.loads(r.stdout)
         self.assertEqual((got["stdout"], got["result"]), ("done\n", {"text/plain": "7"}))
 
+    def test_a_client_that_falls_behind_loses_no_line(self):
+        # stopped while the output piles up in its socket: one read then
+        # holds hundreds of lines, every one of them kept (the result too)
+        c = self.srv.popen("exec", "main", "-c",
+                           "import time\nfor i in range(3000):\n"
+                           "    print(i); time.sleep(0.0005)\nprint('END')",
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        c.send_signal(signal.SIGSTOP)
+        time.sleep(2)
+        c.send_signal(signal.SIGCONT)
+        try:
+            out, err = c.communicate(timeout=30)
+        finally:
+            kill_if_alive(c.pid)
+        self.assertEqual(c.returncode, 0, err)
+        self.assertEqual(out.decode().splitlines(), [str(i) for i in range(3000)] + ["END"])
+
     def test_names_are_checked_and_unique(self):
         p = self.srv("new", "main")
         self.assertEqual(p.returncode, 1)
