@@ -206,6 +206,21 @@ class VerbsTest(TestCase):
         self.assertEqual(c.returncode, 0, err)
         self.assertEqual(out.decode().splitlines(), [str(i) for i in range(3000)] + ["END"])
 
+    def test_a_result_bigger_than_the_history_is_still_kept_until_the_next(self):
+        p = self.srv("new", "big", "--max-output", "32M")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        try:
+            p = self.srv("exec", "big", "-c", "print('x' * 20_000_000)")
+            self.assertEqual((p.returncode, len(p.stdout)), (0, 20_000_001), p.stderr)
+            r = self.srv("result", "big")
+            self.assertEqual((r.returncode, len(r.stdout)), (0, 20_000_001), r.stderr)
+            self.srv("exec", "big", "-c", "1")
+            r = self.srv("result", "big", "1")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no longer kept", r.stderr)
+        finally:
+            self.srv("kill", "big")
+
     def test_names_are_checked_and_unique(self):
         p = self.srv("new", "main")
         self.assertEqual(p.returncode, 1)
