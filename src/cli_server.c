@@ -291,7 +291,7 @@ static const char server_usage[] =
 	"  -S PATH             the server's socket\n"
 	"  --foreground        do not daemonize; log on standard error\n"
 	"  --allow-remote-transports  let clients through dial-stdio start sessions\n"
-	"                      --via ssh:, --via exec: and --python\n"
+	"                      --via ssh:, --via exec:, --via none and --python\n"
 	"  -h, --help          this help\n";
 
 int cli_server(int argc, char **argv)

@@ -513,6 +513,15 @@ class ProtocolTest(TestCase):
         self.assertEqual(c.reply(3)["code"], "usage")
         c.close()
 
+    def test_dial_stdio_refuses_running_without_a_sandbox(self):
+        p = subprocess.run([PTYBOX, "dial-stdio"], env=self.srv.env, capture_output=True,
+                           text=True, timeout=60, input=json.dumps(
+                               {"id": 1, "op": "new", "session": "bare",
+                                "options": {"via": "none"}}) + "\n")
+        m = json.loads(p.stdout)
+        self.assertEqual(m["code"], "usage", m)
+        self.assertIn("--via none is refused through dial-stdio", m["error"])
+
 
 class LifecycleTest(TestCase):
     def setUp(self):
