@@ -522,6 +522,15 @@ class ProtocolTest(TestCase):
         self.assertEqual(m["code"], "usage", m)
         self.assertIn("--via none is refused through dial-stdio", m["error"])
 
+    def test_dial_stdio_relays_the_answers_after_its_input_ends(self):
+        # (as `printf REQUESTS | ssh host ptybox dial-stdio` sends them)
+        p = subprocess.run([PTYBOX, "dial-stdio"], env=self.srv.env, capture_output=True,
+                           text=True, timeout=60,
+                           input='{"id":1,"op":"ping"}\n{"id":2,"op":"ls"}\n')
+        replies = [json.loads(l) for l in p.stdout.splitlines()]
+        self.assertEqual([m["id"] for m in replies], [1, 2], p.stderr)
+        self.assertEqual(p.returncode, 0)
+
 
 class LifecycleTest(TestCase):
     def setUp(self):
