@@ -171,6 +171,16 @@ class VerbsTest(TestCase):
         r = json.loads(p.stdout)
         self.assertIn('File "<exec-%d>"' % r["id"], "".join(r["error"]["traceback"]))
 
+    def test_a_traceback_names_the_execution_after_a_cancel_and_a_restart(self):
+        self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(0.5)")
+        n = int(self.srv("exec", "main", "--no-wait", "-c", "'never'").stdout)
+        self.assertEqual(self.srv("cancel", "main", str(n)).returncode, 0)
+        for _ in range(2):
+            p = self.srv("exec", "main", "--json", "-c", "1/0")
+            r = json.loads(p.stdout)
+            self.assertIn('File "<exec-%d>"' % r["id"], "".join(r["error"]["traceback"]))
+            self.assertEqual(self.srv("restart", "main").returncode, 0)
+
     def test_no_wait_returns_the_id_and_the_result_outlives_its_client(self):
         p = self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(0.3); 'late'")
         self.assertEqual(p.returncode, 0)
