@@ -471,6 +471,19 @@ class ProtocolTest(TestCase):
         self.assertEqual(c.reply(4)["result"], {"text/plain": "'fine'"})
         c.close()
 
+    def test_a_nul_in_a_name_is_refused_not_cut(self):
+        # cJSON ends a string at \u0000: "a\u0000x" would be "a"
+        c = Client(self.srv.sock)
+        c.send(r'{"id":1,"op":"kill","session":"a\u0000x"}')
+        m = c.reply(1)
+        self.assertEqual(m["code"], "usage", m)
+        self.assertIn("NUL", m["error"])
+        c.send(r'{"id":2,"op":"new","session":"a\u0000x"}')
+        self.assertEqual(c.reply(2)["code"], "usage")
+        c.send({"id": 3, "op": "ls"})
+        self.assertIn("a", [s["name"] for s in c.reply(3)["sessions"]])
+        c.close()
+
     def test_a_client_that_does_not_read_is_dropped_and_others_go_on(self):
         assert self.srv("new", "flood", "--max-output", "1G").returncode == 0
         try:
