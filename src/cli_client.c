@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -60,7 +61,13 @@ static void client_on_sigint(int sig)
 
 extern char **environ;
 
-/* `ptybox server -S path`, waited for: 0 once it listens. */
+/* How long a client keeps trying to reach a server that is starting, or to
+ * start one while the last one still exits (it holds its lock until then). */
+#define CLIENT_START_MS 5000
+
+/* `ptybox server -S path`, waited for: 0 once it listens, or once another
+ * client's start (or a server still exiting) holds the socket's lock. What
+ * the server says on its standard error is the user's only when it failed. */
 static int client_start_server(const char *path, char *err, size_t errlen)
 {
 	char exe[4096];
@@ -71,19 +78,50 @@ static int client_start_server(const char *path, char *err, size_t errlen)
 	}
 	exe[n] = '\0';
 	char *argv[] = {exe, "server", "-S", (char *)path, NULL};
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "starting the server: %s", strerror(e));
+		return -e;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, ep[1], 2);
 	pid_t pid;
-	int rc = posix_spawn(&pid, exe, NULL, NULL, argv, environ);
+	int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(ep[1]);
 	if (rc != 0) {
+		close(ep[0]);
 		snprintf(err, errlen, "starting the server: %s", strerror(rc));
 		return -rc;
 	}
+	/* Its exit first: the daemon it forked may hold the pipe a while yet;
+	 * the line it wrote (if any) waits in the pipe. */
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	/* (one that lost the race to another client's start is as good) */
-	if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == CLI_EXIT_SERVER_RUNNING))
+	char said[512];
+	size_t got = 0;
+	ssize_t r;
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	while (got < sizeof(said) - 1 &&
+	       ((r = read(ep[0], said + got, sizeof(said) - 1 - got)) > 0 ||
+		(r < 0 && errno == EINTR)))
+		got += r > 0 ? (size_t)r : 0;
+	close(ep[0]);
+	said[got] = '\0';
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
-	snprintf(err, errlen, "the server did not start (its log: %s.log)", path);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == CLI_EXIT_SERVER_RUNNING)
+		return -EADDRINUSE;
+	/* its first line, as "server: why" */
+	said[strcspn(said, "\n")] = '\0';
+	const char *why = strncmp(said, "ptybox: ", 8) == 0 ? said + 8 : said;
+	if (why[0])
+		snprintf(err, errlen, "%s", why);
+	else
+		snprintf(err, errlen, "the server did not start (its log: %s.log)", path);
 	return -ECHILD;
 }
 
@@ -101,11 +139,21 @@ int cli_client_connect_local(const char *label, const char *spath, bool autostar
 	if (rc < 0)
 		return rc;
 	int fd = server_socket_connect(path);
-	if ((fd == -ENOENT || fd == -ECONNREFUSED) && autostart) {
+	/* A server another client started may not listen yet, and one that
+	 * was told to end holds its lock until it has: try again, a while. */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((fd == -ENOENT || fd == -ECONNREFUSED) && autostart) {
 		rc = client_start_server(path, err, errlen);
-		if (rc < 0)
+		if (rc < 0 && rc != -EADDRINUSE)
 			return rc;
 		fd = server_socket_connect(path);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
+		    CLIENT_START_MS)
+			break;
+		if (fd == -ENOENT || fd == -ECONNREFUSED)
+			usleep(20 * 1000);
 	}
 	if (fd == -ENOENT || fd == -ECONNREFUSED)
 		snprintf(err, errlen, "no server running at %s", path);

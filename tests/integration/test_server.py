@@ -562,6 +562,26 @@ class LifecycleTest(TestCase):
     def tearDown(self):
         self.srv.close()
 
+    def test_racing_news_start_one_server_and_say_nothing_of_the_race(self):
+        ps = [self.srv.popen("new", "r%d" % i, "--via", VIA, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(6)]
+        outs = [p.communicate(timeout=60) + (p.returncode,) for p in ps]
+        self.assertEqual([(o[2], o[1]) for o in outs], [(0, "")] * 6)
+        ls = self.srv("ls", "--json").stdout.splitlines()
+        self.assertEqual(len(ls), 6)
+
+    def test_new_right_after_kill_server_waits_for_the_old_one_to_end(self):
+        self.assertEqual(self.srv("new", "old").returncode, 0)
+        # a watcher that reads nothing keeps the old server flushing a while
+        c = Client(self.srv.sock)
+        c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        c.send({"id": 1, "op": "watch", "session": "old"})
+        self.assertEqual(self.srv("exec", "old", "-c", "print('x' * 3000000)").returncode, 0)
+        self.assertEqual(self.srv("kill-server").returncode, 0)
+        p = self.srv("new", "fresh")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        c.close()
+
     def test_kill_server_ends_every_session_and_removes_the_socket(self):
         self.assertEqual(self.srv("new", "one").returncode, 0)
         self.assertEqual(self.srv("new", "two").returncode, 0)
