@@ -618,6 +618,7 @@ class Kernel:
         self.chan = chan
         self.main_ident = _get_ident()
         self.running = None                  # seq of the snippet running now
+        self.exec_name = None                # its id, as the caller named it
         self.max_output = DEFAULT_MAX_OUTPUT
         self.last_id = None                  # seq that idle output belongs to
         self.result_pending = False
@@ -1221,7 +1222,7 @@ class Kernel:
     # -- one snippet
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
-        filename = "<exec-%s>" % sid
+        filename = "<exec-%s>" % self.exec_name
         hit = self.code_cache.get(code)
         if hit is None:
             # Each line with its newline, the last too: a traceback's carets
@@ -1495,6 +1496,10 @@ class Kernel:
                 self.stray_exc = None
                 self.result_pending = True   # (3.10+: no handler runs
                 chan.parts = rest            # between these two)
+                # Tracebacks name the caller's id, not the relay's count
+                # (they differ after a cancel, and after a restart).
+                rid = req.get("id")
+                self.exec_name = rid if type(rid) is int else seq
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc

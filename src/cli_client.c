@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -37,8 +38,11 @@ struct client {
 	int rfd, wfd;
 	pid_t ssh; /* -H: the ssh process, else 0 */
 	struct linebuf lines;
-	cJSON *queue[64]; /* lines split but not yet taken */
-	size_t nqueue, qhead;
+	/* Lines split but not yet taken, a ring that grows: one read's lines
+	 * (at most 64 KiB of them) are all kept, since the next read waits for
+	 * the queue to empty. */
+	cJSON **queue;
+	size_t nqueue, qhead, qcap;
 	bool eof, too_long;
 	uint64_t next_id;
 	char where[SERVER_SOCKET_PATH_MAX + 64];
@@ -57,7 +61,13 @@ static void client_on_sigint(int sig)
 
 extern char **environ;
 
-/* `ptybox server -S path`, waited for: 0 once it listens. */
+/* How long a client keeps trying to reach a server that is starting, or to
+ * start one while the last one still exits (it holds its lock until then). */
+#define CLIENT_START_MS 5000
+
+/* `ptybox server -S path`, waited for: 0 once it listens, or once another
+ * client's start (or a server still exiting) holds the socket's lock. What
+ * the server says on its standard error is the user's only when it failed. */
 static int client_start_server(const char *path, char *err, size_t errlen)
 {
 	char exe[4096];
@@ -68,19 +78,50 @@ static int client_start_server(const char *path, char *err, size_t errlen)
 	}
 	exe[n] = '\0';
 	char *argv[] = {exe, "server", "-S", (char *)path, NULL};
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "starting the server: %s", strerror(e));
+		return -e;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, ep[1], 2);
 	pid_t pid;
-	int rc = posix_spawn(&pid, exe, NULL, NULL, argv, environ);
+	int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(ep[1]);
 	if (rc != 0) {
+		close(ep[0]);
 		snprintf(err, errlen, "starting the server: %s", strerror(rc));
 		return -rc;
 	}
+	/* Its exit first: the daemon it forked may hold the pipe a while yet;
+	 * the line it wrote (if any) waits in the pipe. */
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	/* (one that lost the race to another client's start is as good) */
-	if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == CLI_EXIT_SERVER_RUNNING))
+	char said[512];
+	size_t got = 0;
+	ssize_t r;
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	while (got < sizeof(said) - 1 &&
+	       ((r = read(ep[0], said + got, sizeof(said) - 1 - got)) > 0 ||
+		(r < 0 && errno == EINTR)))
+		got += r > 0 ? (size_t)r : 0;
+	close(ep[0]);
+	said[got] = '\0';
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
-	snprintf(err, errlen, "the server did not start (its log: %s.log)", path);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == CLI_EXIT_SERVER_RUNNING)
+		return -EADDRINUSE;
+	/* its first line, as "server: why" */
+	said[strcspn(said, "\n")] = '\0';
+	const char *why = strncmp(said, "ptybox: ", 8) == 0 ? said + 8 : said;
+	if (why[0])
+		snprintf(err, errlen, "%s", why);
+	else
+		snprintf(err, errlen, "the server did not start (its log: %s.log)", path);
 	return -ECHILD;
 }
 
@@ -98,11 +139,21 @@ int cli_client_connect_local(const char *label, const char *spath, bool autostar
 	if (rc < 0)
 		return rc;
 	int fd = server_socket_connect(path);
-	if ((fd == -ENOENT || fd == -ECONNREFUSED) && autostart) {
+	/* A server another client started may not listen yet, and one that
+	 * was told to end holds its lock until it has: try again, a while. */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((fd == -ENOENT || fd == -ECONNREFUSED) && autostart) {
 		rc = client_start_server(path, err, errlen);
-		if (rc < 0)
+		if (rc < 0 && rc != -EADDRINUSE)
 			return rc;
 		fd = server_socket_connect(path);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
+		    CLIENT_START_MS)
+			break;
+		if (fd == -ENOENT || fd == -ECONNREFUSED)
+			usleep(20 * 1000);
 	}
 	if (fd == -ENOENT || fd == -ECONNREFUSED)
 		snprintf(err, errlen, "no server running at %s", path);
@@ -221,7 +272,10 @@ static void client_close(struct client *cl)
 			;
 	}
 	for (size_t i = 0; i < cl->nqueue; i++)
-		cJSON_Delete(cl->queue[(cl->qhead + i) % 64]);
+		cJSON_Delete(cl->queue[(cl->qhead + i) % cl->qcap]);
+	free(cl->queue);
+	cl->queue = NULL;
+	cl->nqueue = cl->qhead = cl->qcap = 0;
 	linebuf_free(&cl->lines);
 }
 
@@ -233,11 +287,21 @@ static void client_line(void *data, const char *line, size_t len, bool too_long)
 		return;
 	}
 	cJSON *o = cJSON_ParseWithLength(line, len);
-	if (!o || cl->nqueue == 64) {
-		cJSON_Delete(o);
+	if (!o)
 		return;
+	if (cl->nqueue == cl->qcap) {
+		size_t ncap = cl->qcap ? cl->qcap * 2 : 64;
+		cJSON **nq = malloc(ncap * sizeof(*nq));
+		if (!nq)
+			abort(); /* out of memory is fatal (STYLE.md) */
+		for (size_t i = 0; i < cl->nqueue; i++)
+			nq[i] = cl->queue[(cl->qhead + i) % cl->qcap];
+		free(cl->queue);
+		cl->queue = nq;
+		cl->qcap = ncap;
+		cl->qhead = 0;
 	}
-	cl->queue[(cl->qhead + cl->nqueue++) % 64] = o;
+	cl->queue[(cl->qhead + cl->nqueue++) % cl->qcap] = o;
 }
 
 /* The next line from the server, or NULL at its end (or on ^C when
@@ -247,7 +311,7 @@ static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupt
 	for (;;) {
 		if (cl->nqueue) {
 			cJSON *o = cl->queue[cl->qhead];
-			cl->qhead = (cl->qhead + 1) % 64;
+			cl->qhead = (cl->qhead + 1) % cl->qcap;
 			cl->nqueue--;
 			return o;
 		}
@@ -267,7 +331,6 @@ static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupt
 			cl->eof = true;
 			continue;
 		}
-		/* (at most a few lines per read: the queue holds 64) */
 		linebuf_commit(&cl->lines, (size_t)n, client_line, cl);
 	}
 }

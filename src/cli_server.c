@@ -298,7 +298,7 @@ static const char server_usage[] =
 	"  -S PATH             the server's socket\n"
 	"  --foreground        do not daemonize; log on standard error\n"
 	"  --allow-remote-transports  let clients through dial-stdio start sessions\n"
-	"                      --via ssh:, --via exec: and --python\n"
+	"                      --via ssh:, --via exec:, --via none and --python\n"
 	"  -h, --help          this help\n";
 
 int cli_server(int argc, char **argv)
@@ -422,7 +422,14 @@ static int dial_pump(int sock)
 			ssize_t n = read(p[i].fd, buf, sizeof(buf));
 			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
-			if (n <= 0) /* either end: the conversation is over */
+			if (n == 0 && i == 0) {
+				/* The far client said all it will: the server hears the
+				 * end, and what it answers before closing still goes. */
+				shutdown(sock, SHUT_WR);
+				p[0].fd = -1;
+				continue;
+			}
+			if (n <= 0) /* the server's end: the conversation is over */
 				return CLI_EXIT_OK;
 			if (cli_write_all(i == 0 ? sock : 1, buf, (size_t)n) < 0)
 				return CLI_EXIT_OK;

@@ -45,8 +45,11 @@ static void conn_finish(struct conn *c)
 			uv_close((uv_handle_t *)&c->pipe, conn_closed_cb);
 		return;
 	}
-	c->cb->on_close(c, c->why);
-	free(c);
+	/* Never inside conn_send: its caller may be walking a list that on_close
+	 * frees (the server's waiters), so on_close comes on the next loop turn. */
+	uv_timer_init(c->loop, &c->later);
+	c->later.data = c;
+	uv_close((uv_handle_t *)&c->later, conn_closed_cb);
 }
 
 static void conn_set_why(struct conn *c, const char *why)

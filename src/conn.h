@@ -30,6 +30,7 @@ struct conn_callbacks {
 struct conn {
 	uv_loop_t *loop;
 	uv_pipe_t pipe;
+	uv_timer_t later; /* without a pipe: on_close comes from its close callback */
 	bool has_pipe, reading, closing, finished;
 	int out_fd; /* >= 0: output written to it as it comes (a file, a terminal) */
 	struct linebuf lines;

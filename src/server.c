@@ -17,6 +17,9 @@
 #include "protocol.h"
 #include "server_internal.h"
 
+static const char srv_nul_msg[] =
+	"the request contains a NUL character (\\u0000, or a \\u escape without four hex digits)";
+
 static const char srv_ops[] =
 	"hello, new, exec, result, ls, interrupt, cancel, restart, kill, watch, capture, "
 	"kill-server or ping";
@@ -364,6 +367,8 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_reply_error(c, id, "usage", "\"session\" must be a string");
 	else if (!name)
 		srv_reply_error(c, id, "usage", "%s needs \"session\": a session's name", op);
+	else if (nul && strcmp(op, "exec") != 0) /* (cJSON would cut "a\u0000b" to "a") */
+		srv_reply_error(c, id, "usage", "%s", srv_nul_msg);
 	else if (strcmp(op, "new") == 0)
 		srv_new(c, req, id, name);
 	else if (!ss && (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||

@@ -139,8 +139,8 @@ const char *srv_state_name(enum srv_state st);
  * *nul: the request holds a NUL somewhere (only exec's code may not). */
 cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, bool *nul);
 /* options (a JSON object, may be NULL) onto so; the strings it keeps are
- * strdup'd into keep[*nkeep]. remote: from dial-stdio, where ssh:, exec: and
- * python are refused unless allowed. 0, or -EINVAL with err filled. */
+ * strdup'd into keep[*nkeep]. remote: from dial-stdio, where ssh:, exec:,
+ * none and python are refused unless allowed. 0, or -EINVAL with err filled. */
 int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 		      struct cli_session_opts *so, char **keep, size_t *nkeep, size_t keep_cap,
 		      char *err, size_t errlen);

@@ -143,7 +143,9 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 		    (strcmp(lo->name, "python") == 0 ||
 		     (strcmp(lo->name, "via") == 0 && cJSON_IsString(item) &&
 		      (strncmp(item->valuestring, "ssh:", 4) == 0 ||
-		       strncmp(item->valuestring, "exec:", 5) == 0)))) {
+		       strncmp(item->valuestring, "exec:", 5) == 0 ||
+		       /* (no sandbox: the far client's code on this machine, as us) */
+		       strcmp(item->valuestring, "none") == 0)))) {
 			snprintf(err, errlen,
 				 "--%s %s is refused through dial-stdio (start the server with "
 				 "--allow-remote-transports to allow it)",

@@ -114,11 +114,13 @@ static void srv_watchers_state(struct srv_session *ss, const char *event, const 
 	srv_watchers_send(ss, o);
 }
 
-/* Kept results past the bounds go, oldest first. */
+/* Kept results past the bounds go, oldest first; the newest always stays (one
+ * bigger than the bound would otherwise go before anyone could ask for it). */
 static void srv_history_trim(struct srv_session *ss)
 {
 	struct srv_exec **p = &ss->execs, *prev = NULL;
-	while (*p && (ss->done > SERVER_HISTORY_COUNT || ss->done_bytes > SERVER_HISTORY_BYTES)) {
+	while (*p && ss->done > 1 &&
+	       (ss->done > SERVER_HISTORY_COUNT || ss->done_bytes > SERVER_HISTORY_BYTES)) {
 		struct srv_exec *x = *p;
 		if (x->state != X_DONE) {
 			prev = x;

@@ -198,6 +198,16 @@ class VerbsTest(TestCase):
         r = json.loads(p.stdout)
         self.assertIn('File "<exec-%d>"' % r["id"], "".join(r["error"]["traceback"]))
 
+    def test_a_traceback_names_the_execution_after_a_cancel_and_a_restart(self):
+        self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(0.5)")
+        n = int(self.srv("exec", "main", "--no-wait", "-c", "'never'").stdout)
+        self.assertEqual(self.srv("cancel", "main", str(n)).returncode, 0)
+        for _ in range(2):
+            p = self.srv("exec", "main", "--json", "-c", "1/0")
+            r = json.loads(p.stdout)
+            self.assertIn('File "<exec-%d>"' % r["id"], "".join(r["error"]["traceback"]))
+            self.assertEqual(self.srv("restart", "main").returncode, 0)
+
     def test_no_wait_returns_the_id_and_the_result_outlives_its_client(self):
         p = self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(0.3); 'late'")
         self.assertEqual(p.returncode, 0)
@@ -216,6 +226,39 @@ class VerbsTest(TestCase):
         r = self.srv("result", "main", "--json")
         got = json.loads(r.stdout)
         self.assertEqual((got["stdout"], got["result"]), ("done\n", {"text/plain": "7"}))
+
+    def test_a_client_that_falls_behind_loses_no_line(self):
+        # stopped while the output piles up in its socket: one read then
+        # holds hundreds of lines, every one of them kept (the result too)
+        c = self.srv.popen("exec", "main", "-c",
+                           "import time\nfor i in range(3000):\n"
+                           "    print(i); time.sleep(0.0005)\nprint('END')",
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        c.send_signal(signal.SIGSTOP)
+        time.sleep(2)
+        c.send_signal(signal.SIGCONT)
+        try:
+            out, err = c.communicate(timeout=30)
+        finally:
+            kill_if_alive(c.pid)
+        self.assertEqual(c.returncode, 0, err)
+        self.assertEqual(out.decode().splitlines(), [str(i) for i in range(3000)] + ["END"])
+
+    def test_a_result_bigger_than_the_history_is_still_kept_until_the_next(self):
+        p = self.srv("new", "big", "--max-output", "32M")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        try:
+            p = self.srv("exec", "big", "-c", "print('x' * 20_000_000)")
+            self.assertEqual((p.returncode, len(p.stdout)), (0, 20_000_001), p.stderr)
+            r = self.srv("result", "big")
+            self.assertEqual((r.returncode, len(r.stdout)), (0, 20_000_001), r.stderr)
+            self.srv("exec", "big", "-c", "1")
+            r = self.srv("result", "big", "1")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no longer kept", r.stderr)
+        finally:
+            self.srv("kill", "big")
 
     def test_names_are_checked_and_unique(self):
         p = self.srv("new", "main")
@@ -472,6 +515,19 @@ class ProtocolTest(TestCase):
         self.assertEqual(c.reply(4)["result"], {"text/plain": "'fine'"})
         c.close()
 
+    def test_a_nul_in_a_name_is_refused_not_cut(self):
+        # cJSON ends a string at \u0000: "a\u0000x" would be "a"
+        c = Client(self.srv.sock)
+        c.send(r'{"id":1,"op":"kill","session":"a\u0000x"}')
+        m = c.reply(1)
+        self.assertEqual(m["code"], "usage", m)
+        self.assertIn("NUL", m["error"])
+        c.send(r'{"id":2,"op":"new","session":"a\u0000x"}')
+        self.assertEqual(c.reply(2)["code"], "usage")
+        c.send({"id": 3, "op": "ls"})
+        self.assertIn("a", [s["name"] for s in c.reply(3)["sessions"]])
+        c.close()
+
     def test_a_client_that_does_not_read_is_dropped_and_others_go_on(self):
         assert self.srv("new", "flood", "--max-output", "1G").returncode == 0
         try:
@@ -525,6 +581,24 @@ class ProtocolTest(TestCase):
         self.assertEqual(c.reply(3)["code"], "usage")
         c.close()
 
+    def test_dial_stdio_refuses_running_without_a_sandbox(self):
+        p = subprocess.run([PTYBOX, "dial-stdio"], env=self.srv.env, capture_output=True,
+                           text=True, timeout=60, input=json.dumps(
+                               {"id": 1, "op": "new", "session": "bare",
+                                "options": {"via": "none"}}) + "\n")
+        m = json.loads(p.stdout)
+        self.assertEqual(m["code"], "usage", m)
+        self.assertIn("--via none is refused through dial-stdio", m["error"])
+
+    def test_dial_stdio_relays_the_answers_after_its_input_ends(self):
+        # (as `printf REQUESTS | ssh host ptybox dial-stdio` sends them)
+        p = subprocess.run([PTYBOX, "dial-stdio"], env=self.srv.env, capture_output=True,
+                           text=True, timeout=60,
+                           input='{"id":1,"op":"ping"}\n{"id":2,"op":"ls"}\n')
+        replies = [json.loads(l) for l in p.stdout.splitlines()]
+        self.assertEqual([m["id"] for m in replies], [1, 2], p.stderr)
+        self.assertEqual(p.returncode, 0)
+
 
 class LifecycleTest(TestCase):
     def setUp(self):
@@ -532,6 +606,26 @@ class LifecycleTest(TestCase):
 
     def tearDown(self):
         self.srv.close()
+
+    def test_racing_news_start_one_server_and_say_nothing_of_the_race(self):
+        ps = [self.srv.popen("new", "r%d" % i, "--via", VIA, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(6)]
+        outs = [p.communicate(timeout=60) + (p.returncode,) for p in ps]
+        self.assertEqual([(o[2], o[1]) for o in outs], [(0, "")] * 6)
+        ls = self.srv("ls", "--json").stdout.splitlines()
+        self.assertEqual(len(ls), 6)
+
+    def test_new_right_after_kill_server_waits_for_the_old_one_to_end(self):
+        self.assertEqual(self.srv("new", "old").returncode, 0)
+        # a watcher that reads nothing keeps the old server flushing a while
+        c = Client(self.srv.sock)
+        c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        c.send({"id": 1, "op": "watch", "session": "old"})
+        self.assertEqual(self.srv("exec", "old", "-c", "print('x' * 3000000)").returncode, 0)
+        self.assertEqual(self.srv("kill-server").returncode, 0)
+        p = self.srv("new", "fresh")
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        c.close()
 
     def test_kill_server_ends_every_session_and_removes_the_socket(self):
         self.assertEqual(self.srv("new", "one").returncode, 0)
@@ -615,6 +709,16 @@ class LifecycleTest(TestCase):
         self.assertEqual(replies[2], {"id": 2, "ok": True, "session": "two"})
         self.assertEqual(replies[3]["result"], {"text/plain": "'two'"})
         self.assertEqual(replies[4]["result"], {"text/plain": "'default'"})
+
+    def test_serve_stdio_on_a_full_output_ends_with_one_line(self):
+        # a write that fails (ENOSPC) drops the client while a reply is being
+        # sent: the session and serve end cleanly, with one line
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([PTYBOX, "serve", "--stdio", "--via", VIA], text=True,
+                               stdout=full, stderr=subprocess.PIPE, timeout=60,
+                               input='{"id":1,"op":"ping"}\n{"id":2,"op":"exec","code":"1"}\n')
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stderr, "ptybox: serve: standard output: No space left on device\n")
 
 
 if __name__ == "__main__":
