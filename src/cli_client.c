@@ -391,9 +391,10 @@ static int client_error_exit(const char *cmd, struct client *cl, const cJSON *re
 		cli_error("%s: %s: the server closed the connection", cmd, cl->where);
 	else
 		cli_error("%s: %s", cmd, msg ? msg : "unexpected reply");
-	return code && strcmp(code, "cannot_start") == 0 ? CLI_EXIT_CANNOT_START
-	       : code && strcmp(code, "usage") == 0	 ? CLI_EXIT_USAGE
-							 : CLI_EXIT_FAILED;
+	return code && (strcmp(code, "cannot_start") == 0 || strcmp(code, "dead") == 0)
+		       ? CLI_EXIT_CANNOT_START
+	       : code && strcmp(code, "usage") == 0 ? CLI_EXIT_USAGE
+						    : CLI_EXIT_FAILED;
 }
 
 static int client_open(struct client *cl, const char *cmd, const struct client_target *t,
@@ -963,7 +964,7 @@ int cli_client(int argc, char **argv)
 	} else if (strcmp(cmd, "watch") == 0) {
 		uint64_t id = client_send(&cl, client_request("watch", name));
 		cJSON *o;
-		bool intr = false;
+		bool intr = false, ended = false;
 		rc = CLI_EXIT_OK;
 		while (id && (o = client_next(&cl, true, &intr))) {
 			if (protocol_str(o, "error") && client_id(o) == id) {
@@ -981,13 +982,17 @@ int cli_client(int argc, char **argv)
 			}
 			cJSON_free(line);
 			const char *event = protocol_str(o, "event");
-			bool end = event && strcmp(event, "killed") == 0;
+			ended = event && strcmp(event, "killed") == 0;
 			cJSON_Delete(o);
-			if (end)
+			if (ended)
 				break;
 		}
-		if (intr)
+		if (intr) {
 			rc = 130;
+		} else if (rc == CLI_EXIT_OK && !ended) { /* (the server went away) */
+			cli_error("watch: %s: the server closed the connection", cl.where);
+			rc = CLI_EXIT_FAILED;
+		}
 	}
 	client_close(&cl);
 	free(a.file_code);

@@ -55,6 +55,7 @@ struct daemon {
 	uv_signal_t sig[CLI_NSIGNALS];
 	uv_timer_t flush;
 	struct daemon_conn *conns;
+	size_t nconns;
 	char path[SERVER_SOCKET_PATH_MAX];
 	dev_t dev;
 	ino_t ino;
@@ -112,6 +113,7 @@ static void daemon_on_close(struct conn *c, const char *why)
 		d->conns = dc->next;
 	if (dc->next)
 		dc->next->prev = dc->prev;
+	d->nconns--;
 	free(dc);
 }
 
@@ -140,6 +142,11 @@ static void daemon_on_connection(uv_stream_t *listener, int status)
 	if (d->conns)
 		d->conns->prev = dc;
 	d->conns = dc;
+	if (++d->nconns > SERVER_MAX_CLIENTS) {
+		daemon_log("refused a client: %d are connected, the most", SERVER_MAX_CLIENTS);
+		conn_abort(dc->conn, "refused: too many clients");
+		return;
+	}
 	uv_os_fd_t fd;
 	unsigned uid = 0;
 	if (uv_fileno((uv_handle_t *)&dc->conn->pipe, &fd) < 0 ||

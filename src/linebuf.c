@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a buffer may keep between lines: more goes back once it is unused. */
+#define LINEBUF_KEEP ((size_t)256 << 10)
+
 void linebuf_init(struct linebuf *lb, size_t max_line)
 {
 	memset(lb, 0, sizeof(*lb));
@@ -58,6 +61,15 @@ void linebuf_commit(struct linebuf *lb, size_t n, linebuf_cb cb, void *data)
 			cb(data, NULL, 0, true);
 		lb->skipping = true;
 		lb->len = lb->scanned = 0;
+	}
+	/* One long line must not leave its buffer behind for good. */
+	if (lb->cap > LINEBUF_KEEP && lb->len < lb->cap / 4) {
+		size_t ncap = lb->len + 1 > LINEBUF_KEEP ? lb->len + 1 : LINEBUF_KEEP;
+		char *nb = realloc(lb->buf, ncap);
+		if (nb) {
+			lb->buf = nb;
+			lb->cap = ncap;
+		}
 	}
 }
 

@@ -28,8 +28,11 @@
 #define SERVER_MAX_SESSIONS 4096
 /* The longest request line. */
 #define SERVER_MAX_LINE ((size_t)96 << 20)
-/* Executions queued in one session. */
-#define SERVER_MAX_QUEUE 4096
+/* Executions queued in one session, and the bytes of their code. */
+#define SERVER_MAX_QUEUE       4096
+#define SERVER_MAX_QUEUE_BYTES ((size_t)256 << 20)
+/* Clients connected at once; more are refused. */
+#define SERVER_MAX_CLIENTS 1024
 
 struct server;
 struct server_client;

@@ -32,6 +32,7 @@ struct srv_exec {
 	struct server_client *origin;
 	cJSON *origin_id;
 	char *code; /* until it runs: for the screen */
+	size_t code_len;
 	/* The result: a JSON object without "id", escaped, NUL-terminated. */
 	char *result;
 	size_t result_len;
@@ -55,6 +56,7 @@ struct srv_session {
 	bool has_last;
 	struct srv_exec *execs, *execs_tail;
 	size_t live, done, done_bytes; /* execs queued/running; kept results */
+	size_t queued_bytes;	       /* the code of those queued or running */
 	struct srv_waiter *new_waiters, *kill_waiters, *watchers;
 	size_t nwatchers;
 	struct screen *screen;

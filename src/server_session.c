@@ -23,6 +23,10 @@
 #define SRV_SCREEN_ROWS	      24
 #define SRV_SCREEN_COLS	      80
 #define SRV_SCREEN_SCROLLBACK ((size_t)32 << 10)
+#define SRV_SCREEN_CODE_MAX   ((size_t)16 << 10)
+/* Waiters on one execution, and watchers of one session. */
+#define SRV_MAX_WAITERS	 1024
+#define SRV_MAX_WATCHERS 256
 
 static const char *const srv_state_names[] = {
 	[SS_STARTING] = "starting",	[SS_IDLE] = "idle", [SS_BUSY] = "busy",
@@ -301,6 +305,7 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	if (s)
 		s = protocol_json_escape_unsafe(s, &n);
 	x->state = X_DONE;
+	ss->queued_bytes -= x->code_len;
 	x->status = r->status;
 	x->result = s;
 	x->result_len = n;
@@ -597,8 +602,13 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 				       "session '%s' is dead (its interpreter cannot start): "
 				       "restart or kill it",
 				       ss->name);
+	size_t clen = strlen(code->valuestring);
 	if (ss->live >= SERVER_MAX_QUEUE)
 		return srv_reply_error(c, id, "busy", "too many snippets queued");
+	if (ss->queued_bytes + clen > SERVER_MAX_QUEUE_BYTES)
+		return srv_reply_error(c, id, "busy",
+				       "too much code queued in session '%s' (more than %zu MiB)",
+				       ss->name, SERVER_MAX_QUEUE_BYTES >> 20);
 	bool wait = !flags[1] || cJSON_IsTrue(flags[1]);
 	struct srv_exec *x = calloc(1, sizeof(*x));
 	struct srv_waiter *w = wait ? srv_waiter_new(c, id, cJSON_IsTrue(flags[0])) : NULL;
@@ -613,7 +623,10 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	x->waiters = w;
 	x->origin = c;
 	x->origin_id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
-	x->code = ss->screen ? strdup(code->valuestring) : NULL;
+	/* (the screen shows the start of a long snippet: a terminal would
+	 * scroll the rest away) */
+	x->code = ss->screen ? strndup(code->valuestring, SRV_SCREEN_CODE_MAX) : NULL;
+	x->code_len = clen;
 	int rc = ptybox_session_exec(ss->ps, x->id, code->valuestring, strlen(code->valuestring),
 				     timeout ? timeout->valuedouble : -1, true);
 	if (rc < 0) {
@@ -629,6 +642,7 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 		ss->execs = x;
 	ss->execs_tail = x;
 	ss->live++;
+	ss->queued_bytes += clen;
 	srv_settle_state(ss);
 	srv_screen_begin(ss);
 	if (ss->watchers) {
@@ -698,6 +712,12 @@ void srv_session_result(struct srv_session *ss, struct server_client *c, const c
 					x == srv_exec_current(ss) ? "running" : "queued");
 		return srv_reply_ok(c, id, o);
 	}
+	size_t n_waiters = 0;
+	for (struct srv_waiter *v = x->waiters; v; v = v->next)
+		n_waiters++;
+	if (n_waiters >= SRV_MAX_WAITERS)
+		return srv_reply_error(c, id, "limit", "%d clients wait for execution %llu already",
+				       SRV_MAX_WAITERS, (unsigned long long)x->id);
 	struct srv_waiter *w = srv_waiter_new(c, id, cJSON_IsTrue(stream));
 	if (!w)
 		return srv_reply_error(c, id, "nomem", "out of memory");
@@ -789,6 +809,9 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 
 void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id)
 {
+	if (ss->nwatchers >= SRV_MAX_WATCHERS)
+		return srv_reply_error(c, id, "limit", "session '%s' has %d watchers already",
+				       ss->name, SRV_MAX_WATCHERS);
 	struct srv_waiter *w = srv_waiter_new(c, id, true);
 	if (!w)
 		return srv_reply_error(c, id, "nomem", "out of memory");
