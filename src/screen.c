@@ -213,12 +213,36 @@ static size_t screen_utf8(char *o, uint32_t cp, bool combining)
 	return 4;
 }
 
+/* The colours are the same in what screen_color reads: the type (default flags included), then
+ * only the members that type uses (as vterm_color_is_equal, without a call per cell). */
+static bool screen_same_color(const VTermColor *a, const VTermColor *b)
+{
+	if (a->type != b->type)
+		return false;
+	if (VTERM_COLOR_IS_RGB(a))
+		return a->rgb.red == b->rgb.red && a->rgb.green == b->rgb.green &&
+		       a->rgb.blue == b->rgb.blue;
+	return a->indexed.idx == b->indexed.idx;
+}
+
+/* The two cells look the same in what screen_sgr reads. */
+static bool screen_same_look(const VTermScreenCell *a, const VTermScreenCell *b)
+{
+	return a->attrs.bold == b->attrs.bold && a->attrs.italic == b->attrs.italic &&
+	       a->attrs.underline == b->attrs.underline && a->attrs.blink == b->attrs.blink &&
+	       a->attrs.reverse == b->attrs.reverse && a->attrs.strike == b->attrs.strike &&
+	       screen_same_color(&a->fg, &b->fg) && screen_same_color(&a->bg, &b->bg);
+}
+
 /* One row of cells as a line: trailing blank cells left out, SGR where the look changes and a
- * reset at the end, then "\n". */
+ * reset at the end, then "\n". A cell that looks like the one before it skips formatting its
+ * SGR: a 20 MB print loop renders every line that scrolls off, and spent more there than in
+ * the text. */
 static int screen_render_row(struct screen_buf *b, const VTermScreenCell *cells, int n,
 			     size_t limit)
 {
 	char cur[SCREEN_SGR_MAX] = "", sgr[SCREEN_SGR_MAX], ch[4 * VTERM_MAX_CHARS_PER_CELL];
+	const VTermScreenCell *prev = NULL; /* the cell whose look cur is */
 	size_t k;
 	int end = n, err;
 
@@ -228,13 +252,16 @@ static int screen_render_row(struct screen_buf *b, const VTermScreenCell *cells,
 		const VTermScreenCell *c = &cells[i];
 		if (c->chars[0] == (uint32_t)-1) /* the right half of a wide character */
 			continue;
-		screen_sgr(sgr, c);
-		if (strcmp(sgr, cur) != 0) {
-			err = screen_buf_add(b, sgr[0] ? sgr : "\x1b[0m", sgr[0] ? strlen(sgr) : 4,
-					     limit);
-			if (err < 0)
-				return err;
-			memcpy(cur, sgr, sizeof(cur));
+		if (!prev || !screen_same_look(prev, c)) {
+			prev = c;
+			screen_sgr(sgr, c);
+			if (strcmp(sgr, cur) != 0) {
+				err = screen_buf_add(b, sgr[0] ? sgr : "\x1b[0m",
+						     sgr[0] ? strlen(sgr) : 4, limit);
+				if (err < 0)
+					return err;
+				memcpy(cur, sgr, sizeof(cur));
+			}
 		}
 		k = 0;
 		if (c->chars[0] == 0)
