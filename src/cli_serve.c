@@ -246,15 +246,15 @@ int cli_serve(int argc, char **argv)
 		rc = server_add_default(sv.server, &so.o, serve_on_fatal, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("serve: %s", rc == -ENOMEM ? "out of memory" : err);
-		sv.stopped = true;
-		if (sv.client)
-			server_client_gone(sv.client);
-		if (sv.out)
-			conn_close(sv.out, "done");
-		if (sv.pool)
+		if (sv.server) { /* (its on_stopped lets go of the client, output and pool) */
+			server_shutdown(sv.server, "shutting down");
+		} else if (sv.pool) {
 			ptybox_pool_close(sv.pool);
+			sv.pool = NULL;
+		}
 		uv_run(sv.loop, UV_RUN_DEFAULT); /* let the pool's interpreters close */
-		server_free(sv.server);
+		if (sv.server)
+			server_free(sv.server);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(sv.loop, sv.sig, serve_signal_cb, &sv);

@@ -211,6 +211,15 @@ void srv_maybe_idle(struct server *sv)
 		sv->cfg.on_idle(sv, sv->cfg.data);
 }
 
+static void srv_sweep_cb(uv_timer_t *t)
+{
+	srv_screens_sweep(t->data);
+}
+
+static void srv_sweep_closed_cb(uv_handle_t *h)
+{
+}
+
 int server_new(uv_loop_t *loop, const struct server_config *cfg, struct server **out)
 {
 	struct server *sv = calloc(1, sizeof(*sv));
@@ -219,6 +228,10 @@ int server_new(uv_loop_t *loop, const struct server_config *cfg, struct server *
 	sv->loop = loop;
 	sv->cfg = *cfg;
 	sv->started_ms = uv_now(loop);
+	uv_timer_init(loop, &sv->sweep);
+	sv->sweep.data = sv;
+	uv_timer_start(&sv->sweep, srv_sweep_cb, 1000, 1000);
+	uv_unref((uv_handle_t *)&sv->sweep); /* (it never keeps the loop alive) */
 	*out = sv;
 	return 0;
 }
@@ -415,6 +428,8 @@ void server_shutdown(struct server *sv, const char *why)
 
 void srv_stopped(struct server *sv)
 {
+	if (!uv_is_closing((uv_handle_t *)&sv->sweep))
+		uv_close((uv_handle_t *)&sv->sweep, srv_sweep_closed_cb);
 	srv_pools_close(sv);
 	if (sv->cfg.on_stopped)
 		sv->cfg.on_stopped(sv, sv->cfg.data);

@@ -60,6 +60,10 @@ struct srv_session {
 	struct srv_waiter *new_waiters, *kill_waiters, *watchers;
 	size_t nwatchers;
 	struct screen *screen;
+	char *tail; /* output not yet fed to the screen (server_session.c) */
+	size_t tail_len;
+	bool tail_cut, screen_open;
+	uint64_t screen_used_ms;
 	void (*fatal)(struct server *sv, const char *why, void *data); /* the default's */
 };
 
@@ -92,6 +96,7 @@ struct server {
 	struct srv_pool *pools;
 	size_t npools;
 	bool shutting_down;
+	uv_timer_t sweep; /* idle screens give back their terminals */
 	char shutdown_why[128];
 	uint64_t started_ms;
 };
@@ -132,6 +137,7 @@ void srv_session_capture(struct srv_session *ss, struct server_client *c, const 
 			 const cJSON *id);
 cJSON *srv_session_describe(const struct srv_session *ss);
 void srv_pools_close(struct server *sv);
+void srv_screens_sweep(struct server *sv);
 void srv_pools_free(struct server *sv);
 void srv_session_client_gone(struct srv_session *ss, struct server_client *c);
 const char *srv_state_name(enum srv_state st);

@@ -24,6 +24,8 @@
 #define SRV_SCREEN_COLS	      80
 #define SRV_SCREEN_SCROLLBACK ((size_t)32 << 10)
 #define SRV_SCREEN_CODE_MAX   ((size_t)16 << 10)
+#define SRV_SCREEN_TAIL	      ((size_t)64 << 10)
+#define SRV_SCREEN_IDLE_MS    2000
 /* Waiters on one execution, and watchers of one session. */
 #define SRV_MAX_WAITERS	 1024
 #define SRV_MAX_WATCHERS 256
@@ -64,12 +66,77 @@ static struct srv_exec *srv_exec_current(struct srv_session *ss)
 	return NULL;
 }
 
+/* Output goes to the screen through a tail of the last SRV_SCREEN_TAIL bytes,
+ * fed when someone looks (capture), before the next prompt and with the
+ * result: 20 MB of output would cost libvterm seconds of scrolling to show
+ * the last 24 lines, which the tail holds (a line cut off at its front starts
+ * at its next newline). What is lost is the effect of sequences in the part
+ * dropped (a colour set there and never reset): the screen is a view. */
+static void srv_screen_out(struct srv_session *ss, const char *text, size_t len)
+{
+	if (!ss->screen || !len)
+		return;
+	if (!ss->tail && !(ss->tail = malloc(SRV_SCREEN_TAIL)))
+		return;
+	if (len >= SRV_SCREEN_TAIL) {
+		text += len - SRV_SCREEN_TAIL;
+		len = SRV_SCREEN_TAIL;
+		ss->tail_len = 0;
+		ss->tail_cut = true;
+	} else if (ss->tail_len + len > SRV_SCREEN_TAIL) {
+		size_t drop = ss->tail_len + len - SRV_SCREEN_TAIL;
+		memmove(ss->tail, ss->tail + drop, ss->tail_len - drop);
+		ss->tail_len -= drop;
+		ss->tail_cut = true;
+	}
+	memcpy(ss->tail + ss->tail_len, text, len);
+	ss->tail_len += len;
+}
+
+static void srv_screen_flush(struct srv_session *ss)
+{
+	if (!ss->screen || !ss->tail)
+		return;
+	const char *p = ss->tail;
+	size_t n = ss->tail_len;
+	if (ss->tail_cut) { /* from the first whole line on */
+		const char *nl = memchr(p, '\n', n);
+		if (nl) {
+			n -= (size_t)(nl + 1 - p);
+			p = nl + 1;
+		}
+	}
+	if (n)
+		screen_feed(ss->screen, p, n);
+	free(ss->tail);
+	ss->tail = NULL;
+	ss->tail_len = 0;
+	ss->tail_cut = false;
+	ss->screen_open = true;
+	ss->screen_used_ms = uv_now(ss->server->loop);
+}
+
+/* A screen idle this long gives its terminal back (screen_shrink keeps the
+ * picture): an idle session costs its text, not libvterm's cells. */
+void srv_screens_sweep(struct server *sv)
+{
+	uint64_t now = uv_now(sv->loop);
+	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+		if (ss->screen && ss->screen_open && !ss->live &&
+		    now - ss->screen_used_ms >= SRV_SCREEN_IDLE_MS) {
+			srv_screen_flush(ss);
+			screen_shrink(ss->screen);
+			ss->screen_open = false;
+		}
+}
+
 /* The execution that runs now shows on the screen as typed at a prompt. */
 static void srv_screen_begin(struct srv_session *ss)
 {
 	struct srv_exec *x = srv_exec_current(ss);
 	if (!x || !x->code)
 		return;
+	srv_screen_flush(ss);
 	if (ss->screen)
 		screen_feed_input(ss->screen, x->code, strlen(x->code));
 	free(x->code); /* (only the screen wanted it) */
@@ -178,8 +245,7 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 	struct srv_exec *x = srv_exec_find(ss, id);
 	bool to_waiters = x && !late && x->waiters;
 	bool to_origin = x && late && x->origin;
-	if (ss->screen)
-		screen_feed(ss->screen, text, len);
+	srv_screen_out(ss, text, len);
 	if (!to_waiters && !to_origin && !ss->watchers)
 		return;
 	cJSON *o = cJSON_CreateObject();
@@ -275,6 +341,7 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	if (!x || x->state == X_DONE)
 		return;
 	if (ss->screen && r->status != PTYBOX_CANCELLED) {
+		srv_screen_flush(ss);
 		/* what the REPL shows after the output: the value, the traceback */
 		if (r->value_text) {
 			screen_feed(ss->screen, r->value_text, strlen(r->value_text));
@@ -339,8 +406,6 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	if (x->stop_on_error && r->status != PTYBOX_OK && r->status != PTYBOX_CANCELLED)
 		srv_cancel_behind(ss, x);
 	srv_screen_begin(ss);
-	if (!ss->live && ss->screen) /* idle: the screen keeps its picture, not libvterm */
-		screen_shrink(ss->screen);
 	srv_history_trim(ss);
 	srv_maybe_idle(ss->server);
 }
@@ -394,6 +459,7 @@ static void srv_session_free(struct srv_session *ss)
 		free(ss->strings[i]);
 	if (ss->screen)
 		screen_free(ss->screen);
+	free(ss->tail);
 	free(ss);
 }
 
