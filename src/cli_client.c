@@ -717,13 +717,7 @@ static void client_ls_print(const cJSON *sessions, bool json)
 	cJSON_ArrayForEach(s, sessions)
 	{
 		if (json) {
-			char *line = cJSON_PrintUnformatted(s);
-			size_t n = line ? strlen(line) : 0;
-			if (line)
-				line = protocol_json_escape_unsafe(line, &n);
-			if (line)
-				printf("%s\n", line);
-			cJSON_free(line);
+			cli_render_json_line(s);
 			continue;
 		}
 		const cJSON *up = cJSON_GetObjectItemCaseSensitive(s, "uptime_s");
@@ -972,15 +966,7 @@ int cli_client(int argc, char **argv)
 				cJSON_Delete(o);
 				break;
 			}
-			char *line = cJSON_PrintUnformatted(o);
-			size_t n = line ? strlen(line) : 0;
-			if (line)
-				line = protocol_json_escape_unsafe(line, &n);
-			if (line) {
-				line[n] = '\n';
-				cli_render_out(1, line, n + 1);
-			}
-			cJSON_free(line);
+			cli_render_json_line(o);
 			const char *event = protocol_str(o, "event");
 			ended = event && strcmp(event, "killed") == 0;
 			cJSON_Delete(o);

@@ -157,6 +157,19 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 		cli_render_message(r, NULL, res->id, res->message);
 }
 
+void cli_render_json_line(const cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	size_t n = s ? strlen(s) : 0;
+	if (s)
+		s = protocol_json_escape_unsafe(s, &n);
+	if (s) {
+		s[n] = '\n'; /* (over the NUL) */
+		cli_render_out(1, s, n + 1);
+		cJSON_free(s);
+	}
+}
+
 static uint64_t render_uint(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -181,16 +194,8 @@ int cli_render_result_json(struct cli_render *r, cJSON *result)
 			cJSON *m = cJSON_DetachItemViaPointer(result, result->child);
 			cJSON_AddItemToObject(line, m->string, m);
 		}
-		char *s = cJSON_PrintUnformatted(line);
+		cli_render_json_line(line);
 		cJSON_Delete(line);
-		size_t n = s ? strlen(s) : 0;
-		if (s)
-			s = protocol_json_escape_unsafe(s, &n);
-		if (s) {
-			s[n] = '\n';
-			cli_render_out(1, s, n + 1);
-			cJSON_free(s);
-		}
 		return ok;
 	}
 	const cJSON *error = cJSON_GetObjectItemCaseSensitive(result, "error");

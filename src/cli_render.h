@@ -46,6 +46,8 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 /* A message of ptybox's that may quote the sandbox, on stderr, filtered:
  * prefix + msg, or "WHAT ID: msg" without prefix. */
 void cli_render_message(struct cli_render *r, const char *prefix, uint64_t id, const char *msg);
+/* o as one line of JSON on stdout, C1 controls and bidi overrides escaped. */
+void cli_render_json_line(const cJSON *o);
 /* A result object of the protocol, in human form (or as a line with --json,
  * its "id" the execution's, which takes result apart). 1 when its status is
  * ok, 0 when not, -1 when it is not a result. */

@@ -238,6 +238,29 @@ static void srv_on_restarting(ptybox_session *ps, const char *why, void *data)
 	srv_watchers_state(ss, "died", why);
 }
 
+/* An execution's event o (taken) to whom it concerns: its waiters that asked
+ * for its stream while it runs, who started it once it is late, watchers. */
+static void srv_forward(struct srv_session *ss, struct srv_exec *x, cJSON *o, bool late)
+{
+	if (late)
+		cJSON_AddBoolToObject(o, "late", 1);
+	char *s = x && (late ? x->origin != NULL : x->waiters != NULL) ? cJSON_PrintUnformatted(o)
+								       : NULL;
+	if (s && !late)
+		for (struct srv_waiter *w = x->waiters; w; w = w->next)
+			if (w->stream)
+				srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
+	if (s && late)
+		srv_send_joined(x->origin, x->origin_id, s + 1, strlen(s + 1));
+	cJSON_free(s);
+	if (ss->watchers) {
+		cJSON_AddStringToObject(o, "session", ss->name);
+		srv_watchers_send(ss, o);
+	} else {
+		cJSON_Delete(o);
+	}
+}
+
 static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, const char *text,
 			  size_t len, bool late, void *data)
 {
@@ -253,22 +276,7 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 	protocol_json_add_uint(o, "exec", id);
 	cJSON_AddStringToObject(o, "name", name);
 	cJSON_AddStringToObject(o, "text", text);
-	if (late)
-		cJSON_AddBoolToObject(o, "late", 1);
-	char *s = cJSON_PrintUnformatted(o);
-	if (s && to_waiters)
-		for (struct srv_waiter *w = x->waiters; w; w = w->next)
-			if (w->stream)
-				srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
-	if (s && to_origin)
-		srv_send_joined(x->origin, x->origin_id, s + 1, strlen(s + 1));
-	cJSON_free(s);
-	if (ss->watchers) {
-		cJSON_AddStringToObject(o, "session", ss->name);
-		srv_watchers_send(ss, o);
-	} else {
-		cJSON_Delete(o);
-	}
+	srv_forward(ss, x, o, late);
 }
 
 static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, bool late,
@@ -284,22 +292,7 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 	cJSON_AddStringToObject(o, "event", "display");
 	protocol_json_add_uint(o, "exec", id);
 	cJSON_AddItemToObject(o, "data", cJSON_Parse(bundle));
-	if (late)
-		cJSON_AddBoolToObject(o, "late", 1);
-	char *s = cJSON_PrintUnformatted(o);
-	if (s && to_waiters)
-		for (struct srv_waiter *w = x->waiters; w; w = w->next)
-			if (w->stream)
-				srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
-	if (s && to_origin)
-		srv_send_joined(x->origin, x->origin_id, s + 1, strlen(s + 1));
-	cJSON_free(s);
-	if (ss->watchers) {
-		cJSON_AddStringToObject(o, "session", ss->name);
-		srv_watchers_send(ss, o);
-	} else {
-		cJSON_Delete(o);
-	}
+	srv_forward(ss, x, o, late);
 }
 
 /* "render": the output as a terminal shows it (a bar redrawn with \r, once
