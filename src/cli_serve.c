@@ -32,7 +32,8 @@ struct serve {
 	struct server_client *client;
 	struct conn *out;
 	ptybox_pool *pool;
-	struct stdio_lines in;
+	struct stdio_lines in; /* standard input, unless it is a pipe: */
+	struct conn *pin;      /* then this, on the loop */
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool eof, stopping, stopped;
 	int exit_code;
@@ -63,6 +64,8 @@ static void serve_stop(struct serve *sv, const char *why)
 		return;
 	sv->stopping = true;
 	stdio_lines_close(&sv->in);
+	if (sv->pin)
+		conn_abort(sv->pin, "stopped");
 	cli_signals_close(sv->sig);
 	server_shutdown(sv->server, why);
 }
@@ -135,6 +138,8 @@ static void serve_on_fatal(struct server *server, const char *message, void *dat
 	sv->exit_code = CLI_EXIT_CANNOT_START;
 	sv->eof = true;
 	stdio_lines_close(&sv->in);
+	if (sv->pin)
+		conn_abort(sv->pin, "stopped");
 	if (server_pending(server) == 0) /* (else once their results are out) */
 		serve_stop(sv, "shutting down");
 }
@@ -163,15 +168,41 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 		server_client_line(sv->client, line, len);
 }
 
+static void serve_eof(struct serve *sv)
+{
+	sv->eof = true;
+	if (server_pending(sv->server) == 0)
+		serve_stop(sv, "shutting down");
+}
+
 static void serve_on_eof(struct stdio_lines *l, int err)
 {
 	struct serve *sv = l->data;
 	if (err < 0)
 		cli_error("serve: standard input: %s", uv_strerror(err));
-	sv->eof = true;
-	if (server_pending(sv->server) == 0)
-		serve_stop(sv, "shutting down");
+	serve_eof(sv);
 }
+
+static void serve_pin_line(struct conn *c, const char *line, size_t len, bool too_long)
+{
+	struct serve *sv = c->data;
+	serve_on_line(&sv->in, line, len, too_long);
+}
+
+static void serve_pin_close(struct conn *c, const char *why)
+{
+	struct serve *sv = c->data;
+	sv->pin = NULL;
+	if (strncmp(why, "read: ", 6) == 0)
+		cli_error("serve: standard input: %s", why + 6);
+	if (!sv->stopping)
+		serve_eof(sv);
+}
+
+static const struct conn_callbacks serve_in_callbacks = {
+	.on_line = serve_pin_line,
+	.on_close = serve_pin_close,
+};
 
 int cli_serve(int argc, char **argv)
 {
@@ -258,7 +289,10 @@ int cli_serve(int argc, char **argv)
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(sv.loop, sv.sig, serve_signal_cb, &sv);
-	stdio_lines_start(&sv.in, sv.loop, 0, SERVER_MAX_LINE, serve_on_line, serve_on_eof, &sv);
+	sv.in.data = &sv;
+	if (conn_open_input(sv.loop, 0, SERVER_MAX_LINE, &serve_in_callbacks, &sv, &sv.pin) < 0)
+		stdio_lines_start(&sv.in, sv.loop, 0, SERVER_MAX_LINE, serve_on_line, serve_on_eof,
+				  &sv);
 	uv_run(sv.loop, UV_RUN_DEFAULT);
 	/* A read of stdin still in flight (the session died first) owns the buffer
 	 * and the loop until the process exits; the interpreters' handles still

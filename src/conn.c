@@ -292,3 +292,31 @@ int conn_send(struct conn *c, char *line, size_t len)
 	c->writes++;
 	return 0;
 }
+
+int conn_open_input(uv_loop_t *loop, int fd, size_t max_line, const struct conn_callbacks *cb,
+		    void *data, struct conn **out)
+{
+	if (uv_guess_handle(fd) != UV_NAMED_PIPE)
+		return -ENOTSUP;
+	struct conn *c = conn_alloc(loop, max_line, 0, cb, data);
+	if (!c)
+		return -ENOMEM;
+	int rc = uv_pipe_init(loop, &c->pipe, 0);
+	if (rc < 0) {
+		free(c);
+		return rc;
+	}
+	c->has_pipe = true;
+	c->pipe.data = c;
+	rc = uv_pipe_open(&c->pipe, fd);
+	if (rc == 0)
+		rc = uv_read_start((uv_stream_t *)&c->pipe, conn_alloc_cb, conn_read_cb);
+	if (rc < 0) {
+		c->cb = NULL;
+		uv_close((uv_handle_t *)&c->pipe, conn_closed_cb);
+		return rc;
+	}
+	c->reading = true;
+	*out = c;
+	return 0;
+}

@@ -48,6 +48,11 @@ int conn_accept(uv_stream_t *server, size_t max_line, size_t max_queue,
  * gets the queue, anything else plain writes. 0 or -errno. */
 int conn_open_output(uv_loop_t *loop, int fd, size_t max_queue, const struct conn_callbacks *cb,
 		     void *data, struct conn **out);
+/* An input-only connection on fd when it is a pipe (serve's standard input:
+ * read on the loop, not through the thread pool). -ENOTSUP for anything
+ * else. */
+int conn_open_input(uv_loop_t *loop, int fd, size_t max_line, const struct conn_callbacks *cb,
+		    void *data, struct conn **out);
 /* Sends len bytes of line (a whole line, newline included), taking it (it
  * was malloc'd). -ENOBUFS when the queue passed its cap (the connection is
  * being dropped), -EPIPE when it is closing. */
