@@ -763,6 +763,7 @@ int cli_client(int argc, char **argv)
 		{"no-wait", no_argument, NULL, 'n'},
 		{"stop-on-error", no_argument, NULL, 'E'},
 		{"pool", required_argument, NULL, 'P'},
+		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
@@ -791,6 +792,7 @@ int cli_client(int argc, char **argv)
 				t.spath = optarg;
 			break;
 		case 'H': t.host = optarg; break;
+		case 's': t.spath = optarg; break;
 		case 'e': escapes = true; break;
 		case 'h':
 			printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);

@@ -313,6 +313,7 @@ int cli_server(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"foreground", no_argument, NULL, 'f'},
 		{"allow-remote-transports", no_argument, NULL, 'a'},
+		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -451,6 +452,7 @@ int cli_dial_stdio(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+						 {"socket", required_argument, NULL, 'S'},
 						 {NULL, 0, NULL, 0}};
 	while ((opt = getopt_long(argc, argv, "+:L:S:h", longopts, NULL)) != -1) {
 		switch (opt) {

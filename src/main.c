@@ -62,6 +62,11 @@ int main(int argc, char **argv)
 		args[0] = argv[0];
 		args[1] = argv[g];
 		memcpy(args + 2, argv + 1, (size_t)(g - 1) * sizeof(char *));
+		/* (-S before the command is the socket, always: capture's own -S
+		 * is where it starts) */
+		for (int i = 2; i < g + 1; i += 2)
+			if (strcmp(args[i], "-S") == 0)
+				args[i] = "--socket";
 		memcpy(args + g + 1, argv + g + 1, (size_t)(argc - g - 1) * sizeof(char *));
 		args[argc] = NULL;
 		argv = args;

@@ -695,6 +695,19 @@ class LifecycleTest(TestCase):
             self.assertIn("refused a client of uid %d" % nobody.pw_uid, f.read())
         os.chmod(os.path.dirname(self.srv.sock), 0o700)
 
+    def test_a_server_of_its_own_socket(self):
+        path = os.path.join(self.srv.dir, "elsewhere.sock")
+        p = self.srv("-S", path, "new", "mine")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.exists(path))
+        self.srv("-S", path, "exec", "mine", "-c", "for i in range(40): print(i)")
+        # before the verb, -S is the socket; capture's own -S is where it starts
+        p = self.srv("-S", path, "capture", "mine", "-S", "-5")
+        self.assertEqual(p.stdout.splitlines()[0], "12", p.stderr)
+        self.assertIn("no server running", self.srv("ls").stderr)  # (not the default one)
+        self.assertEqual(self.srv("-S", path, "kill-server").returncode, 0)
+        self.assertFalse(os.path.exists(path))
+
     def test_serve_stdio_holds_many_sessions(self):
         p = subprocess.run([PTYBOX, "serve", "--stdio", "--via", VIA], text=True,
                            capture_output=True, timeout=60, input="\n".join(json.dumps(r) for r in [
