@@ -1,7 +1,7 @@
 # bash completion for ptybox(1).
 # Install as /usr/share/bash-completion/completions/ptybox, or source it.
-# Options follow the getopt tables of src/cli_run.c, src/cli_serve.c and
-# CLI_SESSION_LONGOPTS in src/cli.h.
+# Options follow the getopt tables of src/cli_run.c, src/cli_serve.c,
+# src/cli_client.c, src/cli_server.c and CLI_SESSION_LONGOPTS in src/cli.h.
 
 _ptybox()
 {
@@ -27,7 +27,8 @@ _ptybox()
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		run | serve)
+		run | serve | new | exec | result | ls | interrupt | cancel | restart | kill | \
+			kill-server | capture | watch | server | dial-stdio)
 			cmd=${words[i]}
 			break
 			;;
@@ -35,7 +36,8 @@ _ptybox()
 	done
 
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'run serve --help --version' -- "$cur"))
+		COMPREPLY=($(compgen -W 'run serve new exec result ls interrupt cancel restart kill
+			kill-server capture watch server dial-stdio -L -S -H --help --version' -- "$cur"))
 		return
 	fi
 
@@ -92,6 +94,29 @@ _ptybox()
 		;;
 	serve)
 		COMPREPLY=($(compgen -W "--stdio --pool --help $session_opts" -- "$cur"))
+		;;
+	new)
+		COMPREPLY=($(compgen -W "--pool --help $session_opts" -- "$cur"))
+		;;
+	exec | result | interrupt | cancel | restart | kill | capture | watch)
+		if [[ $cur == -* ]]; then
+			local o='--help -L -S -H'
+			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error'
+			[[ $cmd == result ]] && o+=' --json --raw --no-wait'
+			[[ $cmd == capture ]] && o='--help -L -H -e -S'
+			COMPREPLY=($(compgen -W "$o" -- "$cur"))
+		else
+			# the server's sessions, by name (nothing if none runs)
+			local names
+			names=$(ptybox ls 2>/dev/null | awk 'NR > 1 { print $1 }')
+			COMPREPLY=($(compgen -W "$names" -- "$cur"))
+		fi
+		;;
+	ls)
+		COMPREPLY=($(compgen -W "--json --help -L -S -H" -- "$cur"))
+		;;
+	server)
+		COMPREPLY=($(compgen -W "--foreground --allow-remote-transports --help -L -S" -- "$cur"))
 		;;
 	esac
 } &&

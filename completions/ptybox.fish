@@ -8,6 +8,23 @@ complete -c ptybox -f
 # ptybox COMMAND
 complete -c ptybox -n __fish_use_subcommand -a run -d 'Run snippets in one session'
 complete -c ptybox -n __fish_use_subcommand -a serve -d 'Drive a session with JSON lines'
+complete -c ptybox -n __fish_use_subcommand -a new -d 'Create a session in the server'
+complete -c ptybox -n __fish_use_subcommand -a exec -d 'Run code in a session of the server'
+complete -c ptybox -n __fish_use_subcommand -a result -d "An execution's result"
+complete -c ptybox -n __fish_use_subcommand -a ls -d "The server's sessions"
+complete -c ptybox -n __fish_use_subcommand -a interrupt -d 'Interrupt what runs in a session'
+complete -c ptybox -n __fish_use_subcommand -a cancel -d 'Drop a queued execution'
+complete -c ptybox -n __fish_use_subcommand -a restart -d 'A fresh interpreter for a session'
+complete -c ptybox -n __fish_use_subcommand -a kill -d 'End a session'
+complete -c ptybox -n __fish_use_subcommand -a kill-server -d 'End every session and the server'
+complete -c ptybox -n __fish_use_subcommand -a capture -d "A session's screen as text"
+complete -c ptybox -n __fish_use_subcommand -a watch -d 'Follow a session as JSON lines'
+complete -c ptybox -n __fish_use_subcommand -a server -d 'Start the server'
+complete -c ptybox -n __fish_use_subcommand -a dial-stdio -d "The server's socket on stdin and stdout"
+complete -c ptybox -n '__fish_seen_subcommand_from exec result interrupt cancel restart kill capture watch' -a '(ptybox ls 2>/dev/null | awk \'NR > 1 { print $1 }\')' -d 'Session'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -s c -x -d 'A snippet (repeatable)'
+complete -c ptybox -n '__fish_seen_subcommand_from exec result ls' -l json -d 'JSON lines'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -l no-wait -d "Print each execution's id and return"
 complete -c ptybox -n __fish_use_subcommand -s h -l help -d 'Show help'
 complete -c ptybox -n __fish_use_subcommand -l version -d 'Show the version'
 
@@ -22,7 +39,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON line
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
 
 # Options of both
-set -l in_cmd '__fish_seen_subcommand_from run serve'
+set -l in_cmd '__fish_seen_subcommand_from run serve new'
 complete -c ptybox -n $in_cmd -s h -l help -d 'Show help'
 complete -c ptybox -n $in_cmd -l via -x -d 'Where the interpreter runs' -a "
 	local\t'The embedded sandbox (default)'
