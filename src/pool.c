@@ -21,6 +21,8 @@
 #include "transport.h"
 
 #define POOL_MAX 64
+/* How long after a take the pool starts the interpreter that replaces it. */
+#define POOL_REFILL_MS 1
 
 struct ptybox_pool {
 	uv_loop_t *loop;
@@ -29,6 +31,9 @@ struct ptybox_pool {
 	double boot_timeout;
 	unsigned size;
 	bool closing;
+	/* A take refills a moment later: the fork of the next sandbox must not
+	 * stand between the session taken for and its ready. */
+	uv_timer_t refill;
 	struct instance *slot[POOL_MAX];
 };
 
@@ -111,9 +116,17 @@ int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned si
 		free(p);
 		return rc;
 	}
+	uv_timer_init(p->loop, &p->refill);
+	p->refill.data = p;
+	uv_unref((uv_handle_t *)&p->refill);
 	pool_fill(p);
 	*out = p;
 	return 0;
+}
+
+static void pool_refill_cb(uv_timer_t *t)
+{
+	pool_fill(t->data);
 }
 
 struct instance *pool_take(ptybox_pool *p, const struct transport_options *topts,
@@ -137,7 +150,7 @@ struct instance *pool_take(ptybox_pool *p, const struct transport_options *topts
 	struct instance *in = best >= 0 ? p->slot[best] : NULL;
 	if (best >= 0)
 		p->slot[best] = NULL;
-	pool_fill(p);
+	uv_timer_start(&p->refill, pool_refill_cb, POOL_REFILL_MS, 0);
 	return in;
 }
 
@@ -149,13 +162,18 @@ unsigned ptybox_pool_ready(const ptybox_pool *p)
 	return n;
 }
 
+static void pool_closed_cb(uv_handle_t *h)
+{
+	free(h->data);
+}
+
 void ptybox_pool_close(ptybox_pool *p)
 {
 	p->closing = true;
 	for (unsigned i = 0; i < p->size; i++)
 		if (p->slot[i])
 			instance_close(p->slot[i]);
-	/* Instances free themselves once their handles closed; the pool holds
-	 * no handle of its own. */
-	free(p);
+	/* Instances free themselves once their handles closed; the pool goes
+	 * once its timer has. */
+	uv_close((uv_handle_t *)&p->refill, pool_closed_cb);
 }
