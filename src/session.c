@@ -67,6 +67,12 @@ struct exec {
 	bool cut; /* the driver cut its value, error or a display's text */
 };
 
+/* Sessions of this process with a snippet sent and its result not yet in.
+ * Busy polling pays for one (nobody else wants the CPU); with more, their
+ * loop would spin for someone at all times, taking a CPU from the very
+ * interpreters it waits for. */
+static unsigned session_awaiting;
+
 struct ptybox_session {
 	uv_loop_t *loop;
 	struct ptybox_options opts;
@@ -88,6 +94,7 @@ struct ptybox_session {
 	uint64_t spin_until;
 	int closing_parts; /* the timer, the spin and the instance, once closing */
 
+	bool awaiting;		  /* counted in session_awaiting */
 	struct exec *head, *tail; /* head is the running one in S_RUNNING */
 	size_t queued;
 	struct outbuf out, err;
@@ -166,6 +173,13 @@ static struct exec *session_pop(ptybox_session *s)
 	return e;
 }
 
+static void session_await(ptybox_session *s, bool on)
+{
+	if (s->awaiting != on)
+		session_awaiting += on ? 1 : -1;
+	s->awaiting = on;
+}
+
 /* The traceback lines joined into one string; NULL when there are none. */
 static char *session_join_traceback(const cJSON *error)
 {
@@ -201,6 +215,7 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 	struct exec *e = session_pop(s);
 	if (!e)
 		return;
+	session_await(s, false);
 	uv_timer_stop(&s->timer);
 	size_t olen = 0, elen = 0;
 	uint64_t odrop = 0, edrop = 0;
@@ -327,7 +342,7 @@ static void session_send_failed_cb(uv_timer_t *t)
 static void session_spin_cb(uv_idle_t *h)
 {
 	ptybox_session *s = h->data;
-	if (s->state != S_RUNNING || uv_hrtime() >= s->spin_until)
+	if (s->state != S_RUNNING || uv_hrtime() >= s->spin_until || session_awaiting > 1)
 		uv_idle_stop(h);
 	else
 		sched_yield();
@@ -367,7 +382,8 @@ static void session_pump(ptybox_session *s)
 		return;
 	}
 	session_arm(s, options_seconds_ms(e->timeout), session_timeout_cb);
-	if (s->opts.busy_poll_us) {
+	session_await(s, true);
+	if (s->opts.busy_poll_us && session_awaiting == 1) {
 		s->spin_until = e->sent_ns + (uint64_t)s->opts.busy_poll_us * 1000;
 		uv_idle_start(&s->spin, session_spin_cb);
 	}
@@ -1045,6 +1061,7 @@ void ptybox_session_close(ptybox_session *s)
 	if (s->state == S_CLOSING)
 		return;
 	s->state = S_CLOSING;
+	session_await(s, false);
 	while (s->head)
 		exec_free(session_pop(s));
 	cJSON_Delete(s->held.error);
