@@ -836,14 +836,17 @@ class Kernel:
         if a stream was busy (being written or flushed: try again soon)."""
         done = True
         for s in tuple(self.streams.values()):
-            buf = s._ptybox_buf
+            try:
+                buf, sink = s._ptybox_buf, s._ptybox_sink
+            except BaseException:            # user code took the stream apart: the
+                continue                     # next result puts it back
             if not buf.dirty:
                 continue
             if not buf.lock.acquire(False):
                 done = False
                 continue
             try:
-                s._ptybox_sink.flush_text()
+                sink.flush_text()
             except BaseException:
                 pass
             finally:
@@ -854,22 +857,26 @@ class Kernel:
         """Before our other stream writes: this one's buffered text first (not
         if another thread is at it, which cannot wait for us: no deadlock)."""
         s = self.streams.get(name)
-        if s is None or not s._ptybox_buf.dirty or not s._ptybox_buf.lock.acquire(False):
+        try:
+            buf, sink = s._ptybox_buf, s._ptybox_sink
+        except BaseException:                # (none, or taken apart by user code)
+            return
+        if not buf.dirty or not buf.lock.acquire(False):
             return
         try:
-            s._ptybox_sink.flush_text()
+            sink.flush_text()
         except BaseException:
             pass
         finally:
-            s._ptybox_buf.lock.release()
+            buf.lock.release()
 
     def _flush_all(self):
         for s in tuple(self.streams.values()):
-            if s._ptybox_buf.dirty:
-                try:
+            try:
+                if s._ptybox_buf.dirty:
                     s.flush()
-                except BaseException:
-                    pass
+            except BaseException:            # (taken apart by user code: put back later)
+                pass
 
     def _patch_flush_points(self):
         """sys.stdout is block-buffered (for speed): what it holds goes out

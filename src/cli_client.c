@@ -533,7 +533,18 @@ static int verb_simple(struct client *cl, const char *op, const char *name, cons
 		}
 		protocol_json_add_uint(req, "exec", n);
 	}
-	return client_simple(cl, op, req, NULL);
+	cJSON *reply = NULL;
+	int rc = client_simple(cl, op, req, &reply);
+	const cJSON *done = cJSON_GetObjectItemCaseSensitive(reply, "interrupted");
+	if (rc == 0 && cJSON_IsFalse(done)) { /* (interrupt NAME ID) */
+		const char *state = protocol_str(reply, "state");
+		cli_error("%s: execution %s is not running (%s): nothing to interrupt", op, exec,
+			  state && strcmp(state, "done") == 0 ? "it has ended"
+							      : "it waits its turn");
+		rc = CLI_EXIT_FAILED;
+	}
+	cJSON_Delete(reply);
+	return rc;
 }
 
 /* A result in human form or as a line (--json); its exit status. */
@@ -551,6 +562,20 @@ static int client_show_result(struct cli_render *r, cJSON *result, bool with_out
 		cJSON_ArrayForEach(d, display) cli_render_display(r, d);
 	}
 	return cli_render_result_json(r, result) == 1 ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+/* After ^C: the first of ours is interrupted if it runs, cancelled if it
+ * still waits behind someone else's (one of the two does nothing); those
+ * after it are cancelled. */
+static void client_stop_exec(struct client *cl, const char *name, uint64_t exec, bool first)
+{
+	if (!exec)
+		return;
+	for (int i = first ? 0 : 1; i < 2; i++) {
+		cJSON *req = client_request(i == 0 ? "interrupt" : "cancel", name);
+		protocol_json_add_uint(req, "exec", exec);
+		client_send(cl, req);
+	}
 }
 
 struct exec_args {
@@ -600,15 +625,8 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			if (interrupted_once) /* a second ^C: leave now; it runs on */
 				return 130;
 			interrupted_once = true;
-			/* ^C: the one running is interrupted, the ones after it cancelled */
-			for (size_t i = done; i < n; i++) {
-				if (!execs[i])
-					continue;
-				cJSON *req =
-					client_request(i == done ? "interrupt" : "cancel", name);
-				protocol_json_add_uint(req, "exec", execs[i]);
-				client_send(cl, req);
-			}
+			for (size_t i = done; i < n; i++)
+				client_stop_exec(cl, name, execs[i], i == done);
 			continue;
 		}
 		if (!o) {
@@ -626,6 +644,8 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "exec");
 			execs[k] = cJSON_IsNumber(x) ? (uint64_t)x->valuedouble : 0;
 			running = execs[done];
+			if (interrupted_once) /* a ^C came before its id did */
+				client_stop_exec(cl, name, execs[k], k == done);
 		} else if (event && strcmp(event, "stream") == 0) {
 			const char *sname = protocol_str(o, "name"),
 				   *text = protocol_str(o, "text");
@@ -840,7 +860,11 @@ int cli_client(int argc, char **argv)
 				break;
 			}
 			if (!is_new) {
-				cli_error("%s: option '%s' is for new", cmd, argv[optind - 1]);
+				const struct option *lo = longopts;
+				while (lo->name && lo->val != opt)
+					lo++;
+				cli_error("%s: option '--%s' is for new", cmd,
+					  lo->name ? lo->name : "?");
 				return CLI_EXIT_USAGE;
 			}
 			if (cli_session_opt(&so, opt, optarg, "new") != 1)
@@ -867,6 +891,10 @@ int cli_client(int argc, char **argv)
 			       : 1;
 	if (strcmp(cmd, "cancel") == 0)
 		want_min = 2;
+	if (strcmp(cmd, "cancel") == 0 && argc - optind == 1) {
+		cli_error("cancel: missing the execution's id (ptybox cancel NAME ID)");
+		return CLI_EXIT_USAGE;
+	}
 	int bad = verb_bad_args(cmd, argc, optind, want_min, want_max);
 	if (bad)
 		return bad;

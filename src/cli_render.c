@@ -155,6 +155,9 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 			  (unsigned long long)res->id, (unsigned long long)res->dropped_bytes);
 	if (res->message)
 		cli_render_message(r, NULL, res->id, res->message);
+	else if (res->state_lost) /* (a restart asked for says nothing else) */
+		cli_error("%s %llu: ran on a fresh interpreter: the state before it is lost",
+			  r->what, (unsigned long long)res->id);
 }
 
 void cli_render_json_line(const cJSON *o)
@@ -228,6 +231,7 @@ int cli_render_result_json(struct cli_render *r, cJSON *result)
 		.traceback = traceback,
 		.message = protocol_str(result, "message"),
 		.truncated = cJSON_IsTrue(truncated),
+		.state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "state_lost")),
 		.dropped_bytes = render_uint(result, "dropped_bytes"),
 	};
 	cli_render_result(r, &res);

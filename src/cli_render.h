@@ -26,7 +26,7 @@ struct cli_render {
 struct cli_render_result {
 	uint64_t id;
 	const char *value, *error_name, *error_value, *traceback, *message;
-	bool truncated;
+	bool truncated, state_lost;
 	uint64_t dropped_bytes;
 };
 

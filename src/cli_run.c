@@ -107,6 +107,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 						   .traceback = res->traceback,
 						   .message = res->message,
 						   .truncated = res->truncated,
+						   .state_lost = res->state_lost,
 						   .dropped_bytes = res->dropped_bytes,
 					   });
 	}

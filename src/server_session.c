@@ -854,7 +854,7 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 		snprintf(why, sizeof(why), "session '%s' was killed", ss->name);
 	srv_answer_live(ss, "killed", why);
 	for (struct srv_waiter *w = ss->new_waiters; w; w = w->next)
-		srv_reply_error(w->client, w->id, "cannot_start", "%s", why);
+		srv_reply_error(w->client, w->id, "killed", "%s", why);
 	srv_waiters_free(&ss->new_waiters);
 	ss->state = SS_CLOSING;
 	srv_watchers_state(ss, "killed", NULL);
