@@ -749,6 +749,15 @@ class Kernel:
         if fresh:
             sys.stdout = sys.__stdout__ = out
             sys.stderr = sys.__stderr__ = err
+            if out.closed or err.closed:
+                # What these replaced went as they did, and may have closed
+                # ours on its way (a TextIOWrapper over sys.stdout.buffer):
+                # fresh ones, then.
+                out, err = self._stream("stdout", 1), self._stream("stderr", 2)
+                self.std_streams = (out, err)
+                self.bufs = (out._ptybox_buf, err._ptybox_buf)
+                sys.stdout = sys.__stdout__ = out
+                sys.stderr = sys.__stderr__ = err
             sys.stdin = sys.__stdin__ = stdin
             sys.modules = _MODULES
             _MODULES["__main__"] = module
