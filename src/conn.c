@@ -135,30 +135,38 @@ static struct conn *conn_alloc(uv_loop_t *loop, size_t max_line, size_t max_queu
 	return c;
 }
 
-int conn_accept(uv_stream_t *server, size_t max_line, size_t max_queue,
-		const struct conn_callbacks *cb, void *data, struct conn **out)
+/* A connection read at once: accepted on server, or opened on fd. */
+static int conn_reader(uv_loop_t *loop, uv_stream_t *server, int fd, size_t max_line,
+		       size_t max_queue, const struct conn_callbacks *cb, void *data,
+		       struct conn **out)
 {
-	struct conn *c = conn_alloc(server->loop, max_line, max_queue, cb, data);
+	struct conn *c = conn_alloc(loop, max_line, max_queue, cb, data);
 	if (!c)
 		return -ENOMEM;
-	int rc = uv_pipe_init(server->loop, &c->pipe, 0);
+	int rc = uv_pipe_init(loop, &c->pipe, 0);
 	if (rc < 0) {
 		free(c);
 		return rc;
 	}
 	c->has_pipe = true;
 	c->pipe.data = c;
-	rc = uv_accept(server, (uv_stream_t *)&c->pipe);
+	rc = server ? uv_accept(server, (uv_stream_t *)&c->pipe) : uv_pipe_open(&c->pipe, fd);
 	if (rc == 0)
 		rc = uv_read_start((uv_stream_t *)&c->pipe, conn_alloc_cb, conn_read_cb);
 	if (rc < 0) {
-		c->cb = NULL;
+		c->cb = NULL; /* (never opened: nobody to tell) */
 		uv_close((uv_handle_t *)&c->pipe, conn_closed_cb);
 		return rc;
 	}
 	c->reading = true;
 	*out = c;
 	return 0;
+}
+
+int conn_accept(uv_stream_t *server, size_t max_line, size_t max_queue,
+		const struct conn_callbacks *cb, void *data, struct conn **out)
+{
+	return conn_reader(server->loop, server, -1, max_line, max_queue, cb, data, out);
 }
 
 int conn_open_output(uv_loop_t *loop, int fd, size_t max_queue, const struct conn_callbacks *cb,
@@ -298,25 +306,5 @@ int conn_open_input(uv_loop_t *loop, int fd, size_t max_line, const struct conn_
 {
 	if (uv_guess_handle(fd) != UV_NAMED_PIPE)
 		return -ENOTSUP;
-	struct conn *c = conn_alloc(loop, max_line, 0, cb, data);
-	if (!c)
-		return -ENOMEM;
-	int rc = uv_pipe_init(loop, &c->pipe, 0);
-	if (rc < 0) {
-		free(c);
-		return rc;
-	}
-	c->has_pipe = true;
-	c->pipe.data = c;
-	rc = uv_pipe_open(&c->pipe, fd);
-	if (rc == 0)
-		rc = uv_read_start((uv_stream_t *)&c->pipe, conn_alloc_cb, conn_read_cb);
-	if (rc < 0) {
-		c->cb = NULL;
-		uv_close((uv_handle_t *)&c->pipe, conn_closed_cb);
-		return rc;
-	}
-	c->reading = true;
-	*out = c;
-	return 0;
+	return conn_reader(loop, NULL, fd, max_line, 0, cb, data, out);
 }
