@@ -840,44 +840,37 @@ class Kernel:
                 failure = failure or e
         return failure
 
-    def flush_idle(self):
-        """(The watchdog thread) what sys.stdout/err buffered, out now; False
-        if a stream was busy (being written or flushed: try again soon)."""
-        done = True
-        for s in tuple(self.streams.values()):
-            try:
-                buf, sink = s._ptybox_buf, s._ptybox_sink
-            except BaseException:            # user code took the stream apart: the
-                continue                     # next result puts it back
-            if not buf.dirty:
-                continue
-            if not buf.lock.acquire(False):
-                done = False
-                continue
-            try:
-                sink.flush_text()
-            except BaseException:
-                pass
-            finally:
-                buf.lock.release()
-        return done
-
-    def _flush_held(self, name):
-        """Before our other stream writes: this one's buffered text first (not
-        if another thread is at it, which cannot wait for us: no deadlock)."""
-        s = self.streams.get(name)
+    def _flush_quietly(self, s):
+        """s's buffered text out now, unless another thread is at it (False:
+        try again soon); never raises, whatever user code did to s."""
         try:
             buf, sink = s._ptybox_buf, s._ptybox_sink
-        except BaseException:                # (none, or taken apart by user code)
-            return
-        if not buf.dirty or not buf.lock.acquire(False):
-            return
+        except BaseException:                # (none, or taken apart by user code:
+            return True                      # the next result puts it back)
+        if not buf.dirty:
+            return True
+        if not buf.lock.acquire(False):
+            return False
         try:
             sink.flush_text()
         except BaseException:
             pass
         finally:
             buf.lock.release()
+        return True
+
+    def flush_idle(self):
+        """(The watchdog thread) what sys.stdout/err buffered, out now; False
+        if a stream was busy (being written or flushed: try again soon)."""
+        done = True
+        for s in tuple(self.streams.values()):
+            done = self._flush_quietly(s) and done
+        return done
+
+    def _flush_held(self, name):
+        """Before our other stream writes: this one's buffered text first (not
+        if another thread is at it, which cannot wait for us: no deadlock)."""
+        self._flush_quietly(self.streams.get(name))
 
     def _flush_all(self):
         for s in tuple(self.streams.values()):
