@@ -117,8 +117,23 @@ static void daemon_on_close(struct conn *c, const char *why)
 	free(dc);
 }
 
+/* Its input ended (a half-close, dial-stdio at the end of its input): the
+ * replies owed still go, then it closes. */
+static void daemon_drained(void *conn)
+{
+	conn_close(conn, "end of input");
+}
+
+static void daemon_on_eof(struct conn *c)
+{
+	struct daemon_conn *dc = c->data;
+	if (!dc->client || server_client_eof(dc->client))
+		conn_close(c, "end of input");
+}
+
 static const struct conn_callbacks daemon_conn_callbacks = {
 	.on_line = daemon_on_line,
+	.on_eof = daemon_on_eof,
 	.on_close = daemon_on_close,
 };
 
@@ -159,6 +174,8 @@ static void daemon_on_connection(uv_stream_t *listener, int status)
 	dc->client = server_client_new(d->server, 0, daemon_send, dc->conn);
 	if (!dc->client)
 		conn_abort(dc->conn, "dropped: out of memory");
+	else
+		server_client_set_drained(dc->client, daemon_drained);
 }
 
 static void daemon_closed_cb(uv_handle_t *h)

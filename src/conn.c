@@ -112,7 +112,13 @@ static void conn_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 		return;
 	if (n == UV_EOF) {
 		linebuf_finish(&c->lines, conn_line, c);
-		conn_close(c, "end of input");
+		if (c->cb->on_eof && !c->closing) { /* (a half-close: replies may still go) */
+			uv_read_stop(s);
+			c->reading = false;
+			c->cb->on_eof(c);
+		} else {
+			conn_close(c, "end of input");
+		}
 		return;
 	}
 	char why[96];

@@ -22,6 +22,8 @@ struct conn;
 struct conn_callbacks {
 	/* A request line (NUL-terminated), or too_long: one passed the cap. */
 	void (*on_line)(struct conn *c, const char *line, size_t len, bool too_long);
+	/* The end of input (optional: without it, the connection closes). */
+	void (*on_eof)(struct conn *c);
 	/* The connection is closed (why says how: "end of input", a read error,
 	 * "dropped: ..."); memory goes after this returns. */
 	void (*on_close)(struct conn *c, const char *why);

@@ -116,9 +116,21 @@ struct srv_waiter *srv_waiter_new(struct server_client *c, const cJSON *id, bool
 	if (!w)
 		return NULL;
 	w->client = c;
+	if (c)
+		c->owed++;
 	w->id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
 	w->stream = stream;
 	return w;
+}
+
+/* A client whose input ended is let go once nothing is owed to it. */
+void srv_waiter_free(struct srv_waiter *w)
+{
+	struct server_client *c = w->client;
+	cJSON_Delete(w->id);
+	free(w);
+	if (c && c->owed && --c->owed == 0 && c->eof && !c->gone && c->drained)
+		c->drained(c->conn);
 }
 
 void srv_waiters_free(struct srv_waiter **list)
@@ -126,8 +138,7 @@ void srv_waiters_free(struct srv_waiter **list)
 	while (*list) {
 		struct srv_waiter *w = *list;
 		*list = w->next;
-		cJSON_Delete(w->id);
-		free(w);
+		srv_waiter_free(w);
 	}
 }
 
@@ -140,8 +151,7 @@ void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c)
 			continue;
 		}
 		*list = w->next;
-		cJSON_Delete(w->id);
-		free(w);
+		srv_waiter_free(w);
 	}
 }
 
@@ -229,9 +239,21 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 	return c;
 }
 
+bool server_client_eof(struct server_client *c)
+{
+	c->eof = true;
+	return c->owed == 0;
+}
+
+void server_client_set_drained(struct server_client *c, void (*drained)(void *conn))
+{
+	c->drained = drained;
+}
+
 void server_client_gone(struct server_client *c)
 {
 	struct server *sv = c->server;
+	c->gone = true;
 	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
 		srv_session_client_gone(ss, c);
 	for (struct srv_session *ss = sv->closing; ss; ss = ss->next)

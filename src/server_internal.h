@@ -82,7 +82,9 @@ struct server_client {
 	struct server_client *next;
 	struct server *server;
 	unsigned flags;
-	bool hello, remote, dead;
+	bool hello, remote, dead, eof, gone;
+	size_t owed; /* its waiters: replies still owed to it */
+	void (*drained)(void *conn);
 	server_send_fn send;
 	void *conn;
 };
@@ -111,6 +113,7 @@ void srv_reply_error(struct server_client *c, const cJSON *id, const char *code,
 /* A line built by hand: "{\"id\":" ID "," REST, REST starting after its '{'. */
 void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest, size_t len);
 void srv_waiters_free(struct srv_waiter **list);
+void srv_waiter_free(struct srv_waiter *w);
 void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c);
 struct srv_waiter *srv_waiter_new(struct server_client *c, const cJSON *id, bool stream);
 void srv_session_unlink(struct server *sv, struct srv_session *ss);

@@ -222,8 +222,7 @@ static void srv_on_ready(ptybox_session *ps, void *data)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "session", ss->name);
 		srv_reply_ok(w->client, w->id, o);
-		cJSON_Delete(w->id);
-		free(w);
+		srv_waiter_free(w);
 	}
 	srv_watchers_state(ss, first ? "started" : "restarted", NULL);
 	srv_maybe_idle(ss->server);

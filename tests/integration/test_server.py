@@ -497,6 +497,16 @@ class ProtocolTest(TestCase):
         self.assertEqual(c.reply(8)["status"], "cancelled")
         c.close()
 
+    def test_a_half_closed_client_gets_what_it_is_owed(self):
+        c = Client(self.srv.sock)
+        c.send({"id": 1, "op": "exec", "session": "a",
+                "code": "import time; time.sleep(0.2); 'owed'"})
+        c.s.shutdown(socket.SHUT_WR)  # (its input ends; it still reads)
+        self.assertEqual(c.reply(1)["result"], {"text/plain": "'owed'"})
+        with self.assertRaises(EOFError):  # then the server closes
+            c.recv()
+        c.close()
+
     def test_garbage_never_harms_the_server(self):
         c = Client(self.srv.sock)
         for bad in [b"not json\n", b"\xff\xfe\n", b"[1,2]\n", b'{"op":"exec"\n',
