@@ -36,12 +36,17 @@ static void srv_send_line(struct server_client *c, char *s, size_t n)
 		c->dead = true;
 }
 
+char *srv_print(const cJSON *o, size_t *n)
+{
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+	*n = s ? strlen(s) : 0;
+	return s ? protocol_json_escape_unsafe(s, n) : NULL;
+}
+
 void srv_send(struct server_client *c, cJSON *o)
 {
-	char *s = c->dead || !o ? NULL : cJSON_PrintUnformatted(o);
-	size_t n = s ? strlen(s) : 0;
-	if (s)
-		s = protocol_json_escape_unsafe(s, &n);
+	size_t n;
+	char *s = c->dead ? NULL : srv_print(o, &n);
 	if (s)
 		srv_send_line(c, s, n);
 	cJSON_Delete(o);
@@ -89,11 +94,11 @@ void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest,
 {
 	if (c->dead)
 		return;
-	char *ids = id ? cJSON_PrintUnformatted(id) : NULL;
-	size_t idn = ids ? strlen(ids) : 0;
-	size_t head = ids ? 6 + idn + 1 : 1; /* {"id":ID, or { */
+	size_t idn = 0;
+	char *ids = id ? srv_print(id, &idn) : NULL; /* (rest is escaped already) */
+	size_t head = ids ? 6 + idn + 1 : 1;	     /* {"id":ID, or { */
 	size_t n = head + len;
-	char *s = malloc(n + 1);
+	char *s = malloc(n + 1); /* (+1: the newline) */
 	if (s) {
 		memcpy(s, "{\"id\":", ids ? 6 : 1);
 		if (ids) {
@@ -101,15 +106,10 @@ void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest,
 			s[6 + idn] = ',';
 		}
 		memcpy(s + head, rest, len);
-		size_t m = n;
-		/* the id is the client's, escaped like everything else */
-		s = protocol_json_escape_unsafe(s, &m);
-		if (s)
-			srv_send_line(c, s, m);
+		srv_send_line(c, s, n);
 	}
 	cJSON_free(ids);
 }
-
 struct srv_waiter *srv_waiter_new(struct server_client *c, const cJSON *id, bool stream)
 {
 	struct srv_waiter *w = calloc(1, sizeof(*w));

@@ -103,6 +103,9 @@ struct server {
 	uint64_t started_ms;
 };
 
+/* server.c: o as one line of JSON (not ended), escaped (C1, bidi): the
+ * caller frees it with cJSON_free. NULL when out of memory. */
+char *srv_print(const cJSON *o, size_t *n);
 /* server.c: sending. Each takes o and deletes it. */
 void srv_send(struct server_client *c, cJSON *o);
 /* {"id":ID,"ok":true} plus o's members (o may be NULL). */
@@ -110,7 +113,8 @@ void srv_reply_ok(struct server_client *c, const cJSON *id, cJSON *o);
 /* {"id":ID,"error":MSG,"code":CODE} */
 void srv_reply_error(struct server_client *c, const cJSON *id, const char *code, const char *fmt,
 		     ...) __attribute__((format(printf, 4, 5)));
-/* A line built by hand: "{\"id\":" ID "," REST, REST starting after its '{'. */
+/* A line built by hand: "{\"id\":" ID "," REST, REST starting after its '{'
+ * and escaped already (srv_print). */
 void srv_send_joined(struct server_client *c, const cJSON *id, const char *rest, size_t len);
 void srv_waiters_free(struct srv_waiter **list);
 void srv_waiter_free(struct srv_waiter *w);

@@ -156,13 +156,14 @@ static void srv_watchers_send(struct srv_session *ss, cJSON *o)
 		cJSON_Delete(o);
 		return;
 	}
-	char *s = cJSON_PrintUnformatted(o);
+	size_t n;
+	char *s = srv_print(o, &n); /* once, whoever many watch */
 	cJSON_Delete(o);
 	if (!s)
 		return;
 	/* rest: the object without its '{' */
 	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
-		srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
+		srv_send_joined(w->client, w->id, s + 1, n - 1);
 	cJSON_free(s);
 }
 
@@ -243,14 +244,14 @@ static void srv_forward(struct srv_session *ss, struct srv_exec *x, cJSON *o, bo
 {
 	if (late)
 		cJSON_AddBoolToObject(o, "late", 1);
-	char *s = x && (late ? x->origin != NULL : x->waiters != NULL) ? cJSON_PrintUnformatted(o)
-								       : NULL;
+	size_t n = 0;
+	char *s = x && (late ? x->origin != NULL : x->waiters != NULL) ? srv_print(o, &n) : NULL;
 	if (s && !late)
 		for (struct srv_waiter *w = x->waiters; w; w = w->next)
 			if (w->stream)
-				srv_send_joined(w->client, w->id, s + 1, strlen(s + 1));
+				srv_send_joined(w->client, w->id, s + 1, n - 1);
 	if (s && late)
-		srv_send_joined(x->origin, x->origin_id, s + 1, strlen(s + 1));
+		srv_send_joined(x->origin, x->origin_id, s + 1, n - 1);
 	cJSON_free(s);
 	if (ss->watchers) {
 		cJSON_AddStringToObject(o, "session", ss->name);
@@ -358,11 +359,9 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 		if (x->render)
 			srv_render_output(o, r);
 	}
-	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+	size_t n = 0;
+	char *s = srv_print(o, &n); /* (made once, kept, joined to each id) */
 	cJSON_Delete(o);
-	size_t n = s ? strlen(s) : 0;
-	if (s)
-		s = protocol_json_escape_unsafe(s, &n);
 	x->state = X_DONE;
 	ss->queued_bytes -= x->code_len;
 	x->status = r->status;
