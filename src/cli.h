@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ptybox.h"
 
@@ -48,6 +49,23 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
 /* Help text lines for the session options. */
 extern const char cli_session_help[];
+
+/* --record FILE and --record-max SIZE: the commands that show a session (run, new; repl and
+ * attach) take them, for getopt_long. */
+#define CLI_RECORD_LONGOPTS                                                                        \
+	{"record", required_argument, NULL, 0x180},                                                \
+	{                                                                                          \
+		"record-max", required_argument, NULL, 0x181                                       \
+	}
+struct cli_record_opts {
+	const char *path; /* NULL: no recording */
+	uint64_t max;	  /* the file's cap in bytes; 0: the default */
+};
+/* Handles one getopt result if it is a record option: 1 handled, 0 not ours, -1 bad value
+ * (message printed). */
+int cli_record_opt(struct cli_record_opts *r, int opt, const char *arg, const char *cmd);
+/* Help text lines for them. */
+extern const char cli_record_help[];
 
 /* Writes all of buf to fd, waiting if the fd is non-blocking. 0 or -errno. */
 int cli_write_all(int fd, const char *buf, size_t len);

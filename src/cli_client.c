@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -493,7 +494,43 @@ static int verb_bad_args(const char *cmd, int argc, int optind_, int want_min, i
 struct new_args {
 	const char *key[512], *val[512];
 	int n;
+	struct cli_record_opts rec;
+	char record[PATH_MAX]; /* rec.path, made absolute */
 };
+
+/* --record's path as the server needs it: absolute, since the server's folder is not ours.
+ * With -H the file is on the server's machine, where our folder means nothing: it must be
+ * absolute as given. -1 with the message printed. */
+static int new_record_path(struct new_args *na, const char *host)
+{
+	const char *path = na->rec.path;
+	if (!path) {
+		if (na->rec.max) {
+			cli_error("new: --record-max needs --record FILE");
+			return -1;
+		}
+		return 0;
+	}
+	if (path[0] != '/' && host) {
+		cli_error("new: --record %s: with -H the file is written on %s: give an absolute "
+			  "path",
+			  path, host);
+		return -1;
+	}
+	char cwd[PATH_MAX];
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		cli_error("new: --record %s: the current folder: %s", path, strerror(errno));
+		return -1;
+	}
+	int n = path[0] == '/' ? snprintf(na->record, sizeof(na->record), "%s", path)
+			       : snprintf(na->record, sizeof(na->record), "%s/%s",
+					  strcmp(cwd, "/") == 0 ? "" : cwd, path);
+	if (n < 0 || (size_t)n >= sizeof(na->record)) {
+		cli_error("new: --record %s: the path is too long", path);
+		return -1;
+	}
+	return 0;
+}
 
 static int verb_new(struct client *cl, const char *name, const struct new_args *na)
 {
@@ -515,6 +552,10 @@ static int verb_new(struct client *cl, const char *name, const struct new_args *
 			cJSON_AddStringToObject(opts, key, val);
 		}
 	}
+	if (na->rec.path)
+		cJSON_AddStringToObject(req, "record", na->record);
+	if (na->rec.max)
+		protocol_json_add_uint(req, "record_max", na->rec.max);
 	return client_simple(cl, "new", req, NULL);
 }
 
@@ -785,6 +826,7 @@ int cli_client(int argc, char **argv)
 		{"pool", required_argument, NULL, 'P'},
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_RECORD_LONGOPTS,
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -796,7 +838,8 @@ int cli_client(int argc, char **argv)
 	const char *start = NULL;
 	static struct new_args na;
 	na.n = 0;
-	int opt;
+	memset(&na.rec, 0, sizeof(na.rec));
+	int opt, ro;
 	optind = 1;
 	opterr = 0;
 	/* (capture's -S is its scrollback start, as tmux's capture-pane has it) */
@@ -817,7 +860,7 @@ int cli_client(int argc, char **argv)
 		case 'h':
 			printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
 			if (is_new)
-				printf("\n%s", cli_session_help);
+				printf("%s\n%s", cli_record_help, cli_session_help);
 			return CLI_EXIT_OK;
 		case 'j': a.json = true; break;
 		case 'r': a.raw = true; break;
@@ -857,6 +900,11 @@ int cli_client(int argc, char **argv)
 					return CLI_EXIT_USAGE;
 				}
 				a.has_timeout = true;
+				break;
+			}
+			if (is_new && (ro = cli_record_opt(&na.rec, opt, optarg, "new")) != 0) {
+				if (ro < 0)
+					return CLI_EXIT_USAGE;
 				break;
 			}
 			if (!is_new) {
@@ -909,6 +957,8 @@ int cli_client(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
+	if (is_new && new_record_path(&na, t.host) < 0)
+		return CLI_EXIT_USAGE;
 	if (is_new)
 		cli_warn_unsandboxed(&so.o);
 	struct client cl;

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "options.h"
 #include "protocol.h"
+#include "record.h"
 
 /* PID_MAX_LIMIT (2^22), less the sandbox's init and outer child, which its
  * pids cgroup counts along. */
@@ -55,6 +56,30 @@ static int cli_bad(const char *cmd, const char *opt, const char *arg, const char
 {
 	cli_error("%s: --%s %s: %s", cmd, opt, arg, want);
 	return -1;
+}
+
+const char cli_record_help[] =
+	"  --record FILE       an asciicast v2 recording of what the session shows, with a\n"
+	"                      marker per execution (asciinema play FILE); FILE is\n"
+	"                      created 0600 or overwritten\n"
+	"  --record-max SIZE   the recording's largest size (default 64M): there it stops\n";
+
+int cli_record_opt(struct cli_record_opts *r, int opt, const char *arg, const char *cmd)
+{
+	switch (opt) {
+	case 0x180:
+		if (!arg[0])
+			return cli_bad(cmd, "record", "''", "expected a file's path");
+		r->path = arg;
+		return 1;
+	case 0x181:
+		return options_parse_size(arg, &r->max) == 0 && r->max >= RECORD_MAX_MIN &&
+				       r->max <= RECORD_MAX_MAX
+			       ? 1
+			       : cli_bad(cmd, "record-max", arg,
+					 "expected a size from 4K to 1T, e.g. 64M");
+	default: return 0;
+	}
 }
 
 int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const char *cmd)

@@ -5,7 +5,9 @@
  * run in order in one session, so state carries from one to the next. Human
  * output mimics the Python REPL: output as it comes, the last expression's
  * value, tracebacks on stderr. --json prints one result object per line.
- * How they look is cli_render.c's, shared with exec and result.
+ * How they look is cli_render.c's, shared with exec and result. --record
+ * writes what a terminal would show (transcript.c) to an asciicast file
+ * (record.c), whether the output goes to a terminal, a pipe or --json.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -22,6 +25,8 @@
 #include "cli.h"
 #include "protocol.h"
 #include "cli_render.h"
+#include "record.h"
+#include "transcript.h"
 
 #define RUN_MAX_SNIPPETS 4096
 #define RUN_MAX_FILE	 ((size_t)256 << 20)
@@ -35,6 +40,11 @@ struct run {
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
+	/* --record: the snippets, for their prompts */
+	struct record *rec;
+	struct transcript ts;
+	const char *const *codes;
+	const size_t *lens;
 };
 
 static const char run_usage[] =
@@ -46,6 +56,7 @@ static const char run_usage[] =
 	"  --json              one result object per snippet per line on stdout\n"
 	"  --raw               write output to a terminal as it is, escape sequences\n"
 	"                      and all (by default only colours pass; see ptybox(1))\n"
+	"%s"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -64,10 +75,26 @@ static void run_close(struct run *r)
 	cli_signals_close(r->sig);
 }
 
+/* Snippet i (from 1) starts, as far as the recording goes: its marker, its prompt. */
+static void run_show_begin(struct run *r, size_t i)
+{
+	if (!r->rec || i > r->expected || r->fatal)
+		return;
+	record_exec(r->rec, i, r->codes[i - 1], r->lens[i - 1]);
+	transcript_input(&r->ts, r->codes[i - 1], r->lens[i - 1]);
+}
+
+static void run_record_warn(void *data, const char *message)
+{
+	cli_error("warning: %s", message);
+}
+
 static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, const char *text,
 			  size_t len, bool late, void *data)
 {
 	struct run *r = data;
+	if (r->rec)
+		transcript_output(&r->ts, text, len);
 	cli_render_stream(&r->out, name, text, len);
 }
 
@@ -75,9 +102,11 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 			   void *data)
 {
 	struct run *r = data;
-	if (r->json)
+	if (r->json && !r->rec)
 		return;
 	cJSON *o = cJSON_Parse(bundle);
+	if (r->rec)
+		transcript_display(&r->ts, protocol_str(o, "text/plain"));
 	cli_render_display(&r->out, o);
 	cJSON_Delete(o);
 }
@@ -88,6 +117,15 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 	r->done++;
 	if (res->status != PTYBOX_OK)
 		r->failed++;
+	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
+		transcript_result(&r->ts, &(struct transcript_result){
+						  .value = res->value_text,
+						  .error_name = res->error_name,
+						  .error_value = res->error_value,
+						  .traceback = res->traceback,
+					  });
+		record_flush(r->rec);
+	}
 	if (r->json) {
 		const char *line = ptybox_result_json(res);
 		if (line) {
@@ -117,7 +155,9 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			       : r->failed   ? CLI_EXIT_FAILED
 					     : CLI_EXIT_OK;
 		run_close(r);
+		return;
 	}
+	run_show_begin(r, r->done + 1);
 }
 
 /* The results of the snippets left, not run, follow: --json prints a line for
@@ -215,6 +255,39 @@ char *cli_read_code(const char *cmd, const char *path, size_t *len)
 	return code;
 }
 
+/* The user's window, or 80x24 without one: the recording's size. */
+static void run_window(unsigned *cols, unsigned *rows)
+{
+	struct winsize ws;
+	*cols = 80;
+	*rows = 24;
+	static const int fds[] = {1, 2, 0};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (ioctl(fds[i], TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
+			*cols = ws.ws_col;
+			*rows = ws.ws_row;
+			return;
+		}
+}
+
+/* --record: the file opened before the session starts, so that a path that cannot be
+ * written is a usage error and nothing runs. -1 with the message printed. */
+static int run_record_open(struct run *r, const struct cli_record_opts *rec, const char *file)
+{
+	char title[256], err[512];
+	struct record_config cfg = {.path = rec->path, .max_bytes = rec->max, .title = title};
+	snprintf(title, sizeof(title), "ptybox run%s%.200s", file ? " " : "", file ? file : "");
+	run_window(&cfg.width, &cfg.height);
+	cfg.warn = run_record_warn;
+	cfg.data = r;
+	if (record_open(&r->rec, &cfg, err, sizeof(err)) < 0) {
+		cli_error("run: --record %s", err);
+		return -1;
+	}
+	transcript_init(&r->ts, !getenv("NO_COLOR"), record_transcript_emit, r->rec);
+	return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct cli_session_opts so;
@@ -223,13 +296,15 @@ int cli_run(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"raw", no_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_RECORD_LONGOPTS,
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	const char *codes[RUN_MAX_SNIPPETS];
+	const char *codes[RUN_MAX_SNIPPETS + 1];
 	size_t ncodes = 0;
 	bool json = false, raw = false;
-	int opt;
+	struct cli_record_opts rec = {0};
+	int opt, rc;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:c:hj", longopts, NULL)) != -1) {
@@ -244,12 +319,16 @@ int cli_run(int argc, char **argv)
 		case 'j': json = true; break;
 		case 'r': raw = true; break;
 		case 'h':
-			printf("%s%s%s", run_usage, cli_session_help, run_usage_tail);
+			printf(run_usage, cli_record_help);
+			printf("%s%s", cli_session_help, run_usage_tail);
 			return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
-			if (cli_session_opt(&so, opt, optarg, "run") != 1)
+			rc = cli_record_opt(&rec, opt, optarg, "run");
+			if (rc == 0)
+				rc = cli_session_opt(&so, opt, optarg, "run");
+			if (rc != 1)
 				return CLI_EXIT_USAGE;
 		}
 	}
@@ -277,26 +356,39 @@ int cli_run(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
-	cli_warn_unsandboxed(&so.o);
 	struct run r = {.json = json};
+	r.expected = ncodes + (file_code ? 1 : 0);
+	size_t lens[RUN_MAX_SNIPPETS + 1];
+	for (size_t i = 0; i < ncodes; i++)
+		lens[i] = strlen(codes[i]);
+	codes[ncodes] = file_code; /* (room: codes has RUN_MAX_SNIPPETS + 1) */
+	lens[ncodes] = file_len;
+	r.codes = codes;
+	r.lens = lens;
+	if (rec.path && run_record_open(&r, &rec, optind < argc ? argv[optind] : NULL) < 0) {
+		free(file_code);
+		return CLI_EXIT_USAGE;
+	}
+	cli_warn_unsandboxed(&so.o);
 	cli_render_init(&r.out, json, raw, "snippet");
 	r.loop = uv_default_loop();
-	r.expected = ncodes + (file_code ? 1 : 0);
 	char err[512] = "";
-	int rc = ptybox_session_new(r.loop, &so.o,
-				    &(struct ptybox_callbacks){
-					    .on_stream = run_on_stream,
-					    .on_display = run_on_display,
-					    .on_result = run_on_result,
-					    .on_fatal = run_on_fatal,
-				    },
-				    &r, &r.session, err, sizeof(err));
+	rc = ptybox_session_new(r.loop, &so.o,
+				&(struct ptybox_callbacks){
+					.on_stream = run_on_stream,
+					.on_display = run_on_display,
+					.on_result = run_on_result,
+					.on_fatal = run_on_fatal,
+				},
+				&r, &r.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("run: %s", err[0] ? err : strerror(-rc));
+		record_close(r.rec);
 		free(file_code);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
+	run_show_begin(&r, 1);
 	for (size_t i = 0; i <= ncodes && r.session; i++) {
 		const char *code = i < ncodes ? codes[i] : file_code;
 		size_t len = i < ncodes ? strlen(codes[i]) : file_len;
@@ -314,6 +406,7 @@ int cli_run(int argc, char **argv)
 	uv_run(r.loop, UV_RUN_DEFAULT);
 	cli_render_text_end(&r.out, 1); /* late output may have ended inside a sequence */
 	cli_render_text_end(&r.out, 2);
+	record_close(r.rec);
 	free(file_code);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");
