@@ -70,6 +70,10 @@ int cli_record_opt(struct cli_record_opts *r, int opt, const char *arg, const ch
 	case 0x180:
 		if (!arg[0])
 			return cli_bad(cmd, "record", "''", "expected a file's path");
+		if (arg[0] == '-') { /* (an option forgotten after it; a file so named: ./-x) */
+			cli_error("%s: --record needs a file's path, not '%s'", cmd, arg);
+			return -1;
+		}
 		r->path = arg;
 		return 1;
 	case 0x181:

@@ -394,7 +394,8 @@ int cli_run(int argc, char **argv)
 		size_t len = i < ncodes ? strlen(codes[i]) : file_len;
 		if (!code)
 			break;
-		rc = ptybox_session_exec(r.session, i + 1, code, len, -1, !json);
+		/* (a recording shows the output as it comes, --json or not) */
+		rc = ptybox_session_exec(r.session, i + 1, code, len, -1, !json || r.rec);
 		if (rc < 0) {
 			cli_error("run: snippet %zu: %s", i + 1,
 				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
