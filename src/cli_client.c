@@ -733,9 +733,10 @@ static const char exec_usage[] =
 	"it\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
-	{"new", "Usage: ptybox new NAME [--pool N] [SESSION OPTIONS]\n"
+	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
 		"Create the session NAME in the server (started if none runs); returns once\n"
-		"it is ready. Takes every session option of `ptybox run`.\n"
+		"it is ready. Takes every session option of `ptybox run`. --record: the\n"
+		"server records the session from now until it ends.\n"
 		"  --pool N            the server keeps N interpreters of these options started\n"
 		"                      ahead, so that the next new with them is ready at once\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
