@@ -4,7 +4,9 @@ as asciicast v2 files that every line of parses as JSON and that Debian's
 import fcntl
 import json
 import os
+import re
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -45,6 +47,41 @@ def asciinema_cat(path, timeout=30):
         os.close(master)
     assert p.returncode == 0, p.stderr
     return p.stdout.decode("utf-8", "replace")
+
+
+def asciinema_play(path, timeout=60):
+    """What `asciinema play -i 0.05 FILE` writes to its terminal (a PTY, read
+    as it writes so that it never waits on a full one)."""
+    master, slave = os.openpty()
+
+    def ctty():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen(["asciinema", "play", "-i", "0.05", path], stdin=slave, stdout=slave,
+                         stderr=subprocess.PIPE, start_new_session=True, preexec_fn=ctty)
+    os.close(slave)
+    got, deadline = b"", time.monotonic() + timeout
+    try:
+        while True:  # to EIO on the master: the player and its terminal are gone
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("asciinema play did not end: %r" % got[-200:])
+            if select.select([master], [], [], left)[0]:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+        assert p.wait(max(0.1, deadline - time.monotonic())) == 0, p.stderr.read()
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stderr.close()
+    return got.decode("utf-8", "replace")
 
 
 class CastChecks:
@@ -96,10 +133,10 @@ class RunRecordTest(TestCase, CastChecks):
         # the traceback, red as human run shows it on a terminal
         self.assertIn("\x1b[31mTraceback (most recent call last):\r\n", text)
         self.assertIn("ZeroDivisionError: division by zero\r\n\x1b[0m", text)
-        played = asciinema_cat(self.cast)
-        for want in (">>> print('hello')", "hello", "42", "to stderr",
-                     "ZeroDivisionError: division by zero"):
-            self.assertIn(want, played)
+        for played in (asciinema_cat(self.cast), asciinema_play(self.cast)):
+            for want in (">>> print('hello')", "hello", "42", "to stderr",
+                         "ZeroDivisionError: division by zero"):
+                self.assertIn(want, played)
 
     def test_no_color_json_and_what_the_sandbox_must_not_do_to_a_player(self):
         env = dict(os.environ, NO_COLOR="1")
@@ -198,6 +235,7 @@ class NewRecordTest(TestCase, CastChecks):
         self.assertEqual(p.returncode, 1)
         p = self.verb("exec", "rec", "-c", "print('last')")
         self.assertEqual(p.returncode, 0, p.stderr)
+        screen = self.verb("capture", "rec").stdout
         self.assertEqual(self.verb("kill", "rec").returncode, 0)
         header, _ = read_cast(cast)
         self.assertEqual((header["width"], header["height"]), (80, 24))
@@ -212,6 +250,21 @@ class NewRecordTest(TestCase, CastChecks):
         played = asciinema_cat(cast)
         for want in ("first", "21", "KeyError: 'missing'", "last"):
             self.assertIn(want, played)
+        # the screen and the recording are fed the same: each line of one is in the other
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", text).replace("\r\n", "\n")
+        for line in screen.splitlines():
+            self.assertIn(line + "\n", plain)
+        self.assertIn(">>> {}['missing']", screen)
+
+    def test_dial_stdio_may_not_write_files(self):
+        p = subprocess.run([PTYBOX, "dial-stdio"], env=self.srv.env, capture_output=True,
+                           text=True, timeout=60, input=json.dumps(
+                               {"id": 1, "op": "new", "session": "far",
+                                "record": os.path.join(self.dir, "far.cast")}) + "\n")
+        m = json.loads(p.stdout)
+        self.assertEqual(m["code"], "usage", m)
+        self.assertIn("refused through dial-stdio", m["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "far.cast")))
 
     def test_a_path_the_server_cannot_open_creates_no_session(self):
         p = self.verb("new", "norec", "--record", "/nonexistent/dir/x.cast")
