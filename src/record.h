@@ -10,6 +10,7 @@
  *   record_exec(rec, id, code, len); transcript_input(&ts, code, len);   an execution starts
  *   transcript_output(&ts, text, len);                                   its output, as it comes
  *   transcript_result(&ts, &res); record_flush(rec);                     it ended
+ *     (a client of the server, with the result object: transcript_result_json(&ts, result))
  *   record_resize(rec, cols, rows);                                      the window changed
  *   record_close(rec);                                                   the end
  */

@@ -134,3 +134,39 @@ void transcript_result(struct transcript *t, const struct transcript_result *r)
 	}
 	transcript_emit(t, t->color ? "\x1b[0m" : "", t->color ? 4 : 0, false);
 }
+
+static const char *transcript_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+int transcript_result_json(struct transcript *t, const cJSON *result)
+{
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(result, "error");
+	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(error, "traceback"), *line;
+	char *traceback = NULL;
+	size_t n = 0, o = 0;
+	cJSON_ArrayForEach(line, tb) n += cJSON_IsString(line) ? strlen(line->valuestring) : 0;
+	if (n && !(traceback = malloc(n + 1)))
+		return -ENOMEM;
+	cJSON_ArrayForEach(line, tb)
+	{
+		if (cJSON_IsString(line)) {
+			memcpy(traceback + o, line->valuestring, strlen(line->valuestring));
+			o += strlen(line->valuestring);
+		}
+	}
+	if (traceback)
+		traceback[o] = '\0';
+	transcript_result(t, &(struct transcript_result){
+				     .value = transcript_str(
+					     cJSON_GetObjectItemCaseSensitive(result, "result"),
+					     "text/plain"),
+				     .error_name = transcript_str(error, "name"),
+				     .error_value = transcript_str(error, "value"),
+				     .traceback = traceback,
+			     });
+	free(traceback);
+	return 0;
+}

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 /* The room transcript_input_format needs for len bytes of code: a newline becomes "\n... ",
  * five bytes; the prompt and its ends take at most 16. */
 #define TRANSCRIPT_INPUT_MAX(len) (5 * (size_t)(len) + 16)
@@ -46,5 +48,9 @@ void transcript_output(struct transcript *t, const char *text, size_t len);
 void transcript_display(struct transcript *t, const char *text);
 /* An execution ends: its value, then its traceback (or "Name: value"), red when color. */
 void transcript_result(struct transcript *t, const struct transcript_result *r);
+/* The same from a result object of the protocol (ptybox-protocol(7): "result"'s text/plain,
+ * "error"'s name, value and traceback lines), as a client of the server gets it (attach,
+ * watch). Returns 0 or -ENOMEM. */
+int transcript_result_json(struct transcript *t, const cJSON *result);
 
 #endif

@@ -98,12 +98,37 @@ static void test_results_show_value_and_traceback(void **state)
 	assert_string_equal(p.marked, "|E|: |v|\n");
 }
 
+static void test_a_result_object_shows_the_same(void **state)
+{
+	struct sink a = {0}, b = {0};
+	struct transcript t;
+	transcript_init(&t, true, sink_emit, &a);
+	transcript_result(
+		&t, &(struct transcript_result){
+			    .error_name = "KeyError",
+			    .error_value = "'k'",
+			    .traceback = "Traceback (most recent call last):\nKeyError: 'k'\n",
+		    });
+	transcript_result(&t, &(struct transcript_result){.value = "'v'"});
+	transcript_init(&t, true, sink_emit, &b);
+	cJSON *r = cJSON_Parse("{\"status\":\"error\",\"error\":{\"name\":\"KeyError\","
+			       "\"value\":\"'k'\",\"traceback\":[\"Traceback (most recent call "
+			       "last):\\n\",\"KeyError: 'k'\\n\"]}}");
+	assert_int_equal(transcript_result_json(&t, r), 0);
+	cJSON_Delete(r);
+	r = cJSON_Parse("{\"status\":\"ok\",\"result\":{\"text/plain\":\"'v'\"}}");
+	assert_int_equal(transcript_result_json(&t, r), 0);
+	cJSON_Delete(r);
+	assert_string_equal(a.marked, b.marked);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_input_is_echoed_after_prompts),
 		cmocka_unit_test(test_a_prompt_goes_on_a_line_of_its_own),
 		cmocka_unit_test(test_results_show_value_and_traceback),
+		cmocka_unit_test(test_a_result_object_shows_the_same),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
