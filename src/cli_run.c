@@ -304,7 +304,7 @@ int cli_run(int argc, char **argv)
 	size_t ncodes = 0;
 	bool json = false, raw = false;
 	struct cli_record_opts rec = {0};
-	int opt, rc;
+	int opt, ro;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:c:hj", longopts, NULL)) != -1) {
@@ -325,10 +325,10 @@ int cli_run(int argc, char **argv)
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
-			rc = cli_record_opt(&rec, opt, optarg, "run");
-			if (rc == 0)
-				rc = cli_session_opt(&so, opt, optarg, "run");
-			if (rc != 1)
+			ro = cli_record_opt(&rec, opt, optarg, "run");
+			if (ro == 0)
+				ro = cli_session_opt(&so, opt, optarg, "run");
+			if (ro != 1)
 				return CLI_EXIT_USAGE;
 		}
 	}
@@ -373,14 +373,14 @@ int cli_run(int argc, char **argv)
 	cli_render_init(&r.out, json, raw, "snippet");
 	r.loop = uv_default_loop();
 	char err[512] = "";
-	rc = ptybox_session_new(r.loop, &so.o,
-				&(struct ptybox_callbacks){
-					.on_stream = run_on_stream,
-					.on_display = run_on_display,
-					.on_result = run_on_result,
-					.on_fatal = run_on_fatal,
-				},
-				&r, &r.session, err, sizeof(err));
+	int rc = ptybox_session_new(r.loop, &so.o,
+				    &(struct ptybox_callbacks){
+					    .on_stream = run_on_stream,
+					    .on_display = run_on_display,
+					    .on_result = run_on_result,
+					    .on_fatal = run_on_fatal,
+				    },
+				    &r, &r.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("run: %s", err[0] ? err : strerror(-rc));
 		record_close(r.rec);
