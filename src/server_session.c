@@ -123,10 +123,13 @@ static void srv_screen_flush(struct srv_session *ss)
 }
 
 /* A screen idle this long gives its terminal back (screen_shrink keeps the
- * picture): an idle session costs its text, not libvterm's cells. */
+ * picture): an idle session costs its text, not libvterm's cells. And a
+ * recording's events of a long execution reach its file within a second. */
 void srv_screens_sweep(struct server *sv)
 {
 	uint64_t now = uv_now(sv->loop);
+	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+		record_flush(ss->rec);
 	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
 		if (ss->screen && ss->screen_open && !ss->live &&
 		    now - ss->screen_used_ms >= SRV_SCREEN_IDLE_MS) {

@@ -266,6 +266,22 @@ class NewRecordTest(TestCase, CastChecks):
         self.assertIn("refused through dial-stdio", m["error"])
         self.assertFalse(os.path.exists(os.path.join(self.dir, "far.cast")))
 
+    def test_a_long_execution_reaches_the_file_while_it_runs(self):
+        cast = os.path.join(self.dir, "long.cast")
+        self.assertEqual(self.verb("new", "long", "--record", cast).returncode, 0)
+        p = self.verb("exec", "long", "--no-wait", "-c",
+                      "print('early', flush=True)\nimport time\ntime.sleep(60)")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        deadline, seen = time.monotonic() + 20, ""
+        while "early" not in seen and time.monotonic() < deadline:
+            time.sleep(0.1)  # (a file has nothing to wait on: polled, within a deadline)
+            with open(cast, errors="replace") as f:
+                seen = f.read()
+        self.assertIn("early", seen)  # (the server flushes each second, not only at the end)
+        self.assertEqual(self.verb("kill", "long").returncode, 0)
+        text, markers = self.check_cast(cast, 1)
+        self.assertIn("early\r\n", text)
+
     def test_a_path_the_server_cannot_open_creates_no_session(self):
         p = self.verb("new", "norec", "--record", "/nonexistent/dir/x.cast")
         self.assertEqual(p.returncode, 2, p.stderr)
