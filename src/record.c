@@ -4,12 +4,12 @@
  * Fed by a session's transcript (transcript.c), the same bytes its screen gets, never raw PTY
  * bytes. Shaped for a loop that must not wait: the file is a regular one (a FIFO or a device
  * could block, so they are refused), written with plain write(2) from a buffer of RECORD_BUFFER
- * bytes, flushed when full, at each execution's end and at close, so an abrupt end loses one
- * execution's events at most. Bounded: the file never passes its cap; the event that would
- * pass it is replaced by a last one saying the recording stops, then nothing more is written.
- * A write error (ENOSPC, EIO, EFBIG) stops the recording too. Either is said once, through the
- * owner's warn, and never ends the session. The formatting (record_header_line,
- * record_event_line) is pure, for the unit tests.
+ * bytes, flushed when full, at each execution's end (record_flush), at close, and whenever
+ * the owner likes (the server: each second), so an abrupt end loses little. Bounded: the file never
+ * passes its cap; the event that would pass it is replaced by a last one saying the recording
+ * stops, then nothing more is written. A write error (ENOSPC, EIO, EFBIG) stops the recording too.
+ * Either is said once, through the owner's warn, and never ends the session. The formatting
+ * (record_header_line, record_event_line) is pure, for the unit tests.
  */
 #define _GNU_SOURCE
 #include "record.h"
