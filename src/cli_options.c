@@ -215,11 +215,18 @@ void cli_warn_unenforced(const struct cli_session_opts *c)
 							     : NULL;
 	if (!where)
 		return; /* (a --via that is no transport: refused later, by its own message) */
-	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
-		if (c->given & limits[i].bit)
-			cli_error("warning: %s is not enforced with %s (only the embedded "
-				  "sandbox, --via local, enforces it)",
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (!(c->given & limits[i].bit))
+			continue;
+		if (limits[i].bit == CLI_GIVEN_NET)
+			cli_error("warning: --net changes nothing with %s: the code has the "
+				  "network of the host it runs on",
+				  where);
+		else
+			cli_error("warning: %s is not enforced with %s: only the embedded "
+				  "sandbox (--via local) sets limits",
 				  limits[i].name, where);
+	}
 }
 
 bool cli_value_missing(const char *cmd, const struct option *longopts, int longindex, int opt,
