@@ -133,7 +133,8 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
 			double timeout, bool stream);
 /* Queues a file's code run as `python3 FILE ARGS...` runs it: sys.argv is
- * [filename, argv...] (argv NULL-terminated, may be NULL) and __file__ is
+ * argv (NULL-terminated, its first the file as the user named it; NULL:
+ * [filename]) and __file__ is
  * filename, both left so for later snippets; tracebacks name filename; the
  * last expression's value is not shown; non-daemon threads are waited for
  * (within the timeout) before the result; sys.exit(), sys.exit(0) and

@@ -392,8 +392,10 @@ int cli_run(int argc, char **argv)
 	so.o.tty = tty;
 	/* FILE's ARGS, as python3 FILE ARGS takes them; but one of our own
 	 * options there was meant for us: it goes before FILE (or after --). */
-	const char *args[argc + 1];
+	const char *args[argc + 1]; /* sys.argv: FILE, then its ARGS */
 	size_t nargs = 0;
+	if (optind < argc)
+		args[nargs++] = argv[optind];
 	bool dashes = false;
 	for (int i = optind + 1; i < argc; i++) {
 		if (!dashes && strcmp(argv[i], "--") == 0) {

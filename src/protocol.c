@@ -243,7 +243,7 @@ int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t 
 	    !cJSON_AddStringToObject(req, "filename", filename) ||
 	    !cJSON_AddTrueToObject(req, "main") || !(args = cJSON_AddArrayToObject(req, "argv")))
 		goto fail;
-	if (!cJSON_AddItemToArray(args, cJSON_CreateString(filename)))
+	if (!argv && !cJSON_AddItemToArray(args, cJSON_CreateString(filename)))
 		goto fail;
 	for (size_t i = 0; argv && argv[i]; i++)
 		if (!cJSON_AddItemToArray(args, cJSON_CreateString(argv[i])))

@@ -121,7 +121,7 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 		       unsigned busy_poll_us, char **out, size_t *outlen);
 /* The exec request for a file run as `python3 FILE ARGS` runs it (ptybox run
  * FILE): as protocol_exec_line's, with "filename" (__file__, the file name in
- * tracebacks), "argv" ([filename, argv...]; argv NULL-terminated, may be NULL)
+ * tracebacks), "argv" (sys.argv: argv, NULL-terminated; NULL: [filename])
  * and "main":true (non-daemon threads awaited, sys.exit(0) is ok). -EINVAL
  * if code has a NUL byte or filename is NULL; -ENOMEM. */
 int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
