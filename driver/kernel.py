@@ -1395,7 +1395,6 @@ class Kernel:
         t0 = _perf_ns()
         value, exc = self._call_user(self._run_code, sid, code)
         if self.exec_main:
-            value = None                     # (a file's last expression is not shown)
             if exc is None or isinstance(exc, SystemExit):
                 exc = self._call_user(self._join_threads)[1] or exc
             if isinstance(exc, SystemExit) and (exc.code is None or exc.code is False

@@ -135,8 +135,8 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
 /* Queues a file's code run as `python3 FILE ARGS...` runs it: sys.argv is
  * argv (NULL-terminated, its first the file as the user named it; NULL:
  * [filename]) and __file__ is
- * filename, both left so for later snippets; tracebacks name filename; the
- * last expression's value is not shown; non-daemon threads are waited for
+ * filename, both left so for later snippets; tracebacks name filename;
+ * non-daemon threads are waited for
  * (within the timeout) before the result; sys.exit(), sys.exit(0) and
  * sys.exit(None) end it ok, another status is an error "SystemExit" whose
  * error object says "exit": the status python3 would exit with. Copies all. */

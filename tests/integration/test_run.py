@@ -499,9 +499,9 @@ class RunFileTest(TestCase):
                 "-c", "40 + 2", path, "arg")
         self.assertEqual(p.stdout, "['-c']\nFalse\n42\n['arg'] False\n")
 
-    def test_tracebacks_name_the_file_and_its_last_value_is_not_printed(self):
+    def test_tracebacks_name_the_file_and_its_last_value_is_printed_as_ever(self):
         p = run("run", self.file("40 + 2\n"))
-        self.assertEqual((p.returncode, p.stdout), (0, ""), p.stderr)
+        self.assertEqual((p.returncode, p.stdout), (0, "42\n"), p.stderr)
         path = self.file("x = 1\n1 / 0\n")
         p = run("run", path)
         self.assertEqual(p.returncode, 1)
@@ -519,7 +519,7 @@ class RunFileTest(TestCase):
 
     def test_an_executor_left_open_does_not_hang_the_end(self):
         path = self.file("from concurrent.futures import ThreadPoolExecutor\n"
-                         "ex = ThreadPoolExecutor(2)\nex.submit(print, 'pooled')\n")
+                         "ex = ThreadPoolExecutor(2)\nf = ex.submit(print, 'pooled')\n")
         p = run("run", "--timeout", "20", path)
         self.assertEqual((p.returncode, p.stdout), (0, "pooled\n"), p.stderr)
 
