@@ -1464,8 +1464,9 @@ class Kernel:
 
     def _join_threads(self):
         """As the interpreter does at exit (threading._shutdown): its exit
-        hooks (concurrent.futures lets its idle workers go), then every
-        non-daemon thread joined.  The executors may be used again after."""
+        hooks (concurrent.futures lets its idle workers go, and the executors
+        that had some are shut down), then every non-daemon thread joined.
+        New executors work after it: only the interpreter is not exiting."""
         threading = _MODULES.get("threading")
         if threading is None:
             return
