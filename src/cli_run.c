@@ -149,8 +149,22 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 			   void *data)
 {
 	struct run *r = data;
-	if (r->json)
+	if (r->json && !late)
+		return; /* (it is in the result) */
+	if (r->json) {	/* a thread's, after its snippet: in no result, so said */
+		cJSON *o = cJSON_Parse(bundle);
+		const char *text = protocol_str(o, "text/plain");
+		char prefix[64];
+		snprintf(prefix, sizeof(prefix),
+			 "late display of snippet %llu: ", (unsigned long long)id);
+		run_late_flush(r);
+		cli_render_message(&r->out, prefix, 0,
+				   text ? text
+				   : o	? "(no text/plain form)"
+					: "(out of memory)");
+		cJSON_Delete(o);
 		return;
+	}
 	cJSON *o = cJSON_Parse(bundle);
 	cli_render_display(&r->out, o);
 	cJSON_Delete(o);

@@ -467,6 +467,16 @@ class LateOutputTest(TestCase):
         # a line without its newline is told at the end, not lost
         self.assertIn("ptybox: late output of snippet 1 (stdout): partial", lines)
 
+    def test_json_late_display_is_said_on_stderr(self):
+        results, p = run_json(
+            "import threading\ngo = threading.Event()\n"
+            "class D:\n    def _repr_html_(self): return '<b>x</b>'\n"
+            "    def __repr__(self): return 'D()'\n"
+            "t = threading.Thread(target=lambda: (go.wait(), display(D())), daemon=True)\n"
+            "t.start()", "go.set(); t.join()")
+        self.assertEqual([r["display"] for r in results], [[], []])
+        self.assertIn("ptybox: late display of snippet 1: D()", p.stderr.splitlines())
+
     def test_human_run_still_shows_late_output_in_place(self):
         p = run("run", "-c", self.START, "-c", "go.set(); t.join()")
         self.assertEqual(p.stdout, "tick 1\npartial")
