@@ -802,7 +802,7 @@ class Relay:
             if filename is not None and (type(filename) is not str or not filename
                                          or "\0" in filename):
                 return self.reject(rid, "filename must be a non-empty string", True)
-            if req.get("main", False) not in (True, False):
+            if type(req.get("main", False)) is not bool:
                 return self.reject(rid, "main must be true or false", True)
             self.queue.append((op, rid, text, limit, poll))
         elif op == "ping":
@@ -1140,9 +1140,10 @@ class Relay:
         except (ValueError, UnicodeDecodeError):
             return
         self.kernel_up, self.hello_by, self.hello_early = True, None, None
-        if self.retty_due:
-            self.retty_due = False
+        if self.retty_due:                   # (the client awaits a ready: the
+            self.retty_due = False           # replacement's hello sends it)
             self.retty()
+            self.quiet_hello = False
             return
         if self.quiet_hello:
             self.quiet_hello = False
