@@ -1356,6 +1356,8 @@ class Kernel:
                  "traceback": [_cap_text(line, self.max_output) for line in lines]}
         if self.exec_main and isinstance(exc, SystemExit):
             code = exc.code                  # python3 FILE's exit status for it
+            if isinstance(code, int):        # (True: "1")
+                error["value"] = str(int(code))
             error["exit"] = int(code) & 0xff if isinstance(code, int) else 1
         return error
 

@@ -17,7 +17,8 @@ and from then on it is all the client talks to.  It owns:
 Relay and kernel talk over pipes in a small internal protocol (below).
 Whatever the kernel sends is parsed, bounded and re-encoded here before it
 becomes a frame: it can say what it likes about its own snippet, and nothing
-about anything else.  The kernel's fds 1 and 2 are capture pipes read here:
+about anything else.  The kernel's fds 1 and 2 are capture pipes read here
+(after a tty request, one pseudo-terminal of its own, read at its master):
 their bytes become stream frames (head forwarded live, tail kept, bounded by
 max_output), and they are drained before each result, display and death, so
 output never lands in another snippet.

@@ -170,6 +170,13 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 	cJSON_Delete(o);
 }
 
+/* Whether s is a whole number, as sys.exit(N)'s value is said ("-1", "300"). */
+static bool run_is_integer(const char *s)
+{
+	s += *s == '-';
+	return *s && strspn(s, "0123456789") == strlen(s);
+}
+
 /* The FILE's sys.exit(N) with N other than 0: the status python3 FILE exits
  * with, from the error's "exit" (-1 when it is no such end). */
 static int run_file_exit(const struct run *r, const struct ptybox_result *res)
@@ -203,8 +210,8 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
 		/* sys.exit(N) in FILE: no traceback, as python3 shows none; a
 		 * message (sys.exit("why")) alone on stderr. */
-		bool message = file_exit >= 0 && res->error_value && res->error_value[0] &&
-			       !(file_exit > 0 && atoi(res->error_value) == file_exit);
+		bool message =
+			file_exit >= 0 && res->error_value && !run_is_integer(res->error_value);
 		cli_render_result(&r->out,
 				  &(struct cli_render_result){
 					  .id = res->id,

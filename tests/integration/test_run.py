@@ -560,6 +560,9 @@ class RunFileTest(TestCase):
                           results[0]["error"]["exit"]), ("error", "SystemExit", 3))
         p = run("run", self.file("import sys\nsys.exit('no input given')\n"))
         self.assertEqual((p.returncode, p.stderr), (1, "no input given\n"))
+        for code, status in (("300", 44), ("-1", 255), ("True", 1)):
+            p = run("run", self.file("import sys\nsys.exit(%s)\n" % code))
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (status, "", ""), code)
         # a -c snippet that failed first: "some snippet failed"
         p = run("run", "-c", "1 / 0", self.file("import sys\nsys.exit(3)\n"))
         self.assertEqual(p.returncode, 1)
