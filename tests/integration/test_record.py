@@ -172,7 +172,7 @@ class RunRecordTest(TestCase, CastChecks):
             p = run("run", *bad)
             self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
             # one line, and where help is for a missing value
-            self.assertEqual(len(p.stderr.splitlines()), 2 if bad[-1] == "--record" else 1,
+            self.assertEqual(len(p.stderr.splitlines()), 1 if "--record-max" in bad else 2,
                              p.stderr)
 
     def test_the_cap_ends_the_recording_and_not_the_run(self):
@@ -235,9 +235,15 @@ class NewRecordTest(TestCase, CastChecks):
         self.assertEqual(p.returncode, 1)
         p = self.verb("exec", "rec", "-c", "print('last')")
         self.assertEqual(p.returncode, 0, p.stderr)
+        from test_server import Client
+        c = Client(self.srv.sock)  # (a user's window changed: the recording says so)
+        c.send({"id": 1, "op": "resize", "session": "rec", "cols": 120, "rows": 40})
+        self.assertTrue(c.reply(1)["ok"])
+        c.close()
         screen = self.verb("capture", "rec").stdout
         self.assertEqual(self.verb("kill", "rec").returncode, 0)
-        header, _ = read_cast(cast)
+        header, events = read_cast(cast)
+        self.assertEqual([e[2] for e in events if e[1] == "r"], ["120x40"])
         self.assertEqual((header["width"], header["height"]), (80, 24))
         self.assertEqual(header["title"], "ptybox session rec")
         text, markers = self.check_cast(cast, 5)
