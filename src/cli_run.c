@@ -30,6 +30,8 @@
 
 #define RUN_MAX_SNIPPETS 4096
 #define RUN_MAX_FILE	 ((size_t)256 << 20)
+/* The most of a snippet's code a recording shows after its prompt. */
+#define RUN_SHOW_CODE_MAX ((size_t)16 << 10)
 /* Bytes of one line of late output kept until its newline (--json): a longer
  * one is said in pieces of this size. Under cli_error's line length. */
 #define RUN_LATE_LINE 768
@@ -150,8 +152,11 @@ static void run_show_begin(struct run *r, size_t i)
 {
 	if (!r->rec || i > r->expected || r->fatal)
 		return;
-	record_exec(r->rec, i, r->codes[i - 1], r->lens[i - 1]);
-	transcript_input(&r->ts, r->codes[i - 1], r->lens[i - 1]);
+	/* (the start of a long one, as the server's screen shows it: a terminal would
+	 * scroll the rest away) */
+	size_t len = protocol_utf8_prefix(r->codes[i - 1], r->lens[i - 1], RUN_SHOW_CODE_MAX);
+	record_exec(r->rec, i, r->codes[i - 1], len);
+	transcript_input(&r->ts, r->codes[i - 1], len);
 }
 
 static void run_record_warn(void *data, const char *message)
