@@ -71,13 +71,13 @@ _ptybox()
 		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return
 		;;
-	--log)
+	--log | --record)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val"))
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | -c)
+		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c)
 		# a value of the user's own
 		return
 		;;
@@ -86,7 +86,7 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --raw --tty --help $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --tty --record --record-max --help $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
@@ -96,7 +96,7 @@ _ptybox()
 		COMPREPLY=($(compgen -W "--stdio --pool --help $session_opts" -- "$cur"))
 		;;
 	new)
-		COMPREPLY=($(compgen -W "--pool --help $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--pool --record --record-max --help $session_opts" -- "$cur"))
 		;;
 	exec | result | interrupt | cancel | restart | kill | capture | watch)
 		if [[ $cur == -* ]]; then

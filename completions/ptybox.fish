@@ -34,6 +34,8 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -l json -d 'One result o
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "Make the code's stdout and stderr a terminal"
 complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- for standard input)'
+complete -c ptybox -n '__fish_seen_subcommand_from run new' -l record -r -F -d 'An asciicast v2 recording of what the session shows'
+complete -c ptybox -n '__fish_seen_subcommand_from run new' -l record-max -x -d "The recording's largest size (default 64M)"
 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
