@@ -19,6 +19,9 @@ struct cli_session_opts {
 	struct ptybox_options o;
 	char *env[CLI_MAX_ENV + 1];
 	size_t nenv;
+	/* human modes only (run, repl, attach): pictures, cli_picture.h */
+	const char *output_dir; /* NULL: the current folder */
+	bool no_inline_images;
 };
 
 /* The long options every session-starting subcommand takes, for getopt_long. */
@@ -35,6 +38,8 @@ struct cli_session_opts {
 		{"python", required_argument, NULL, 0x10b},                                        \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
+		{"output-dir", required_argument, NULL, 0x120},                                    \
+		{"no-inline-images", no_argument, NULL, 0x121},                                    \
 	{                                                                                          \
 		"busy-poll", required_argument, NULL, 0x10e                                        \
 	}

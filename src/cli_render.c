@@ -116,6 +116,9 @@ void cli_render_display(struct cli_render *r, const cJSON *bundle)
 		return;
 	const char *text = protocol_str(bundle, "text/plain");
 	const char *png = protocol_str(bundle, "image/png");
+	cli_render_text_end(r, 1); /* (the picture comes after the text before it) */
+	if (r->pictures && cli_pictures_show(r->pictures, bundle))
+		return;
 	if (text) {
 		render_whole_text(r, 1, text);
 		render_outs(1, "\n");
@@ -130,7 +133,9 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 {
 	cli_render_text_end(r, 1); /* the snippet's streams end with it */
 	cli_render_text_end(r, 2);
-	if (res->value) {
+	if (res->bundle && r->pictures && cli_pictures_show(r->pictures, res->bundle)) {
+		/* the value is a picture: its path stands for its repr */
+	} else if (res->value) {
 		render_whole_text(r, 1, res->value);
 		render_outs(1, "\n");
 	}
@@ -233,6 +238,7 @@ int cli_render_result_json(struct cli_render *r, cJSON *result)
 		.truncated = cJSON_IsTrue(truncated),
 		.state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "state_lost")),
 		.dropped_bytes = render_uint(result, "dropped_bytes"),
+		.bundle = cJSON_GetObjectItemCaseSensitive(result, "result"),
 	};
 	cli_render_result(r, &res);
 	free(traceback);

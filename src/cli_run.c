@@ -5,7 +5,8 @@
  * run in order in one session, so state carries from one to the next. Human
  * output mimics the Python REPL: output as it comes, the last expression's
  * value, tracebacks on stderr. --json prints one result object per line.
- * How they look is cli_render.c's, shared with exec and result.
+ * How they look is cli_render.c's, shared with exec and result; pictures
+ * are saved to files and maybe shown inline (cli_picture.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +33,7 @@ struct run {
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool json, fatal;
 	struct cli_render out;
+	struct cli_pictures pictures;
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
@@ -99,17 +101,19 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			r->failed++;
 		}
 	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
-		cli_render_result(&r->out, &(struct cli_render_result){
-						   .id = res->id,
-						   .value = res->value_text,
-						   .error_name = res->error_name,
-						   .error_value = res->error_value,
-						   .traceback = res->traceback,
-						   .message = res->message,
-						   .truncated = res->truncated,
-						   .state_lost = res->state_lost,
-						   .dropped_bytes = res->dropped_bytes,
-					   });
+		cli_render_result(&r->out,
+				  &(struct cli_render_result){
+					  .id = res->id,
+					  .value = res->value_text,
+					  .error_name = res->error_name,
+					  .error_value = res->error_value,
+					  .traceback = res->traceback,
+					  .message = res->message,
+					  .truncated = res->truncated,
+					  .state_lost = res->state_lost,
+					  .dropped_bytes = res->dropped_bytes,
+					  .bundle = res->detail ? res->detail->bundle : NULL,
+				  });
 	}
 	if (r->done == r->expected || r->interrupts) {
 		r->exit_code = r->interrupts ? 130
@@ -297,6 +301,10 @@ int cli_run(int argc, char **argv)
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
+	if (!json) { /* (the terminal is asked while the session starts) */
+		cli_pictures_init(&r.pictures, so.output_dir, !so.no_inline_images);
+		r.out.pictures = &r.pictures;
+	}
 	for (size_t i = 0; i <= ncodes && r.session; i++) {
 		const char *code = i < ncodes ? codes[i] : file_code;
 		size_t len = i < ncodes ? strlen(codes[i]) : file_len;
