@@ -27,6 +27,7 @@
 
 #include "cli.h"
 #include "cli_render.h"
+#include "cli_sixel.h"
 #include "protocol.h"
 
 /* Names tried for one picture before giving up: a folder that full of
@@ -85,7 +86,7 @@ static enum picture_inline pictures_probe(void)
 		tcsetattr(0, TCSANOW, &saved);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return picture_probe_result(&pr, false);
+	return picture_probe_result(&pr, cli_sixel_available());
 }
 
 void cli_pictures_init(struct cli_pictures *p, const char *dir, bool inline_ok)
@@ -142,6 +143,8 @@ static void pictures_inline(struct cli_pictures *p, enum picture_kind k, const u
 		seq = picture_kitty(data, len, &n);
 	else if (p->inline_mode == PICTURE_INLINE_ITERM)
 		seq = picture_iterm(data, len, &n);
+	else if (p->inline_mode == PICTURE_INLINE_SIXEL && cli_sixel_show(data, len) == 0)
+		cli_render_out(1, "\n", 1);
 	if (!seq)
 		return;
 	cli_render_out(1, seq, n);

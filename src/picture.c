@@ -177,6 +177,21 @@ char *picture_iterm(const unsigned char *data, size_t len, size_t *out_len)
 	return out;
 }
 
+bool picture_sixel_valid(const char *s, size_t len)
+{
+	if (len < 5 || memcmp(s, "\033P", 2) != 0 || memcmp(s + len - 2, "\033\\", 2) != 0)
+		return false;
+	size_t i = 2;
+	while (i < len - 2 && ((s[i] >= '0' && s[i] <= '9') || s[i] == ';'))
+		i++;
+	if (i == len - 2 || s[i] != 'q')
+		return false;
+	for (i++; i < len - 2; i++)
+		if ((s[i] < 0x20 || s[i] > 0x7e) && s[i] != '\n' && s[i] != '\r')
+			return false;
+	return true;
+}
+
 enum { P_GROUND, P_ESC, P_APC, P_APC_ESC, P_CSI, P_DA, P_CSI_OTHER };
 
 void picture_probe_init(struct picture_probe *p)

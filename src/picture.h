@@ -58,6 +58,11 @@ char *picture_kitty(const unsigned char *png, size_t len, size_t *out_len);
 /* iTerm2's inline image: OSC 1337 ; File=inline=1;size=N... : BASE64 BEL. */
 char *picture_iterm(const unsigned char *data, size_t len, size_t *out_len);
 
+/* Whether s is one sixel image and nothing else: ESC P, parameters, q,
+ * printable ASCII (sixel data, colours, raster attributes), ESC \. What an
+ * encoder wrote goes to the terminal only so: no other sequence slips by. */
+bool picture_sixel_valid(const char *s, size_t len);
+
 /* The terminal's answer to picture_probe_query: a kitty graphics reply for
  * our id (if it speaks the protocol), then the DA1 reply (every terminal):
  * "ESC [ ? 62 ; 4 ; ... c", attribute 4 being sixel. Bytes around them (a key

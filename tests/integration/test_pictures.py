@@ -322,6 +322,22 @@ class InlineImages(TestCase):
         self.assertIn(os.path.join(self.dir, "ptybox-1.png").encode(), got)
         png_size(self.saved())
 
+    def test_a_sixel_terminal_gets_sixel(self):
+        code = self.CODE + "\nclass Junk:\n    def _repr_png_(self): return b'\\x89PNG\\r\\n\\x1a\\nJUNK' * 9\nJunk()"
+        rc, got, before, after = run_on_terminal(["--output-dir", self.dir, "-c", code],
+                                                 answer=b"\033[?62;4;22c")
+        self.assertEqual(rc, 0, got)
+        self.assertEqual(before, after)
+        after_probe = got[got.index(b"\033[c") + 3:]
+        self.assertNotIn(b"\033_G", after_probe)
+        sixels = re.findall(rb"\033P[0-9;]*q([^\033]*)\033\\", after_probe)
+        self.assertEqual(len(sixels), 1, got)  # the junk is saved, not shown
+        self.assertTrue(sixels[0].startswith(b'"1;1;5;4'), sixels)  # raster: 5 x 4 pixels
+        p1, p2 = (os.path.join(self.dir, "ptybox-%d.png" % n).encode() for n in (1, 2))
+        self.assertTrue(re.fullmatch(rb"a\n\033P[^\033]*\033\\\n%s\nb\n%s\n" % (re.escape(p1), re.escape(p2)),
+                                     after_probe),
+                        after_probe)
+
     def test_no_inline_images_asks_nothing_and_sends_no_image(self):
         rc, got, before, after = run_on_terminal(
             ["--no-inline-images", "--output-dir", self.dir, "-c", self.CODE],

@@ -173,6 +173,26 @@ static void test_iterm_inline_file(void **state)
 	free(seq);
 }
 
+static void test_sixel_output_is_checked_before_it_goes_out(void **state)
+{
+	static const char *const good[] = {"\033Pq#0;2;0;0;0~-\033\\",
+					   "\033P0;1;0q\"1;1;5;4#0!5~\n\033\\"};
+	static const char *const bad[] = {
+		"",
+		"\033Pq",
+		"q~\033\\",
+		"\033P\033\\",
+		"\033P1;2x~\033\\",
+		"\033Pq~\033]52;c;aGk=\a\033\\", /* another sequence inside */
+		"\033Pq~\033\\\033[2J\033Pq\033\\",
+		"\033Pq\x9b"
+		"2J\033\\"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(picture_sixel_valid(good[i], strlen(good[i])));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(picture_sixel_valid(bad[i], strlen(bad[i])));
+}
+
 /* The answer fed whole and byte by byte gives the same. */
 static enum picture_inline probe(const char *answer, bool sixel_ok, bool *done)
 {
@@ -268,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_kitty_sends_png_in_chunks_of_4096),
 		cmocka_unit_test(test_iterm_inline_file),
+		cmocka_unit_test(test_sixel_output_is_checked_before_it_goes_out),
 		cmocka_unit_test(test_probe_reads_kitty_then_da1),
 		cmocka_unit_test(test_probe_reads_sixel_from_da1),
 		cmocka_unit_test(test_probe_skips_noise),
