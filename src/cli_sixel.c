@@ -85,6 +85,9 @@ static void sixel_child(int in, int out)
 	close_range(3, ~0U, 0);
 	struct rlimit as = {SIXEL_CHILD_AS, SIXEL_CHILD_AS};
 	struct rlimit cpu = {CLI_SIXEL_DEADLINE_MS / 1000, CLI_SIXEL_DEADLINE_MS / 1000};
+#ifdef __SANITIZE_ADDRESS__
+	as.rlim_cur = as.rlim_max = RLIM_INFINITY; /* (ASan's shadow memory is terabytes) */
+#endif
 	if (setrlimit(RLIMIT_AS, &as) < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
 	    sixel_child_filter() < 0)
 		_exit(1);
