@@ -1177,7 +1177,7 @@ class Kernel:
                 continue
             if limit and len(value) > limit:
                 _CUT[_get_ident()] = True
-                data["text/plain"] += ("\n[ptybox: %s dropped: %d bytes, over the output cap]"
+                data["text/plain"] += ("\n[ptybox: %s dropped: %d bytes, over --max-output]"
                                        % (mime, len(value)))
                 continue
             data[mime] = value
