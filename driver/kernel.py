@@ -1157,8 +1157,11 @@ class Kernel:
                 method = getattr(obj, name, None)
                 value = method() if callable(method) else None
             except Exception as e:
-                self._note("%s() of %s raised %s: %s" % (name, type(obj).__name__,
-                                                         type(e).__name__, e))
+                try:                         # (its str() is user code too)
+                    why = "%s: %s" % (type(e).__name__, e)
+                except Exception:
+                    why = type(e).__name__
+                self._note("%s() of %s raised %s" % (name, type(obj).__name__, why))
                 continue
             if type(value) is tuple and len(value) == 2:
                 value = value[0]
@@ -1170,15 +1173,19 @@ class Kernel:
                 except UnicodeDecodeError:
                     pass
             if kind is bytes and isinstance(value, (bytes, bytearray, memoryview)):
-                value = binascii.b2a_base64(value, newline=False).decode("ascii")
+                size = (memoryview(value).nbytes + 2) // 3 * 4
+                value = (binascii.b2a_base64(value, newline=False).decode("ascii")
+                         if not limit or size <= limit else None)
             elif kind is not str or type(value) is not str:
                 self._note("%s() of %s returned %s, not %s" % (
                     name, type(obj).__name__, type(value).__name__, kind.__name__))
                 continue
-            if limit and len(value) > limit:
+            else:
+                size = len(value)
+            if limit and size > limit:
                 _CUT[_get_ident()] = True
                 data["text/plain"] += ("\n[ptybox: %s dropped: %d bytes, over --max-output]"
-                                       % (mime, len(value)))
+                                       % (mime, size))
                 continue
             data[mime] = value
         return data
