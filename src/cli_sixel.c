@@ -52,12 +52,29 @@ static int64_t sixel_now_ms(void)
 static int sixel_child_filter(void)
 {
 	static const int allowed[] = {
-		SCMP_SYS(read),		SCMP_SYS(write),	 SCMP_SYS(readv),
-		SCMP_SYS(writev),	SCMP_SYS(mmap),		 SCMP_SYS(munmap),
-		SCMP_SYS(mremap),	SCMP_SYS(brk),		 SCMP_SYS(madvise),
-		SCMP_SYS(fstat),	SCMP_SYS(newfstatat),	 SCMP_SYS(lseek),
-		SCMP_SYS(close),	SCMP_SYS(exit),		 SCMP_SYS(exit_group),
-		SCMP_SYS(rt_sigreturn), SCMP_SYS(clock_gettime), SCMP_SYS(futex),
+		SCMP_SYS(read),
+		SCMP_SYS(write),
+		SCMP_SYS(readv),
+		SCMP_SYS(writev),
+		SCMP_SYS(mmap),
+		SCMP_SYS(munmap),
+		SCMP_SYS(mremap),
+		SCMP_SYS(brk),
+		SCMP_SYS(madvise),
+		SCMP_SYS(fstat),
+		SCMP_SYS(newfstatat),
+		SCMP_SYS(lseek),
+		SCMP_SYS(close),
+		SCMP_SYS(exit),
+		SCMP_SYS(exit_group),
+		SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(clock_gettime),
+		SCMP_SYS(futex),
+		/* (asked for by sanitizer runtimes on their way out; harmless) */
+		SCMP_SYS(gettid),
+		SCMP_SYS(getpid),
+		SCMP_SYS(sigaltstack),
+		SCMP_SYS(rt_sigprocmask),
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	if (!ctx)
