@@ -7,6 +7,8 @@
  * may end inside a sequence, which its filter holds; a whole text (a value, a
  * traceback) lets go of what its stream held before it starts, and of what it
  * held itself once it is written. --raw and pipes get the bytes as they are.
+ * A command that sets r->pictures (run, repl) gets pictures saved and maybe
+ * shown inline by cli_picture.c, their paths where their text would be.
  */
 #define _GNU_SOURCE
 #include "cli_render.h"
@@ -108,8 +110,9 @@ void cli_render_stream(struct cli_render *r, const char *name, const char *text,
 		cli_render_text(r, strcmp(name, "stderr") == 0 ? 2 : 1, text, len);
 }
 
-/* Rich output as a terminal can show it, like Jupyter's console: its
- * text/plain form (a figure's repr, say); an image without one is named. */
+/* Rich output as a terminal can show it, like Jupyter's console: a picture
+ * saved (with r->pictures), else its text/plain form (a figure's repr, say);
+ * an image without one is named. */
 void cli_render_display(struct cli_render *r, const cJSON *bundle)
 {
 	if (r->json)
