@@ -168,6 +168,22 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 			  r->what, (unsigned long long)res->id);
 }
 
+void cli_render_session_result(struct cli_render *r, const struct ptybox_result *res)
+{
+	cli_render_result(r, &(struct cli_render_result){
+				     .id = res->id,
+				     .value = res->value_text,
+				     .error_name = res->error_name,
+				     .error_value = res->error_value,
+				     .traceback = res->traceback,
+				     .message = res->message,
+				     .truncated = res->truncated,
+				     .state_lost = res->state_lost,
+				     .dropped_bytes = res->dropped_bytes,
+				     .bundle = res->detail ? res->detail->bundle : NULL,
+			     });
+}
+
 void cli_render_json_line(const cJSON *o)
 {
 	char *s = cJSON_PrintUnformatted(o);

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli_picture.h"
+#include "ptybox.h"
 #include "term_safe.h"
 
 struct cli_render {
@@ -47,6 +48,9 @@ void cli_render_stream(struct cli_render *r, const char *name, const char *text,
 void cli_render_display(struct cli_render *r, const cJSON *bundle);
 /* The end of a snippet in human form. */
 void cli_render_result(struct cli_render *r, const struct cli_render_result *res);
+/* The same for a result of the C API (run's, repl's): its value's bundle
+ * included, so that a value that is a picture is saved. */
+void cli_render_session_result(struct cli_render *r, const struct ptybox_result *res);
 /* A message of ptybox's that may quote the sandbox, on stderr, filtered:
  * prefix + msg, or "WHAT ID: msg" without prefix. */
 void cli_render_message(struct cli_render *r, const char *prefix, uint64_t id, const char *msg);

@@ -101,19 +101,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			r->failed++;
 		}
 	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
-		cli_render_result(&r->out,
-				  &(struct cli_render_result){
-					  .id = res->id,
-					  .value = res->value_text,
-					  .error_name = res->error_name,
-					  .error_value = res->error_value,
-					  .traceback = res->traceback,
-					  .message = res->message,
-					  .truncated = res->truncated,
-					  .state_lost = res->state_lost,
-					  .dropped_bytes = res->dropped_bytes,
-					  .bundle = res->detail ? res->detail->bundle : NULL,
-				  });
+		cli_render_session_result(&r->out, res);
 	}
 	if (r->done == r->expected || r->interrupts) {
 		r->exit_code = r->interrupts ? 130
