@@ -68,7 +68,7 @@ _ptybox()
 		;;
 	--python)
 		compopt -o filenames 2>/dev/null
-		COMPREPLY=($(compgen -c -- "$val" | sort -u) $(compgen -f -- "$val"))
+		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return
 		;;
 	--log)
@@ -86,7 +86,7 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --raw --help $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --tty --help $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null

@@ -32,6 +32,7 @@ complete -c ptybox -n __fish_use_subcommand -l version -d 'Show the version'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -s c -x -d 'A snippet (repeatable)'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l json -d 'One result object per snippet per line'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l raw -d 'Write escape sequences to a terminal as they are'
+complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "Make the code's stdout and stderr a terminal"
 complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- for standard input)'
 
 # ptybox serve
@@ -58,5 +59,5 @@ complete -c ptybox -n $in_cmd -l nofile -x -d 'Open files limit (default 1024)'
 complete -c ptybox -n $in_cmd -l max-file-size -x -d 'Largest file the code may write (default 256M)'
 complete -c ptybox -n $in_cmd -l net -d "Give the sandbox the host's network"
 complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VALUE (repeatable)'
-complete -c ptybox -n $in_cmd -l python -r -a '(__fish_complete_command)' -d 'Interpreter to run the driver on'
+complete -c ptybox -n $in_cmd -l python -r -F -d 'Interpreter to run the driver on'
 complete -c ptybox -n $in_cmd -l log -r -F -d 'Write a debug log to FILE'

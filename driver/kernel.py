@@ -227,6 +227,7 @@ class Channel:
         self.writing = False                 # a message is being written (lock held)
         self.deferred = []                   # messages a signal handler wrote meanwhile
         self.parts = deque()                 # read, not taken yet: 1-tuples of bytes
+        self.size = None                     # b"COLSxROWS" from the relay, not applied yet
 
     def attach(self, req, msg):
         """The pipes to the relay, in place of the placeholders (req and msg
@@ -335,7 +336,10 @@ class Channel:
                         return None, None, rest
                     self.parts = rest
                     continue
-                seq, n = map(int, head[1:].split())
+                fields = head[1:].split()
+                seq, n = int(fields[0]), int(fields[1])
+                if len(fields) > 2:          # the terminal's size, when it changed
+                    self.size = fields[2]
                 if sum(len(p[0]) for p in parts) - i - 1 >= n:
                     buf = first if len(parts) == 1 else b"".join(p[0] for p in parts)
                     return seq, buf[i + 1:i + 1 + n], deque(((buf[i + 1 + n:],),))
@@ -444,6 +448,9 @@ class _FdSink(io.RawIOBase):
 
     def fileno(self):
         return self.fd
+
+    def isatty(self):
+        return not self.dead and os.isatty(self.fd)   # (with --tty: a terminal)
 
     def close(self):
         """Only its own stream closes it: a wrapper the user made around
@@ -623,6 +630,8 @@ class Kernel:
         self.main_ident = _get_ident()
         self.running = None                  # seq of the snippet running now
         self.exec_name = None                # its id, as the caller named it
+        self.exec_file = None                # its file name (run FILE), or None
+        self.exec_main = False               # run as python3 FILE runs it
         self.max_output = DEFAULT_MAX_OUTPUT
         self.last_id = None                  # seq that idle output belongs to
         self.result_pending = False
@@ -1290,7 +1299,7 @@ class Kernel:
     # -- one snippet
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
-        filename = "<exec-%s>" % self.exec_name
+        filename = self.exec_file or "<exec-%s>" % self.exec_name
         hit = self.code_cache.get(code)
         if hit is None:
             # Each line with its newline, the last too: a traceback's carets
@@ -1402,8 +1411,14 @@ class Kernel:
             lines = traceback.format_exception(cls, exc, tb)
         except Exception:                    # (a file name with a lone surrogate, say)
             lines = ["%s: %s\n" % (name, value) if value else "%s\n" % name]
-        return {"name": name, "value": _cap_text(value, self.max_output),
-                "traceback": [_cap_text(line, self.max_output) for line in lines]}
+        error = {"name": name, "value": _cap_text(value, self.max_output),
+                 "traceback": [_cap_text(line, self.max_output) for line in lines]}
+        if self.exec_main and isinstance(exc, SystemExit):
+            code = exc.code                  # python3 FILE's exit status for it
+            if isinstance(code, int):        # (True: "1")
+                error["value"] = str(int(code))
+            error["exit"] = int(code) & 0xff if isinstance(code, int) else 1
+        return error
 
     def execute(self, sid, code, max_output):
         # The hot path: a snippet that prints little, raises nothing and leaves
@@ -1440,6 +1455,12 @@ class Kernel:
         bufs = self.bufs
         t0 = _perf_ns()
         value, exc = self._call_user(self._run_code, sid, code)
+        if self.exec_main:
+            if exc is None or isinstance(exc, SystemExit):
+                exc = self._call_user(self._join_threads)[1] or exc
+            if isinstance(exc, SystemExit) and (exc.code is None or exc.code is False
+                                                 or type(exc.code) is int and exc.code == 0):
+                exc = None                   # sys.exit(), sys.exit(0): a normal end
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
         t1 = _perf_ns()
@@ -1482,6 +1503,47 @@ class Kernel:
         if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
             self._trim_sources()
         self._check(micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY)
+
+    def _as_file(self, req):
+        """What `run FILE ARGS` asks (the relay checked the types): sys.argv
+        and __file__ set (and left so for later snippets, as python3 -i FILE
+        leaves them), the file name in tracebacks; and the terminal's size,
+        which the relay sends when it changed, in COLUMNS and LINES."""
+        filename, argv = req.get("filename"), req.get("argv")
+        self.exec_file, self.exec_main = filename, req.get("main") is True
+        if argv is not None:
+            _SYS["argv"] = list(argv)
+        if filename is not None:
+            self.ns["__file__"] = filename
+        size, self.chan.size = self.chan.size, None
+        if size is not None:
+            try:
+                cols, rows = size.split(b"x")
+                os.environ["COLUMNS"], os.environ["LINES"] = str(int(cols)), str(int(rows))
+            except (ValueError, OSError):
+                pass
+
+    def _join_threads(self):
+        """As the interpreter does at exit (threading._shutdown): its exit
+        hooks (concurrent.futures lets its idle workers go, and the executors
+        that had some are shut down), then every non-daemon thread joined.
+        New executors work after it: only the interpreter is not exiting."""
+        threading = _MODULES.get("threading")
+        if threading is None:
+            return
+        for hook in list(getattr(threading, "_threading_atexits", ())):
+            hook()
+        futures = _MODULES.get("concurrent.futures.thread")
+        if futures is not None and getattr(futures, "_shutdown", False):
+            futures._shutdown = False
+        me = threading.current_thread()
+        while True:
+            waiting = [t for t in threading.enumerate()
+                       if t is not me and not t.daemon and t.is_alive()]
+            if not waiting:
+                return
+            for t in waiting:
+                t.join()
 
     def _conclude(self, value, exc, max_output):
         """(status, result, error) of a snippet that returned a value, raised,
@@ -1568,6 +1630,7 @@ class Kernel:
                 # (they differ after a cancel, and after a restart).
                 rid = req.get("id")
                 self.exec_name = rid if type(rid) is int else seq
+                self._as_file(req)
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc

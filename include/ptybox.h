@@ -54,6 +54,11 @@ struct ptybox_options {
 	char *const *env;	/* extra "K=V" for the interpreter, NULL-terminated; may be NULL */
 	const char *log_path;	/* debug log file, NULL: none */
 	ptybox_pool *pool;	/* take interpreters started ahead from here; may be NULL */
+	/* The user's terminal, cols x rows (both 1..65535), or 0 x 0 when there
+	 * is none: the code's COLUMNS and LINES are then left unset. Default 0.
+	 * ptybox_session_resize() changes it later. */
+	unsigned short cols, rows;
+	bool tty; /* the code's stdout and stderr are a terminal of its own (isatty) */
 };
 
 struct ptybox_result_detail; /* ptybox's own */
@@ -127,6 +132,21 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 /* Queues a snippet. timeout < 0: the session's default. Copies code. */
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
 			double timeout, bool stream);
+/* Queues a file's code run as `python3 FILE ARGS...` runs it: sys.argv is
+ * argv (NULL-terminated, its first the file as the user named it; NULL:
+ * [filename]) and __file__ is
+ * filename, both left so for later snippets; tracebacks name filename;
+ * non-daemon threads are waited for
+ * (within the timeout) before the result; sys.exit(), sys.exit(0) and
+ * sys.exit(None) end it ok, another status is an error "SystemExit" whose
+ * error object says "exit": the status python3 would exit with. Copies all. */
+int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, size_t len,
+			     double timeout, bool stream, const char *filename,
+			     const char *const *argv);
+/* The user's terminal is now cols x rows (1..65535 each, else -EINVAL): the
+ * session's PTY takes the size at once, the code's COLUMNS and LINES (and
+ * its terminal, with tty) before its next snippet. */
+int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows);
 /* Interrupts the running snippet (keeping state if the code lets itself be
  * interrupted, else killing and restarting). While the interpreter starts,
  * the snippet waiting for it ends unrun, as PTYBOX_INTERRUPTED. -ENOENT when

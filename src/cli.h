@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <getopt.h>
+
 #include "ptybox.h"
 
 #define CLI_EXIT_OK	      0
@@ -19,10 +21,18 @@ struct cli_session_opts {
 	struct ptybox_options o;
 	char *env[CLI_MAX_ENV + 1];
 	size_t nenv;
+	unsigned given; /* CLI_GIVEN_* of the limits given on the command line */
 	/* human modes only (run, repl, attach): pictures, cli_picture.h */
 	const char *output_dir; /* NULL: the current folder */
 	bool no_inline_images;
 };
+
+/* The limits only the embedded sandbox enforces (cli_warn_unenforced). */
+#define CLI_GIVEN_MEMORY   (1U << 0)
+#define CLI_GIVEN_PIDS	   (1U << 1)
+#define CLI_GIVEN_CPUS	   (1U << 2)
+#define CLI_GIVEN_NET	   (1U << 3)
+#define CLI_GIVEN_TMP_SIZE (1U << 4)
 
 /* The long options every session-starting subcommand takes, for getopt_long. */
 #define CLI_SESSION_LONGOPTS                                                                       \
@@ -67,6 +77,15 @@ const char *cli_last_error(void);
 void cli_bad_option(const char *cmd, int opt, const char *word);
 /* Says that --via none has no sandbox, once. */
 void cli_warn_unsandboxed(const struct ptybox_options *o);
+/* One warning line for each of --memory, --pids, --cpus, --net and --tmp-size
+ * given explicitly with a --via that cannot enforce it (none, ssh://, exec:). */
+void cli_warn_unenforced(const struct cli_session_opts *c);
+/* Whether the value getopt gave an option is another option ("--via --json":
+ * the user left the value out); if so, says "CMD: --NAME needs a value" and
+ * where help is. longindex: getopt_long's, or -1 for a short option opt. Values
+ * that may start with '-' (-c CODE) are not checked. */
+bool cli_value_missing(const char *cmd, const struct option *longopts, int longindex, int opt,
+		       const char *arg);
 
 /* The signals a session-driving command handles: SIGINT, SIGTERM, SIGHUP. Left
  * to their default, they would end ptybox and leave the interpreter running

@@ -802,7 +802,10 @@ int cli_client(int argc, char **argv)
 	/* (capture's -S is its scrollback start, as tmux's capture-pane has it) */
 	/* (GNU order: the name first, options after it, as tmux takes them) */
 	const char *shortopts = is_capture ? ":L:H:c:ehS:" : ":L:S:H:c:h";
-	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	int li = -1;
+	while ((li = -1, opt = getopt_long(argc, argv, shortopts, longopts, &li)) != -1) {
+		if (opt != 'c' && optarg && cli_value_missing(cmd, longopts, li, opt, optarg))
+			return CLI_EXIT_USAGE;
 		switch (opt) {
 		case 'L': t.label = optarg; break;
 		case 'S':
@@ -909,8 +912,10 @@ int cli_client(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (is_new)
+	if (is_new) {
 		cli_warn_unsandboxed(&so.o);
+		cli_warn_unenforced(&so);
+	}
 	struct client cl;
 	if (client_open(&cl, cmd, &t, is_new) < 0) {
 		free(a.file_code);

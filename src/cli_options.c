@@ -78,18 +78,22 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			       : cli_bad(cmd, "max-output", arg,
 					 "expected a size from 2 to 1T, e.g. 4M");
 	case 0x103:
+		c->given |= CLI_GIVEN_MEMORY;
 		return options_parse_size(arg, &o->memory) == 0
 			       ? 1
 			       : cli_bad(cmd, "memory", arg, "expected a size, e.g. 512M");
 	case 0x104: /* the kernel's limit, with room for the sandbox's own two */
+		c->given |= CLI_GIVEN_PIDS;
 		return options_parse_uint(arg, 0, CLI_MAX_PIDS, &o->pids) == 0
 			       ? 1
 			       : cli_bad(cmd, "pids", arg, "expected a number from 0 to 4194302");
 	case 0x105:
+		c->given |= CLI_GIVEN_CPUS;
 		return options_parse_cpus(arg, &o->cpus) == 0
 			       ? 1
 			       : cli_bad(cmd, "cpus", arg, "expected a number of CPUs, e.g. 0.5");
 	case 0x106:
+		c->given |= CLI_GIVEN_TMP_SIZE;
 		return options_parse_size(arg, &o->tmp_size) == 0
 			       ? 1
 			       : cli_bad(cmd, "tmp-size", arg, "expected a size, e.g. 256M");
@@ -101,7 +105,10 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		return options_parse_size(arg, &o->max_file_size) == 0
 			       ? 1
 			       : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
-	case 0x109: o->net = true; return 1;
+	case 0x109:
+		c->given |= CLI_GIVEN_NET;
+		o->net = true;
+		return 1;
 	case 0x10a:
 		if (!strchr(arg, '=') || arg[0] == '=')
 			return cli_bad(cmd, "env", arg, "expected NAME=VALUE");
@@ -220,6 +227,59 @@ void cli_warn_unsandboxed(const struct ptybox_options *o)
 	if (o->via && strcmp(o->via, "none") == 0)
 		cli_error("warning: --via none: the code runs WITHOUT a sandbox, with your "
 			  "privileges and files");
+}
+
+void cli_warn_unenforced(const struct cli_session_opts *c)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} limits[] = {
+		{CLI_GIVEN_MEMORY, "--memory"},	    {CLI_GIVEN_PIDS, "--pids"},
+		{CLI_GIVEN_CPUS, "--cpus"},	    {CLI_GIVEN_NET, "--net"},
+		{CLI_GIVEN_TMP_SIZE, "--tmp-size"},
+	};
+	const char *via = c->o.via;
+	if (!via || strcmp(via, "local") == 0 || !c->given)
+		return;
+	const char *where = strcmp(via, "none") == 0	     ? "--via none"
+			    : strncmp(via, "ssh://", 6) == 0 ? "--via ssh://"
+			    : strncmp(via, "exec:", 5) == 0  ? "--via exec:"
+							     : NULL;
+	if (!where)
+		return; /* (a --via that is no transport: refused later, by its own message) */
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (!(c->given & limits[i].bit))
+			continue;
+		if (limits[i].bit == CLI_GIVEN_NET)
+			cli_error("warning: --net changes nothing with %s: the code has the "
+				  "network of the host it runs on",
+				  where);
+		else
+			cli_error("warning: %s is not enforced with %s: only the embedded "
+				  "sandbox (--via local) sets limits",
+				  limits[i].name, where);
+	}
+}
+
+bool cli_value_missing(const char *cmd, const struct option *longopts, int longindex, int opt,
+		       const char *arg)
+{
+	/* "--x", or a lone short option such as "-c": a negative number or a
+	 * value such as "-" is not taken for one. */
+	bool is_opt =
+		arg && ((arg[0] == '-' && arg[1] == '-') ||
+			(arg[0] == '-' && arg[1] && !arg[2] &&
+			 ((arg[1] >= 'a' && arg[1] <= 'z') || (arg[1] >= 'A' && arg[1] <= 'Z'))));
+	if (!is_opt)
+		return false;
+	if (longindex >= 0)
+		cli_error("%s: --%s needs a value (got the option '%s')", cmd,
+			  longopts[longindex].name, arg);
+	else
+		cli_error("%s: -%c needs a value (got the option '%s')", cmd, opt, arg);
+	fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+	return true;
 }
 
 void cli_bad_option(const char *cmd, int opt, const char *word)

@@ -139,6 +139,10 @@ void srv_session_cancel(struct srv_session *ss, struct server_client *c, const c
 			const cJSON *id);
 void srv_session_restart(struct srv_session *ss, struct server_client *c, const cJSON *id);
 void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJSON *id);
+/* {"op":"resize","cols":C,"rows":R}: the user's terminal, for the code's
+ * COLUMNS and LINES (and its terminal, with tty). */
+void srv_session_resize(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id);
 void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id);
 void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
 			 const cJSON *id);

@@ -833,6 +833,25 @@ void srv_session_restart(struct srv_session *ss, struct server_client *c, const 
 	srv_reply_ok(c, id, NULL);
 }
 
+void srv_session_resize(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id)
+{
+	const cJSON *cols = cJSON_GetObjectItemCaseSensitive(req, "cols");
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(req, "rows");
+	/* (whole numbers only: 80.5 columns is no size) */
+	if (!cJSON_IsNumber(cols) || !cJSON_IsNumber(rows) || cols->valuedouble < 1 ||
+	    cols->valuedouble > 65535 || rows->valuedouble < 1 || rows->valuedouble > 65535 ||
+	    cols->valuedouble != (double)cols->valueint ||
+	    rows->valuedouble != (double)rows->valueint)
+		return srv_reply_error(c, id, "usage",
+				       "resize needs \"cols\" and \"rows\": whole numbers from 1 "
+				       "to 65535");
+	int rc = ptybox_session_resize(ss->ps, (unsigned)cols->valueint, (unsigned)rows->valueint);
+	if (rc < 0)
+		return srv_reply_error(c, id, "failed", "resize: %s", strerror(-rc));
+	srv_reply_ok(c, id, NULL);
+}
+
 void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJSON *id)
 {
 	struct server *sv = ss->server;
