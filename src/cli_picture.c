@@ -99,8 +99,8 @@ void cli_pictures_init(struct cli_pictures *p, const char *dir, bool inline_ok)
 	/* only on a terminal of ours, in the foreground: a background job that
 	 * read the terminal would be stopped, and take the user's keys */
 	if (!inline_ok || !isatty(0) || !isatty(1) || tcgetpgrp(0) != getpgrp() || !term ||
-	    !term[0] || strcmp(term, "dumb") == 0)
-		return;
+	    !term[0] || strcmp(term, "dumb") == 0 || strcmp(term, "linux") == 0)
+		return; /* (the Linux console shows no images, and an APC as text) */
 	/* (inside tmux, iTerm2's sequences would need wrapping: ask instead) */
 	if (!getenv("TMUX") && picture_env_iterm(getenv("TERM_PROGRAM"), getenv("LC_TERMINAL")))
 		p->inline_mode = PICTURE_INLINE_ITERM;

@@ -353,6 +353,15 @@ class InlineImages(TestCase):
         self.assertNotIn(b"\033_Ga=", got)
         self.assertIn(os.path.join(self.dir, "ptybox-1.png").encode(), got)
 
+    def test_dumb_and_linux_terminals_are_not_asked(self):
+        for term in ("dumb", "linux"):
+            rc, got, before, after = run_on_terminal(
+                ["--output-dir", self.dir, "-c", self.CODE], answer=KITTY_OK + DA1,
+                env_extra={"TERM": term})
+            self.assertEqual(rc, 0, got)
+            self.assertNotIn(b"\033_G", got)
+            self.assertNotIn(b"\033[c", got)
+
     def test_iterm2_is_known_by_its_environment(self):
         rc, got, before, after = run_on_terminal(["--output-dir", self.dir, "-c", self.CODE],
                                                  env_extra={"LC_TERMINAL": "iTerm2"})
