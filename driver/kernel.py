@@ -128,6 +128,10 @@ def _identity(fd):
 
 
 _CUT = {}                         # ident: True, _cap_text cut something in that thread
+# Rich output methods, as IPython's display formatter calls them: MIME type,
+# method, the type it must return (bytes are sent base64).
+_REPRS = (("image/png", "_repr_png_", bytes), ("image/jpeg", "_repr_jpeg_", bytes),
+          ("image/svg+xml", "_repr_svg_", str), ("text/html", "_repr_html_", str))
 
 
 def _cap_text(text, limit):
@@ -1104,7 +1108,8 @@ class Kernel:
         driver = self
 
         def display(*objs):
-            """Show each object as rich output (image/png via _repr_png_, text/plain)."""
+            """Show each object as rich output: text/plain, and image/png,
+            image/jpeg, image/svg+xml and text/html from its _repr_*_ methods."""
             for obj in objs:
                 driver.display_data(driver._mime(obj, driver.max_output))
         return display
@@ -1140,14 +1145,68 @@ class Kernel:
             self.sigint_deferred = False
             raise KeyboardInterrupt
 
-    @staticmethod
-    def _mime(obj, limit):
+    def _mime(self, obj, limit):
+        """obj's MIME bundle, as IPython's display formatter makes it: repr()
+        as text/plain, and each _repr_*_ of _REPRS that returns its type (or
+        IPython's (data, metadata) pair). One that is missing or returns None
+        is left out; one that raises an Exception (not a ^C: that stops the
+        snippet) or returns another type is left out with a line on stderr;
+        one over limit (encoded) is left out with a note, a cut image being
+        no image. This is user code: the caller runs it interruptible."""
         data = {"text/plain": _cap_text(repr(obj), limit)}
-        png = getattr(obj, "_repr_png_", None)
-        png = png() if callable(png) else None
-        if isinstance(png, (bytes, bytearray)):
-            data["image/png"] = binascii.b2a_base64(png, newline=False).decode("ascii")
+        if isinstance(obj, type):
+            return data                      # (a class's _repr_png_ is unbound)
+        try:                                 # an object that makes up any attribute
+            if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
+                return data
+        except Exception:
+            return data
+        for mime, name, kind in _REPRS:
+            try:
+                method = getattr(obj, name, None)
+                value = method() if callable(method) else None
+            except Exception as e:
+                try:                         # (its str() is user code too)
+                    why = "%s: %s" % (type(e).__name__, e)
+                except Exception:
+                    why = type(e).__name__
+                self._note("%s() of %s raised %s" % (name, type(obj).__name__, why))
+                continue
+            if type(value) is tuple and len(value) == 2:
+                value = value[0]
+            if value is None:
+                continue
+            if kind is str and isinstance(value, (bytes, bytearray)):
+                try:
+                    value = bytes(value).decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            if kind is bytes and isinstance(value, (bytes, bytearray, memoryview)):
+                size = (memoryview(value).nbytes + 2) // 3 * 4
+                value = (binascii.b2a_base64(value, newline=False).decode("ascii")
+                         if not limit or size <= limit else None)
+            elif kind is not str or type(value) is not str:
+                self._note("%s() of %s returned %s, not %s" % (
+                    name, type(obj).__name__, type(value).__name__, kind.__name__))
+                continue
+            else:
+                size = len(value)
+            if limit and size > limit:
+                _CUT[_get_ident()] = True
+                data["text/plain"] += ("\n[ptybox: %s dropped: %d bytes, over --max-output]"
+                                       % (mime, size))
+                continue
+            data[mime] = value
         return data
+
+    def _note(self, text):
+        """A line of ptybox's on the snippet's stderr (a rich output that
+        failed), in order with what the snippet wrote there."""
+        try:
+            err = self.std_streams[1]
+            err.write("ptybox: %s\n" % _cap_text(text, 4096))
+        except Exception:
+            pass
 
     def _show_figures(self):
         """Like Jupyter's inline backend: every open pyplot figure, then close it."""

@@ -200,11 +200,18 @@ def _bundle(data, limit):
     or None.  Each part over its share is cut."""
     if type(data) is not dict or not data or len(data) > 64:
         return None, False
-    share, cut = max(limit // len(data), 64), False
-    out = {}
+    total = 0
     for k, v in data.items():
         if type(k) is not str or type(v) is not str or len(k) > 256:
             return None, False
+        total += len(v)
+    # Within the limit in all, nothing is cut: a cut image is no image.
+    if total * 4 <= limit or sum(len(v.encode("utf-8", "surrogatepass"))
+                                 for v in data.values()) <= limit:
+        return dict(data), False
+    share, cut = max(limit // len(data), 64), False
+    out = {}
+    for k, v in data.items():
         out[k], c = _cut(v, share) if len(v) > share // 6 else (v, False)
         cut = cut or c
     return out, cut

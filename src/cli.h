@@ -23,6 +23,9 @@ struct cli_session_opts {
 	char *env[CLI_MAX_ENV + 1];
 	size_t nenv;
 	unsigned given; /* CLI_GIVEN_* of the limits given on the command line */
+	/* human modes only (run, repl, attach): pictures, cli_picture.h */
+	const char *output_dir; /* NULL: the current folder */
+	bool no_inline_images;
 };
 
 /* The limits only the embedded sandbox enforces (cli_warn_unenforced). */
@@ -46,6 +49,8 @@ struct cli_session_opts {
 		{"python", required_argument, NULL, 0x10b},                                        \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
+		{"output-dir", required_argument, NULL, 0x120},                                    \
+		{"no-inline-images", no_argument, NULL, 0x121},                                    \
 	{                                                                                          \
 		"busy-poll", required_argument, NULL, 0x10e                                        \
 	}

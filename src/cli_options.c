@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -43,7 +44,10 @@ const char cli_session_help[] =
 	"  --python PATH       interpreter to run the driver on\n"
 	"  --log FILE          write a debug log to FILE\n"
 	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"
-	"                      100; 0 = never)\n";
+	"                      100; 0 = never)\n"
+	"  --output-dir DIR    run, repl: save pictures there as ptybox-N.png (.jpg,\n"
+	"                      .svg) and print their paths (default: the current folder)\n"
+	"  --no-inline-images  run, repl: do not show pictures in the terminal\n";
 
 void cli_session_opts_init(struct cli_session_opts *c)
 {
@@ -149,6 +153,24 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			       ? 1
 			       : cli_bad(cmd, "busy-poll", arg,
 					 "expected microseconds from 0 to 1000000");
+	case 0x120:
+	case 0x121:
+		/* (where results are rendered for a person: the server would
+		 * take them and do nothing) */
+		if (strcmp(cmd, "run") != 0 && strcmp(cmd, "repl") != 0 &&
+		    strcmp(cmd, "attach") != 0) {
+			cli_error("%s: --%s: only for run, repl and attach", cmd,
+				  opt == 0x120 ? "output-dir" : "no-inline-images");
+			return -1;
+		}
+		if (opt == 0x121) {
+			c->no_inline_images = true;
+			return 1;
+		}
+		if (!arg[0])
+			return cli_bad(cmd, "output-dir", arg, "expected a folder");
+		c->output_dir = arg;
+		return 1;
 	default: return 0;
 	}
 }
@@ -209,6 +231,17 @@ int cli_session_opts_check(struct cli_session_opts *c, const char *cmd)
 	int rc = c->o.log_path ? log_open(c->o.log_path) : 0;
 	if (rc < 0) {
 		cli_error("%s: --log %s: %s", cmd, c->o.log_path, strerror(-rc));
+		return -1;
+	}
+	/* A folder that is not there is a typo, better told now than at the
+	 * first picture; one that cannot be written is told at each picture. */
+	struct stat st;
+	int e = !c->output_dir		       ? 0
+		: stat(c->output_dir, &st) < 0 ? errno
+		: !S_ISDIR(st.st_mode)	       ? ENOTDIR
+					       : 0;
+	if (e) {
+		cli_error("%s: --output-dir %s: %s", cmd, c->output_dir, strerror(e));
 		return -1;
 	}
 	return 0;

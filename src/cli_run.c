@@ -7,7 +7,8 @@
  * value, tracebacks on stderr. --json prints one result object per line.
  * How they look is cli_render.c's, shared with exec and result. --record
  * writes what a terminal would show (transcript.c) to an asciicast file
- * (record.c), whether the output goes to a terminal, a pipe or --json.
+ * (record.c), whether the output goes to a terminal, a pipe or --json;
+ * pictures are saved to files and maybe shown inline (cli_picture.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,6 +50,7 @@ struct run {
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool json, fatal;
 	struct cli_render out;
+	struct cli_pictures pictures;
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
@@ -271,6 +273,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 					  .truncated = res->truncated,
 					  .state_lost = res->state_lost,
 					  .dropped_bytes = res->dropped_bytes,
+					  .bundle = res->detail ? res->detail->bundle : NULL,
 				  });
 	}
 	if (r->done == r->expected || r->interrupts) {
@@ -573,6 +576,10 @@ int cli_run(int argc, char **argv)
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
 	run_show_begin(&r, 1);
+	if (!json) { /* (the terminal is asked while the session starts) */
+		cli_pictures_init(&r.pictures, so.output_dir, !so.no_inline_images);
+		r.out.pictures = &r.pictures;
+	}
 	for (size_t i = 0; i <= ncodes && r.session; i++) {
 		const char *code = i < ncodes ? codes[i] : file_code;
 		size_t len = i < ncodes ? strlen(codes[i]) : file_len;

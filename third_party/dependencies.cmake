@@ -6,3 +6,5 @@ pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson>=1.7)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp>=2.5)
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka>=1.1)
+# Optional: sixel pictures in human modes (cli_sixel.c); without it, none.
+pkg_check_modules(SIXEL IMPORTED_TARGET libsixel>=1.8)
