@@ -158,6 +158,23 @@ _ptybox()
 			[[ $cmd == attach ]] && o+=' --record'
 			COMPREPLY=($(compgen -W "$o" -- "$cur"))
 		else
+			# The first word that is no option is the session; after it
+			# come exec's FILE and the ids of the others.
+			local j npos=0
+			for ((j = i + 1; j < cword; j++)); do
+				case ${words[j]} in
+				-c | --timeout | -L | -S | -H | --record) ((j++)) ;;
+				-*) ;;
+				*) ((npos++)) ;;
+				esac
+			done
+			if ((npos > 0)); then
+				if [[ $cmd == exec ]]; then
+					compopt -o filenames 2>/dev/null
+					COMPREPLY=($(compgen -f -- "$cur"))
+				fi
+				return
+			fi
 			# the server's sessions, by name (nothing if none runs); a
 			# name with blanks comes back quoted
 			local IFS=$'\n' name

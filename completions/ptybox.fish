@@ -34,6 +34,29 @@ function __ptybox_casts
     printf '%s\n' $found
 end
 
+# Whether the word being typed is the session: no word after the subcommand
+# yet but options (and their values).
+function __ptybox_needs_session
+    set -l words (commandline -opc)
+    set -l seen 0
+    set -l skip 0
+    for w in $words[2..-1]
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        switch $w
+            case -c --timeout -L -S -H --record
+                set skip 1
+            case '-*'
+            case '*'
+                set seen (math $seen + 1)
+        end
+    end
+    # the subcommand itself is the first such word
+    test $seen -le 1
+end
+
 # ptybox COMMAND
 complete -c ptybox -n __fish_use_subcommand -a run -d 'Run snippets in one session'
 complete -c ptybox -n __fish_use_subcommand -a repl -d 'A stateful prompt on a fresh session'
@@ -52,7 +75,8 @@ complete -c ptybox -n __fish_use_subcommand -a watch -d 'Follow a session as JSO
 complete -c ptybox -n __fish_use_subcommand -a attach -d 'The prompt on a session of the server'
 complete -c ptybox -n __fish_use_subcommand -a server -d 'Start the server'
 complete -c ptybox -n __fish_use_subcommand -a dial-stdio -d "The server's socket on stdin and stdout"
-complete -c ptybox -n '__fish_seen_subcommand_from exec result interrupt cancel restart kill capture watch attach' -a '(__ptybox_sessions)' -d Session
+complete -c ptybox -n '__fish_seen_subcommand_from exec result interrupt cancel restart kill capture watch attach; and __ptybox_needs_session' -a '(__ptybox_sessions)' -d Session
+complete -c ptybox -n '__fish_seen_subcommand_from exec; and not __ptybox_needs_session' -F -d 'File to run (- for standard input)'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l timeout -x -d "These snippets' time limit, seconds"
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l stop-on-error -d 'Drop the snippets after one that fails'

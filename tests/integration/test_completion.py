@@ -100,6 +100,12 @@ class Shells:
                 self.assertEqual(set(self.complete("ptybox %s al" % verb)),
                                  {"alpha", "albatross"})
         self.assertEqual(self.complete("ptybox attach be"), [self.spaced("beta gamma")])
+        # After the session: exec's FILE, and no names again.
+        open(os.path.join(self.tmp, "job.py"), "w").close()
+        self.assertEqual(self.complete("ptybox kill alpha al"), [])
+        after = self.complete("ptybox exec alpha ")
+        self.assertIn("job.py", after)
+        self.assertNotIn("albatross", after)
         # Another server (-L) has no sessions: none offered, none started.
         self.assertEqual(self.complete("ptybox -L other kill al"), [])
         self.assertFalse(os.path.exists(os.path.join(self.runtime, "ptybox", "other")))
