@@ -75,6 +75,8 @@ class Shells:
         self.assertIn("--no-inline-images", self.complete("ptybox run --no-"))
         self.assertIn("--stdio", self.complete("ptybox serve --"))
         self.assertIn("--no-wait", self.complete("ptybox exec work --"))
+        self.assertIn("--foreground", self.complete("ptybox server --"))
+        self.assertIn("--json", self.complete("ptybox ls --"))
 
     def test_values(self):
         self.assertTrue({"local", "none"} <= set(self.complete("ptybox run --via ")))
