@@ -5,8 +5,9 @@
 
 # The server's sessions, one name a line, from `ptybox ls --json` (the name is
 # each object's first member): nothing when no server runs, and `ls` never
-# starts one. The -L or -S of the command line choose the server; with -H
-# (ssh to another machine) no names are offered rather than wait on ssh.
+# starts one; a server that does not answer within 2 s gives none. The -L or
+# -S of the command line choose the server; with -H (ssh to another machine)
+# no names are offered rather than wait on ssh.
 _ptybox_sessions()
 {
 	local i server=()
@@ -16,7 +17,7 @@ _ptybox_sessions()
 		-H | -H*) return ;;
 		esac
 	done
-	command ptybox "${server[@]}" ls --json 2>/dev/null </dev/null |
+	command timeout 2 ptybox "${server[@]}" ls --json 2>/dev/null </dev/null |
 		sed -n 's/^{"name":"\(\([^"\\]\|\\.\)*\)",.*/\1/p'
 }
 

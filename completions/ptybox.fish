@@ -6,7 +6,8 @@
 complete -c ptybox -f
 
 # The server's sessions, from `ptybox ls --json` (the name is each object's
-# first member): nothing when no server runs, and `ls` never starts one. The
+# first member): nothing when no server runs, and `ls` never starts one (nor
+# waits more than 2 s for a server that does not answer). The
 # -L or -S of the command line choose the server; with -H (over ssh) no names
 # are offered rather than wait on ssh.
 function __ptybox_sessions
@@ -23,7 +24,7 @@ function __ptybox_sessions
                 return
         end
     end
-    command ptybox $server ls --json 2>/dev/null </dev/null | sed -n 's/^{"name":"\(\([^"\\]\|\\.\)*\)",.*/\1/p'
+    command timeout 2 ptybox $server ls --json 2>/dev/null </dev/null | sed -n 's/^{"name":"\(\([^"\\]\|\\.\)*\)",.*/\1/p'
 end
 
 # Recordings: the .cast files and the folders of what is typed so far (a
