@@ -7,6 +7,7 @@ import re
 import select
 import shlex
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -111,6 +112,21 @@ class Shells:
         # Another server (-L) has no sessions: none offered, none started.
         self.assertEqual(self.complete("ptybox -L other kill al"), [])
         self.assertFalse(os.path.exists(os.path.join(self.runtime, "ptybox", "other")))
+
+    def test_a_server_that_does_not_answer_gives_no_names(self):
+        # A socket that takes the connection and never says a word.
+        folder = os.path.join(self.runtime, "ptybox")
+        os.mkdir(folder, 0o700)
+        mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            mute.bind(os.path.join(folder, "default"))
+            mute.listen(16)
+            t0 = time.monotonic()
+            self.assertEqual(self.complete("ptybox kill "), [])
+            self.assertLess(time.monotonic() - t0, 30)
+        finally:
+            mute.close()
+            os.unlink(os.path.join(folder, "default"))
 
     def spaced(self, name):
         return name
