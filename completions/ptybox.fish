@@ -99,9 +99,7 @@ complete -c ptybox -n __fish_use_subcommand -l version -d 'Show the version'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -s c -x -d 'A snippet (repeatable)'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l json -d 'One result object per snippet per line'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l raw -d 'Write escape sequences to a terminal as they are'
-complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "Make the code's stdout and stderr a terminal"
 complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- for standard input)'
-complete -c ptybox -n '__fish_seen_subcommand_from run new' -l record -r -F -d 'An asciicast v2 recording of what the session shows'
 complete -c ptybox -n '__fish_seen_subcommand_from run new' -l record-max -x -d "The recording's largest size (default 64M)"
 
 # What the human modes show: pictures, recordings, a terminal

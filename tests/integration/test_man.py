@@ -163,7 +163,7 @@ class TestCoverage(unittest.TestCase):
             m = re.search(r"Exit status:(.*?)(?:\n\n|\Z)", text, re.S)
             if not m:
                 continue
-            for status in re.findall(r"(?<![\w.])(\d{1,3})(?![\w.])", m.group(1)):
+            for status in re.findall(r"(?<![\w.])(\d{1,3})(?![\w.+])", m.group(1)):
                 with self.subTest(command=name, status=status):
                     self.assertIn(status, tags)
 
