@@ -45,9 +45,25 @@ struct client {
 	cJSON **queue;
 	size_t nqueue, qhead, qcap;
 	bool eof, too_long;
+	/* A reply that must come soon (hello, the simple verbs) waits until
+	 * deadline_ms (CLOCK_MONOTONIC; 0: no deadline), then timed_out. */
+	int64_t deadline_ms;
+	bool timed_out;
 	uint64_t next_id;
 	char where[SERVER_SOCKET_PATH_MAX + 64];
 };
+
+/* How long a server may take to answer hello or a simple request: a server
+ * that accepted and then hangs must not hang its clients (ssh also logs in). */
+#define CLIENT_REPLY_MS	    5000
+#define CLIENT_SSH_HELLO_MS 60000
+
+static int64_t client_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct client_target {
 	const char *label, *spath, *host;
@@ -322,6 +338,19 @@ static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupt
 			*interrupted = true;
 			return NULL;
 		}
+		if (cl->deadline_ms) {
+			int64_t left = cl->deadline_ms - client_now_ms();
+			struct pollfd p = {.fd = cl->rfd, .events = POLLIN};
+			int pr = left > 0 ? poll(&p, 1, (int)(left < 1000 ? left : 1000)) : 0;
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0 && left <= 1000) {
+				cl->timed_out = true;
+				return NULL;
+			}
+			if (pr == 0)
+				continue; /* (a second at a time: ^C is looked at above) */
+		}
 		if (linebuf_reserve(&cl->lines, 64 * 1024) < 0)
 			return NULL;
 		ssize_t n = read(cl->rfd, cl->lines.buf + cl->lines.len, 64 * 1024);
@@ -363,16 +392,19 @@ static uint64_t client_id(const cJSON *o)
 	return cJSON_IsNumber(id) && id->valuedouble > 0 ? (uint64_t)id->valuedouble : 0;
 }
 
-/* The reply to request id (events before it are dropped), or NULL. */
-static cJSON *client_reply(struct client *cl, uint64_t id)
+/* The reply to request id (events before it are dropped), or NULL: the
+ * server is gone, or did not answer within ms (cl->timed_out). */
+static cJSON *client_reply(struct client *cl, uint64_t id, int ms)
 {
 	cJSON *o;
+	cl->deadline_ms = ms ? client_now_ms() + ms : 0;
 	while ((o = client_next(cl, false, NULL))) {
 		if (client_id(o) == id && !cJSON_GetObjectItemCaseSensitive(o, "event"))
-			return o;
+			break;
 		cJSON_Delete(o);
 	}
-	return NULL;
+	cl->deadline_ms = 0;
+	return o;
 }
 
 static cJSON *client_request(const char *op, const char *session)
@@ -388,7 +420,9 @@ static cJSON *client_request(const char *op, const char *session)
 static int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply)
 {
 	const char *msg = protocol_str(reply, "error"), *code = protocol_str(reply, "code");
-	if (!reply)
+	if (!reply && cl->timed_out)
+		cli_error("%s: %s: the server did not answer", cmd, cl->where);
+	else if (!reply)
 		cli_error("%s: %s: the server closed the connection", cmd, cl->where);
 	else
 		cli_error("%s: %s", cmd, msg ? msg : "unexpected reply");
@@ -426,7 +460,8 @@ static int client_open(struct client *cl, const char *cmd, const struct client_t
 	cJSON *hello = client_request("hello", NULL);
 	cJSON_AddNumberToObject(hello, "protocol", SERVER_PROTOCOL);
 	uint64_t id = client_send(cl, hello);
-	cJSON *reply = id ? client_reply(cl, id) : NULL;
+	cJSON *reply =
+		id ? client_reply(cl, id, t->host ? CLIENT_SSH_HELLO_MS : CLIENT_REPLY_MS) : NULL;
 	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
 		if (!reply && t->host)
 			cli_error("%s: %s: no answer through ssh (is ptybox installed there, on "
@@ -442,11 +477,13 @@ static int client_open(struct client *cl, const char *cmd, const struct client_t
 	return 0;
 }
 
-/* One request, its reply checked: 0, or the exit status (message printed). */
-static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
+/* One request, its reply checked: 0, or the exit status (message printed).
+ * Within ms (0: as long as the server takes, as new and restart may while
+ * an interpreter starts). */
+static int client_simple_within(struct client *cl, const char *cmd, cJSON *req, cJSON **out, int ms)
 {
 	uint64_t id = client_send(cl, req);
-	cJSON *reply = id ? client_reply(cl, id) : NULL;
+	cJSON *reply = id ? client_reply(cl, id, ms) : NULL;
 	if (!reply || protocol_str(reply, "error")) {
 		int rc = client_error_exit(cmd, cl, reply);
 		cJSON_Delete(reply);
@@ -457,6 +494,11 @@ static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON *
 	else
 		cJSON_Delete(reply);
 	return 0;
+}
+
+static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
+{
+	return client_simple_within(cl, cmd, req, out, 0);
 }
 
 /* ---- the verbs ---- */
@@ -981,7 +1023,8 @@ int cli_client(int argc, char **argv)
 		rc = verb_exec_run(&cl, name, &a);
 	} else if (strcmp(cmd, "ls") == 0) {
 		cJSON *reply = NULL;
-		rc = client_simple(&cl, cmd, client_request("ls", NULL), &reply);
+		rc = client_simple_within(&cl, cmd, client_request("ls", NULL), &reply,
+					  CLIENT_REPLY_MS);
 		if (rc == 0)
 			client_ls_print(cJSON_GetObjectItemCaseSensitive(reply, "sessions"),
 					a.json);
@@ -1036,7 +1079,7 @@ int cli_client(int argc, char **argv)
 			cJSON_AddNumberToObject(req, "start", (double)n);
 		}
 		cJSON *reply = NULL;
-		rc = client_simple(&cl, cmd, req, &reply);
+		rc = client_simple_within(&cl, cmd, req, &reply, CLIENT_REPLY_MS);
 		const char *text = protocol_str(reply, "text");
 		if (rc == 0 && text)
 			cli_render_out(1, text, strlen(text));
