@@ -54,8 +54,12 @@ enum exec_stop { STOP_NONE, STOP_TIMEOUT, STOP_INTERRUPT };
 struct exec {
 	struct exec *next;
 	uint64_t id;
-	char *line; /* the encoded request until it is handed to the PTY */
-	size_t line_len;
+	/* The request until it is handed to the PTY: encoded only then, since whether the
+	 * relay may busy-poll for it is decided at send time (session_exec_line). */
+	char *code;
+	size_t code_len;
+	char *filename; /* a file's run: its name and argv (NULL-terminated); else NULL */
+	char **argv;
 	double timeout;
 	bool stream, ctrl_c_sent;
 	bool restart; /* not a snippet: a restart queued in order */
@@ -157,9 +161,26 @@ static void exec_free(struct exec *e)
 {
 	if (!e)
 		return;
-	free(e->line);
+	free(e->code);
+	free(e->filename);
+	for (size_t i = 0; e->argv && e->argv[i]; i++)
+		free(e->argv[i]);
+	free(e->argv);
 	cJSON_Delete(e->display);
 	free(e);
+}
+
+/* e's request line, asking the relay to busy-poll only when this session alone
+ * awaits a result in this process: with several awaiting, a relay spinning for
+ * its quick answer takes the CPU the other sessions' interpreters need. */
+static int session_exec_line(ptybox_session *s, const struct exec *e, char **line, size_t *len)
+{
+	unsigned poll = session_awaiting == 0 ? s->opts.busy_poll_us : 0;
+	if (e->filename)
+		return protocol_exec_file_line(e->id, e->code, e->code_len, s->opts.max_output,
+					       poll, e->filename, (const char *const *)e->argv,
+					       line, len);
+	return protocol_exec_line(e->id, e->code, e->code_len, s->opts.max_output, poll, line, len);
 }
 
 static struct exec *session_pop(ptybox_session *s)
@@ -369,8 +390,13 @@ static void session_pump(ptybox_session *s)
 	}
 	if (s->in && s->in->state == I_DYING)
 		return; /* its death is told soon (on_dead): the snippet runs on the fresh one */
-	int rc = instance_write(s->in, e->line, e->line_len);
-	e->line = NULL;
+	char *line;
+	size_t line_len;
+	int rc = session_exec_line(s, e, &line, &line_len);
+	if (rc == 0)
+		rc = instance_write(s->in, line, line_len);
+	free(e->code);
+	e->code = NULL;
 	e->sent_ns = uv_hrtime();
 	s->state = S_RUNNING;
 	outbuf_reset(&s->out);
@@ -922,25 +948,38 @@ static void session_push(ptybox_session *s, struct exec *e)
 	session_pump(s);
 }
 
-int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
-			double timeout, bool stream)
+/* A new execution of code (copied), not yet queued. */
+static int session_exec_new(ptybox_session *s, uint64_t id, const char *code, size_t len,
+			    double timeout, bool stream, struct exec **out)
 {
 	if (s->state == S_FATAL || s->state == S_CLOSING)
 		return -EPIPE;
 	if (s->queued >= SESSION_QUEUE_CAP)
 		return -ENOBUFS;
+	if (memchr(code, '\0', len))
+		return -EINVAL; /* (as the encoder would say, but now rather than at send time) */
 	struct exec *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	int rc = protocol_exec_line(id, code, len, s->opts.max_output, s->opts.busy_poll_us,
-				    &e->line, &e->line_len);
-	if (rc < 0) {
+	if (!e || !(e->code = malloc(len + 1))) {
 		free(e);
-		return rc;
+		return -ENOMEM;
 	}
+	memcpy(e->code, code, len);
+	e->code[len] = '\0';
+	e->code_len = len;
 	e->id = id;
 	e->timeout = timeout < 0 ? s->opts.timeout : timeout;
 	e->stream = stream;
+	*out = e;
+	return 0;
+}
+
+int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
+			double timeout, bool stream)
+{
+	struct exec *e;
+	int rc = session_exec_new(s, id, code, len, timeout, stream, &e);
+	if (rc < 0)
+		return rc;
 	session_push(s, e);
 	return 0;
 }
@@ -949,24 +988,26 @@ int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, s
 			     double timeout, bool stream, const char *filename,
 			     const char *const *argv)
 {
-	if (s->state == S_FATAL || s->state == S_CLOSING)
-		return -EPIPE;
-	if (s->queued >= SESSION_QUEUE_CAP)
-		return -ENOBUFS;
-	struct exec *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	int rc = protocol_exec_file_line(id, code, len, s->opts.max_output, s->opts.busy_poll_us,
-					 filename, argv, &e->line, &e->line_len);
-	if (rc < 0) {
-		free(e);
+	if (!filename)
+		return -EINVAL;
+	struct exec *e;
+	int rc = session_exec_new(s, id, code, len, timeout, stream, &e);
+	if (rc < 0)
 		return rc;
-	}
-	e->id = id;
-	e->timeout = timeout < 0 ? s->opts.timeout : timeout;
-	e->stream = stream;
+	size_t n = 0;
+	while (argv && argv[n])
+		n++;
+	if (!(e->filename = strdup(filename)) ||
+	    (argv && !(e->argv = calloc(n + 1, sizeof(char *)))))
+		goto nomem;
+	for (size_t i = 0; i < n; i++)
+		if (!(e->argv[i] = strdup(argv[i])))
+			goto nomem;
 	session_push(s, e);
 	return 0;
+nomem:
+	exec_free(e);
+	return -ENOMEM;
 }
 
 int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows)
