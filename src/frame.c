@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define FRAME_START_PREFIX "<<<ptybox:"
@@ -224,6 +225,20 @@ static void frame_abandon(struct frame_scanner *s, frame_event_cb cb, void *ctx)
  * passed over in a tight loop instead of the state machine. */
 static size_t frame_skip_plain(const char *buf, size_t j, size_t len)
 {
+	/* Eight bytes at a time while none is a stop byte (a zero byte of w ^ c for
+	 * each of ':', '<', '>'; one below 0x20; one from 0x7f), then byte by byte. */
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	while (j + 8 <= len) {
+		uint64_t w, c, d, e;
+		memcpy(&w, buf + j, 8);
+		c = w ^ (ones * ':');
+		d = w ^ (ones * '<');
+		e = w ^ (ones * '>');
+		if (((w | (w + ones)) & highs) || /* from 0x7f: its high bit, or 0x7f + 1's */
+		    (((w - ones * 0x20) | (c - ones) | (d - ones) | (e - ones)) & ~w & highs))
+			break;
+		j += 8;
+	}
 	for (; j < len; j++) {
 		unsigned char c = (unsigned char)buf[j];
 		if (c < 0x20 || c > 0x7e || c == ':' || c == '<' || c == '>')

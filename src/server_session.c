@@ -82,17 +82,19 @@ static void srv_screen_out(struct srv_session *ss, const char *text, size_t len)
 {
 	if (!ss->screen || !len)
 		return;
-	if (!ss->tail && !(ss->tail = malloc(SRV_SCREEN_TAIL)))
+	/* Twice the tail's room, so that the old bytes move once per SRV_SCREEN_TAIL
+	 * taken, not on every chunk (a line of print each: 64 KiB moved per line). */
+	if (!ss->tail && !(ss->tail = malloc(2 * SRV_SCREEN_TAIL)))
 		return;
 	if (len >= SRV_SCREEN_TAIL) {
 		text += len - SRV_SCREEN_TAIL;
 		len = SRV_SCREEN_TAIL;
 		ss->tail_len = 0;
 		ss->tail_cut = true;
-	} else if (ss->tail_len + len > SRV_SCREEN_TAIL) {
-		size_t drop = ss->tail_len + len - SRV_SCREEN_TAIL;
-		memmove(ss->tail, ss->tail + drop, ss->tail_len - drop);
-		ss->tail_len -= drop;
+	} else if (ss->tail_len + len > 2 * SRV_SCREEN_TAIL) {
+		size_t keep = SRV_SCREEN_TAIL - len;
+		memmove(ss->tail, ss->tail + ss->tail_len - keep, keep);
+		ss->tail_len = keep;
 		ss->tail_cut = true;
 	}
 	memcpy(ss->tail + ss->tail_len, text, len);
@@ -105,6 +107,11 @@ static void srv_screen_flush(struct srv_session *ss)
 		return;
 	const char *p = ss->tail;
 	size_t n = ss->tail_len;
+	if (n > SRV_SCREEN_TAIL) { /* (the last SRV_SCREEN_TAIL bytes are the tail) */
+		p += n - SRV_SCREEN_TAIL;
+		n = SRV_SCREEN_TAIL;
+		ss->tail_cut = true;
+	}
 	if (ss->tail_cut) { /* from the first whole line on */
 		const char *nl = memchr(p, '\n', n);
 		if (nl) {
@@ -263,6 +270,15 @@ static void srv_on_restarting(ptybox_session *ps, const char *why, void *data)
 	srv_watchers_state(ss, "died", why);
 }
 
+/* Whether one of x's waiters asked for its stream. */
+static bool srv_streamed(const struct srv_exec *x)
+{
+	for (const struct srv_waiter *w = x ? x->waiters : NULL; w; w = w->next)
+		if (w->stream)
+			return true;
+	return false;
+}
+
 /* An execution's event o (taken) to whom it concerns: its waiters that asked
  * for its stream while it runs, who started it once it is late, watchers. */
 static void srv_forward(struct srv_session *ss, struct srv_exec *x, cJSON *o, bool late)
@@ -270,7 +286,7 @@ static void srv_forward(struct srv_session *ss, struct srv_exec *x, cJSON *o, bo
 	if (late)
 		cJSON_AddBoolToObject(o, "late", 1);
 	size_t n = 0;
-	char *s = x && (late ? x->origin != NULL : x->waiters != NULL) ? srv_print(o, &n) : NULL;
+	char *s = x && (late ? x->origin != NULL : srv_streamed(x)) ? srv_print(o, &n) : NULL;
 	if (s && !late)
 		for (struct srv_waiter *w = x->waiters; w; w = w->next)
 			if (w->stream)
@@ -291,7 +307,8 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 {
 	struct srv_session *ss = data;
 	struct srv_exec *x = srv_exec_find(ss, id);
-	bool to_waiters = x && !late && x->waiters;
+	/* (an event for no one would cost the text's copy and its JSON: 20 MB of print) */
+	bool to_waiters = x && !late && srv_streamed(x);
 	bool to_origin = x && late && x->origin;
 	transcript_output(&ss->ts, text, len);
 	if (!to_waiters && !to_origin && !ss->watchers)
@@ -309,7 +326,7 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 {
 	struct srv_session *ss = data;
 	struct srv_exec *x = srv_exec_find(ss, id);
-	bool to_waiters = x && !late && x->waiters;
+	bool to_waiters = x && !late && srv_streamed(x);
 	bool to_origin = x && late && x->origin;
 	bool shown = ss->screen || ss->rec;
 	if (!to_waiters && !to_origin && !ss->watchers && !shown)

@@ -27,6 +27,18 @@ void transcript_init(struct transcript *t, bool color, transcript_emit_fn emit, 
 /* Where the cursor is after bytes, as far as a line's start goes. */
 static void transcript_track(struct transcript *t, const char *bytes, size_t len)
 {
+	/* Output without escapes (most of it) tells by its last byte that matters: read from
+	 * the end, not every byte of 20 MB of print. */
+	if (t->esc == T_TEXT && !memchr(bytes, 0x1b, len)) {
+		for (size_t i = len; i-- > 0;) {
+			unsigned char c = (unsigned char)bytes[i];
+			if (c == '\n' || c == '\r' || (c >= 0x20 && c != 0x7f) || c == '\t') {
+				t->fresh = c == '\n' || c == '\r';
+				return;
+			}
+		}
+		return;
+	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)bytes[i];
 		switch (t->esc) {

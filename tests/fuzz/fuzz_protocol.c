@@ -17,6 +17,8 @@
  *     reads back as the same value, every number the same double (null for infinities).
  *   - as JSON text cJSON takes: printed and escaped by protocol_json_escape_unsafe, it reads
  *     back as the same value, with no C1 or bidi control left raw.
+ *   - as a stream frame: what stream_frame_parse takes, cJSON (after the same surrogate masking
+ *     as protocol_parse_frame) reads as the same tree.
  * Any disagreement aborts.
  */
 #include <stdbool.h>
@@ -31,6 +33,7 @@
 #include <sodium.h>
 
 #include "protocol.h"
+#include "stream_frame.h"
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -57,6 +60,25 @@ static void check_frame(const uint8_t *data, size_t size)
 		(void)protocol_str(f.root, "text");
 		protocol_frame_free(&f);
 	}
+	free(payload);
+}
+
+static void check_stream_fast(const uint8_t *data, size_t size)
+{
+	char *payload = exact_copy(data, size);
+	cJSON *fast = NULL;
+	uint64_t id = 0;
+	int rc = stream_frame_parse(payload, size, &fast, &id);
+	CHECK(rc == 0 || rc == 1);
+	if (rc == 1) {
+		cJSON *slow = cJSON_ParseWithLength(payload, size);
+		if (!slow && protocol_json_mask_surrogates(payload, size) > 0)
+			slow = cJSON_ParseWithLength(payload, size);
+		CHECK(slow != NULL && cJSON_Compare(fast, slow, true));
+		CHECK(id < ((uint64_t)1 << 53));
+		cJSON_Delete(slow);
+	}
+	cJSON_Delete(fast);
 	free(payload);
 }
 
@@ -245,6 +267,7 @@ static void check_escape_unsafe(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_frame(data, size);
+	check_stream_fast(data, size);
 	check_exec_line(data, size);
 	check_utf8(data, size);
 	check_surrogates(data, size);

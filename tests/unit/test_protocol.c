@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "protocol.h"
+#include "stream_frame.h"
 #include "ptybox.h"
 
 /* Decodes one base64url request line back to its JSON. */
@@ -890,6 +891,110 @@ static void test_ids_are_echoed_exactly(void **state)
 	cJSON_Delete(v);
 }
 
+/* The relay's stream frames read by stream_frame_parse as cJSON reads them; any other
+ * shape is left to cJSON. */
+static void test_stream_frames_fast_as_cjson(void **state)
+{
+	(void)state;
+	static const char *const taken[] = {
+		"{\"type\":\"stream\",\"id\":7,\"name\":\"stdout\",\"text\":\"hi\\n\"}",
+		"{\"type\":\"stream\",\"id\":0,\"name\":\"stderr\",\"text\":\"\"}",
+		"{\"type\":\"stream\",\"id\":12,\"name\":\"stdout\",\"text\":\"a\\\"b\\\\c\\t\\r\\/"
+		"\\u003c\\u003e\\u007f\\u00e9\\u20ac\\ud83d\\ude00\"}",
+		"{\"type\":\"stream\",\"id\":9007199254740991,\"name\":\"stdout\",\"text\":\"x\","
+		"\"late\":true}",
+		/* a lone surrogate: U+FFFD, as protocol_parse_frame masks it */
+		"{\"type\":\"stream\",\"id\":3,\"name\":\"stdout\",\"text\":\"\\ud800z\"}",
+	};
+	static const char *const left[] = {
+		"{\"type\":\"stream\",\"id\":7,\"name\":\"stdout\",\"text\":\"a\",\"dropped\":5}",
+		"{\"type\":\"stream\",\"id\":\"s\",\"name\":\"stdout\",\"text\":\"a\"}",
+		"{\"type\":\"stream\",\"id\":null,\"name\":\"stdout\",\"text\":\"a\"}",
+		"{\"type\":\"stream\",\"id\":07,\"name\":\"stdout\",\"text\":\"a\"}",
+		"{\"type\":\"stream\",\"id\":9007199254740992,\"name\":\"stdout\",\"text\":\"a\"}",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdin\",\"text\":\"a\"}",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"\\u0000\"}",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"\xc3\xa9\"}",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a\nb\"}",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a\\x\"}",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a\"} ",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a",
+		"{\"type\":\"stream\",\"id\":1,\"name\":\"stdout\",\"text\":\"a\\u12\"}",
+		"{\"type\":\"result\",\"id\":1,\"status\":\"ok\"}",
+	};
+	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+		size_t len = strlen(taken[i]);
+		char *copy = malloc(len);
+		memcpy(copy, taken[i], len); /* (no NUL after it: nothing past it is read) */
+		cJSON *fast;
+		uint64_t id;
+		assert_int_equal(stream_frame_parse(copy, len, &fast, &id), 1);
+		cJSON *slow = cJSON_ParseWithLength(copy, len);
+		if (!slow && protocol_json_mask_surrogates(copy, len) > 0)
+			slow = cJSON_ParseWithLength(copy, len);
+		assert_non_null(slow);
+		assert_true(cJSON_Compare(fast, slow, true));
+		assert_true(id == (uint64_t)cJSON_GetObjectItem(slow, "id")->valuedouble);
+		/* and through protocol_parse_frame, the same frame */
+		struct protocol_frame f;
+		memcpy(copy, taken[i], len);
+		assert_int_equal(protocol_parse_frame(copy, len, &f), 0);
+		assert_int_equal(f.type, FRAME_STREAM);
+		assert_true(f.has_id && f.id == id);
+		assert_true(cJSON_Compare(f.root, slow, true));
+		protocol_frame_free(&f);
+		cJSON_Delete(fast);
+		cJSON_Delete(slow);
+		free(copy);
+	}
+	cJSON *fast;
+	uint64_t id;
+	const char *surr =
+		"{\"type\":\"stream\",\"id\":3,\"name\":\"stdout\",\"text\":\"\\ud800z\"}";
+	assert_int_equal(stream_frame_parse(surr, strlen(surr), &fast, &id), 1);
+	assert_string_equal(cJSON_GetObjectItem(fast, "text")->valuestring, "\xef\xbf\xbdz");
+	cJSON_Delete(fast);
+	for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
+		fast = (cJSON *)1;
+		assert_int_equal(stream_frame_parse(left[i], strlen(left[i]), &fast, &id), 0);
+		assert_null(fast);
+	}
+}
+
+/* A long output is quoted by ptybox itself (protocol_text_item), byte for byte as cJSON
+ * quotes it: every byte value, runs of plain text between them. */
+static void test_long_output_quoted_as_cjson(void **state)
+{
+	(void)state;
+	size_t n = 20000;
+	char *text = malloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		text[i] = i % 97 == 0 ? (char)(1 + (i / 97) % 255) : (char)('a' + i % 26);
+	text[n] = '\0';
+	struct ptybox_result r = {.id = 1,
+				  .status = PTYBOX_OK,
+				  .stdout_text = text,
+				  .stdout_len = n,
+				  .stderr_text = "short \"\n",
+				  .stderr_len = 8};
+	char *json = protocol_result_json(&r);
+	assert_non_null(json);
+	cJSON *back = cJSON_Parse(json);
+	assert_non_null(back);
+	assert_string_equal(cJSON_GetObjectItem(back, "stdout")->valuestring, text);
+	assert_string_equal(cJSON_GetObjectItem(back, "stderr")->valuestring, "short \"\n");
+	cJSON *str = cJSON_CreateStringReference(text);
+	char *want = cJSON_PrintUnformatted(str);
+	size_t wn = strlen(want);
+	want = protocol_json_escape_unsafe(want, &wn); /* (as the result's whole line is) */
+	assert_non_null(strstr(json, want));
+	cJSON_free(want);
+	cJSON_Delete(str);
+	cJSON_Delete(back);
+	free(json);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -919,6 +1024,8 @@ int main(void)
 		cmocka_unit_test(test_ids_are_echoed_exactly),
 		cmocka_unit_test(test_json_escapes_c1_and_bidi_controls),
 		cmocka_unit_test(test_result_json_escapes_what_cjson_prints_raw),
+		cmocka_unit_test(test_stream_frames_fast_as_cjson),
+		cmocka_unit_test(test_long_output_quoted_as_cjson),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
