@@ -49,6 +49,10 @@ Standard library only; Python 3.8 and later.
 import _signal, binascii, builtins, codecs, fcntl, os, select, sys, termios, time
 import _socket
 from _collections import deque
+try:
+    import zlib as _zlib              # (a Python without it sends text as it is)
+except ImportError:
+    _zlib = None
 
 PROTOCOL = 2
 BUSY_POLL = 100                   # us, when a request names none: PROTOCOL_DEFAULT_BUSY_POLL
@@ -73,6 +77,9 @@ TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a
 ARGV_CAP = 4096                   # strings in an exec request's argv
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
+Z_MIN = 64 << 10                  # bytes of stream text from which a frame may be deflated ...
+Z_MAX = 1 << 20                   # ... and up to which (PROTOCOL_STREAM_Z_MAX on the client)
+Z_SAMPLE = 4096                   # bytes tried first: output that does not shrink is sent as is
 END = b":ptybox>>>"
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _perf_ns = time.perf_counter_ns
@@ -171,6 +178,21 @@ def _payload(obj):
         import re
         payload = re.sub(rb"(?<!\\)((?:\\\\)*)\\u0000", rb"\1\\ufffd", payload)
     return payload.replace(b"\x7f", b"\\u007f")
+
+
+def _deflate(data):
+    """UTF-8 text data (no NUL) as base64 of a zlib stream, when that is at
+    most half its size; else None.  Big frames of text that repeats (logs,
+    tables, progress) cross the terminal at a fraction of their size: the
+    terminal, not the CPU, is what limits output."""
+    if _zlib is None or not Z_MIN <= len(data) <= Z_MAX:
+        return None
+    if len(_zlib.compress(data[:Z_SAMPLE], 1)) * 2 > Z_SAMPLE:
+        return None                   # (random bytes cost 10 ms per 256 KiB to learn that)
+    z = _zlib.compress(data, 1)
+    if len(z) * 8 > len(data) * 3:    # (base64 makes 4 of 3: at most half)
+        return None
+    return binascii.b2a_base64(z, newline=False)
 
 
 def _json_ascii(data):
@@ -490,6 +512,7 @@ class _Out:
             self.tail, self.tail_len, self.dropped = deque(), 0, 0
             self.fed = False
         self.late, self.sid, self.prefix = late, sid, None   # (prefix: made when needed)
+        self.zsid = sid.isdigit()            # (the client reads deflated text for a number id)
         if not max_output:
             self.head_left = self.tail_cap = None
         elif late:
@@ -1008,6 +1031,13 @@ class Relay:
             if o.head_left is not None:
                 o.head_left -= len(data)
             if not o.decoder.buffer and data.isascii():
+                if len(data) >= Z_MIN and o.zsid:
+                    z = _deflate(data.replace(b"\0", b"\xef\xbf\xbd") if b"\0" in data
+                                 else data)
+                    if z is not None:
+                        self.write(self.start, b'{"type":"stream","id":%s,"name":"%s","z":"' % (
+                            o.sid, o.ename), z, b'","late":true}' if o.late else b'"}', END)
+                        return
                 text = _json_ascii(data)
                 if text is not None:
                     if o.prefix is None:
@@ -1037,6 +1067,15 @@ class Relay:
     def emit(self, o, text, dropped=None):
         if not text and dropped is None:
             return
+        if dropped is None and len(text) >= Z_MIN // 4 and o.zsid:
+            try:
+                z = _deflate(text.replace("\0", "\ufffd").encode("utf-8"))
+            except UnicodeEncodeError:
+                z = None
+            if z is not None:
+                self.write(self.start, b'{"type":"stream","id":%s,"name":"%s","z":"' % (
+                    o.sid, o.ename), z, b'","late":true}' if o.late else b'"}', END)
+                return
         frame = {"type": "stream", "id": None, "name": o.name, "text": text}
         if o.late:
             frame["late"] = True

@@ -558,7 +558,10 @@ bool protocol_utf8_valid(const char *s, size_t len)
 		size_t n;
 		unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
 		if (c < 0x80) {
+			uint64_t w; /* (ASCII eight bytes at a time) */
 			p++;
+			while (end - p >= 8 && (memcpy(&w, p, 8), (w & 0x8080808080808080ULL) == 0))
+				p += 8;
 			continue;
 		} else if (c >= 0xc2 && c <= 0xdf) {
 			n = 2;

@@ -74,6 +74,9 @@
  * oversize one; so a frame costs at most about 4 MiB of cJSON items besides
  * its strings. */
 #define PROTOCOL_MAX_VALUES ((size_t)1 << 16)
+/* Bytes a deflated stream frame's text may inflate to (the relay deflates at
+ * most 1 MiB of text into one: Z_MAX); a frame past it is refused. */
+#define PROTOCOL_STREAM_Z_MAX ((size_t)4 << 20)
 
 #endif
 

@@ -9,12 +9,16 @@
  * shape only:
  *
  *     {"type":"stream","id":DIGITS,"name":"stdout"|"stderr","text":"..."}
- *     the same ending ,"late":true}
+ *     {"type":"stream","id":DIGITS,"name":"stdout"|"stderr","z":"BASE64"}
+ *     either ending ,"late":true}
  *
- * with the text printable ASCII and JSON escapes. Anything else (a dropped
- * count, a string id, a \u0000, a byte outside printable ASCII) is not
- * handled here and goes to cJSON as before, so both ways give the same tree.
- * Pure: no I/O, unit-tested byte by byte (tests/unit/test_protocol.c).
+ * with the text printable ASCII and JSON escapes; z, a big text deflated (zlib,
+ * RFC 1950) and in standard base64, read into "text" here and nowhere else, so
+ * every consumer sees a plain stream frame. Its text is bounded
+ * (PROTOCOL_STREAM_Z_MAX), free of NUL and valid UTF-8, or the frame is refused. Anything else (a
+ * dropped count, a string id, a \u0000, a byte outside printable ASCII) is not handled here and
+ * goes to cJSON as before, so both ways give the same tree. Pure: no I/O, unit-tested byte by byte
+ * (tests/unit/test_protocol.c).
  */
 #include "stream_frame.h"
 
@@ -23,10 +27,76 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+#include <zlib.h>
+
+#include "protocol.h"
+
 static const char stream_head[] = "{\"type\":\"stream\",\"id\":";
 static const char stream_name[] = ",\"name\":\"std";
 static const char stream_text[] = "\",\"text\":\"";
 static const char stream_late[] = ",\"late\":true}";
+static const char stream_z[] = "\",\"z\":\"";
+
+/* The text of a z member (base64 of a zlib stream) at p, n bytes, into *out
+ * (cJSON_malloc'd, NUL-terminated): 0, or -EINVAL for one that is not base64,
+ * not a whole zlib stream, inflates past PROTOCOL_STREAM_Z_MAX, holds a NUL or
+ * is not UTF-8; -ENOMEM. */
+static int stream_inflate(const char *p, size_t n, char **out, size_t *outlen)
+{
+	size_t zcap = n / 4 * 3 + 3, zlen = 0;
+	unsigned char *z = malloc(zcap ? zcap : 1);
+	if (!z)
+		return -ENOMEM;
+	if (sodium_base642bin(z, zcap, p, n, NULL, &zlen, NULL, sodium_base64_VARIANT_ORIGINAL) !=
+		    0 ||
+	    zlen == 0) {
+		free(z);
+		return -EINVAL;
+	}
+	size_t cap = zlen * 8 < ((size_t)64 << 10) ? (size_t)64 << 10 : zlen * 8;
+	if (cap > PROTOCOL_STREAM_Z_MAX)
+		cap = PROTOCOL_STREAM_Z_MAX;
+	char *text = cJSON_malloc(cap + 1);
+	z_stream zs = {.next_in = z, .avail_in = (uInt)zlen};
+	int rc = -ENOMEM;
+	if (!text || inflateInit(&zs) != Z_OK)
+		goto done;
+	int zr = Z_OK;
+	rc = -EINVAL;
+	while (zr == Z_OK) {
+		if (zs.total_out == cap) { /* full: twice the room, up to the cap */
+			if (cap >= PROTOCOL_STREAM_Z_MAX)
+				break;
+			size_t more =
+				cap * 2 > PROTOCOL_STREAM_Z_MAX ? PROTOCOL_STREAM_Z_MAX : cap * 2;
+			char *bigger = realloc(text, more + 1); /* (cJSON's hooks are malloc's) */
+			if (!bigger) {
+				rc = -ENOMEM;
+				break;
+			}
+			text = bigger;
+			cap = more;
+		}
+		zs.next_out = (unsigned char *)text + zs.total_out;
+		zs.avail_out = (uInt)(cap - zs.total_out);
+		zr = inflate(&zs, Z_NO_FLUSH);
+	}
+	size_t len = zs.total_out;
+	inflateEnd(&zs);
+	if (zr == Z_STREAM_END && zs.avail_in == 0 && !memchr(text, '\0', len) &&
+	    protocol_utf8_valid(text, len)) {
+		text[len] = '\0';
+		*out = text;
+		*outlen = len;
+		text = NULL;
+		rc = 0;
+	}
+done:
+	cJSON_free(text);
+	free(z);
+	return rc;
+}
 
 static int stream_hex(char c)
 {
@@ -144,30 +214,46 @@ int stream_frame_parse(const char *payload, size_t len, cJSON **root, uint64_t *
 	/* up to 2^53, as cJSON's double holds it exactly; no leading zero */
 	if (!digits || v >= (1ULL << 53) || (digits > 1 && payload[hl] == '0'))
 		return 0;
-	if (len - i < nl + 3 + tl || memcmp(payload + i, stream_name, nl) != 0)
+	if (len - i < nl + 3 + tl || memcmp(payload + i, stream_name, nl) != 0) /* (tl > z's) */
 		return 0;
 	i += nl;
 	const char *name = memcmp(payload + i, "out", 3) == 0	? "stdout"
 			   : memcmp(payload + i, "err", 3) == 0 ? "stderr"
 								: NULL;
-	if (!name || memcmp(payload + i + 3, stream_text, tl) != 0)
+	if (!name)
 		return 0;
-	i += 3 + tl;
-	char *text = cJSON_malloc(len - i + 1);
-	if (!text)
-		return -ENOMEM;
+	const size_t zl = sizeof(stream_z) - 1;
+	char *text;
 	size_t text_len;
-	long end = stream_unescape(payload + i, len - i, text, &text_len);
-	if (end < 0) {
-		cJSON_free(text);
-		return 0;
+	long end;
+	bool deflated = memcmp(payload + i + 3, stream_z, zl) == 0;
+	if (deflated) {
+		i += 3 + zl;
+		const char *q = memchr(payload + i, '"', len - i);
+		if (!q)
+			return -EINVAL;
+		end = q - (payload + i);
+		int rc = stream_inflate(payload + i, (size_t)end, &text, &text_len);
+		if (rc < 0)
+			return rc;
+	} else {
+		if (memcmp(payload + i + 3, stream_text, tl) != 0)
+			return 0;
+		i += 3 + tl;
+		if (!(text = cJSON_malloc(len - i + 1)))
+			return -ENOMEM;
+		end = stream_unescape(payload + i, len - i, text, &text_len);
+		if (end < 0) {
+			cJSON_free(text);
+			return 0;
+		}
 	}
 	const char *rest = payload + i + end + 1;
 	size_t rn = len - i - (size_t)end - 1;
 	bool late = rn == sizeof(stream_late) - 1 && memcmp(rest, stream_late, rn) == 0;
 	if (!late && !(rn == 1 && rest[0] == '}')) {
 		cJSON_free(text);
-		return 0;
+		return deflated ? -EINVAL : 0;
 	}
 	cJSON *o = cJSON_CreateObject(), *t = NULL;
 	if (!o || !cJSON_AddStringToObject(o, "type", "stream") ||

@@ -5,6 +5,8 @@ pkg_check_modules(VTERM REQUIRED IMPORTED_TARGET vterm>=0.1)
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson>=1.7)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp>=2.5)
+# Deflated stream frames (stream_frame.c; the relay deflates big ones with Python's zlib).
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib>=1.2)
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka>=1.1)
 # Optional: sixel pictures in human modes (cli_sixel.c); without it, none.
 pkg_check_modules(SIXEL IMPORTED_TARGET libsixel>=1.8)

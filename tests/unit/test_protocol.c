@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 #include <sodium.h>
+#include <zlib.h>
 
 #include "protocol.h"
 #include "stream_frame.h"
@@ -995,6 +996,100 @@ static void test_long_output_quoted_as_cjson(void **state)
 	free(text);
 }
 
+/* A deflated stream frame of text (base64 of zlib) and what is made of it. */
+static char *z_frame_cut(const char *text, size_t len, const char *tail, long adjust)
+{
+	uLongf zn = compressBound(len);
+	unsigned char *z = calloc(zn + 8, 1);
+	assert_int_equal(compress2(z, &zn, (const unsigned char *)text, len, 1), Z_OK);
+	zn = (uLongf)((long)zn + adjust); /* (a cut stream, or zero bytes after its end) */
+	size_t bn = sodium_base64_ENCODED_LEN(zn, sodium_base64_VARIANT_ORIGINAL);
+	char *frame = malloc(bn + 128);
+	int o = sprintf(frame, "{\"type\":\"stream\",\"id\":5,\"name\":\"stderr\",\"z\":\"");
+	sodium_bin2base64(frame + o, bn, z, zn, sodium_base64_VARIANT_ORIGINAL);
+	strcat(frame, tail);
+	free(z);
+	return frame;
+}
+
+static char *z_frame(const char *text, size_t len, const char *tail)
+{
+	return z_frame_cut(text, len, tail, 0);
+}
+
+static int z_parse(const char *frame, cJSON **root)
+{
+	uint64_t id = 0;
+	int rc = stream_frame_parse(frame, strlen(frame), root, &id);
+	if (rc == 1)
+		assert_true(id == 5);
+	return rc;
+}
+
+static void test_stream_frames_deflated(void **state)
+{
+	(void)state;
+	size_t n = 300000;
+	char *text = malloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		text[i] = i % 50 == 49 ? '\n' : (char)('a' + i % 7);
+	text[n] = '\0';
+	cJSON *root;
+	char *f = z_frame(text, n, "\",\"late\":true}");
+	assert_int_equal(z_parse(f, &root), 1);
+	assert_string_equal(cJSON_GetObjectItem(root, "text")->valuestring, text);
+	assert_string_equal(cJSON_GetObjectItem(root, "name")->valuestring, "stderr");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(root, "late")));
+	assert_null(cJSON_GetObjectItem(root, "z"));
+	cJSON_Delete(root);
+	free(f);
+	/* through protocol_parse_frame: a plain stream frame */
+	f = z_frame("caf\xc3\xa9\n", 6, "\"}");
+	struct protocol_frame pf;
+	assert_int_equal(protocol_parse_frame(f, strlen(f), &pf), 0);
+	assert_int_equal(pf.type, FRAME_STREAM);
+	assert_true(pf.has_id && pf.id == 5);
+	assert_string_equal(protocol_str(pf.root, "text"), "caf\xc3\xa9\n");
+	protocol_frame_free(&pf);
+	free(f);
+	/* refused: past the cap, a NUL, not UTF-8, not base64, junk after it, a bad end */
+	char *big = calloc(PROTOCOL_STREAM_Z_MAX + 2, 1);
+	memset(big, 'x', PROTOCOL_STREAM_Z_MAX + 1);
+	const struct {
+		const char *text;
+		size_t len;
+		const char *tail;
+	} bad[] = {
+		{big, PROTOCOL_STREAM_Z_MAX + 1, "\"}"},
+		{"a\0b", 3, "\"}"},
+		{"\xff\xfe", 2, "\"}"},
+		{"ok", 2, "\",\"dropped\":3}"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = z_frame(bad[i].text, bad[i].len, bad[i].tail);
+		root = (cJSON *)1;
+		assert_int_equal(z_parse(f, &root), -EINVAL);
+		assert_null(root);
+		free(f);
+	}
+	f = z_frame(big, PROTOCOL_STREAM_Z_MAX, "\"}"); /* (at the cap: taken) */
+	assert_int_equal(z_parse(f, &root), 1);
+	assert_int_equal(strlen(cJSON_GetObjectItem(root, "text")->valuestring),
+			 PROTOCOL_STREAM_Z_MAX);
+	cJSON_Delete(root);
+	free(f);
+	free(big);
+	assert_int_equal(
+		z_parse("{\"type\":\"stream\",\"id\":5,\"name\":\"stdout\",\"z\":\"!!!\"}", &root),
+		-EINVAL);
+	for (long adjust = -3; adjust <= 4; adjust += 7) {
+		f = z_frame_cut("ok ok ok", 8, "\"}", adjust);
+		assert_int_equal(z_parse(f, &root), -EINVAL);
+		free(f);
+	}
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1026,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(test_result_json_escapes_what_cjson_prints_raw),
 		cmocka_unit_test(test_stream_frames_fast_as_cjson),
 		cmocka_unit_test(test_long_output_quoted_as_cjson),
+		cmocka_unit_test(test_stream_frames_deflated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
