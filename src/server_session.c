@@ -383,17 +383,6 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	struct srv_exec *x = srv_exec_find(ss, r->id);
 	if (!x || x->state == X_DONE)
 		return;
-	if (r->status != PTYBOX_CANCELLED) {
-		/* what the REPL shows after the output: the value, the traceback */
-		transcript_result(&ss->ts, &(struct transcript_result){
-						   .value = r->value_text,
-						   .error_name = r->error_name,
-						   .error_value = r->error_value,
-						   .traceback = r->traceback,
-					   });
-		srv_screen_flush(ss);
-		record_flush(ss->rec); /* (an abrupt end loses little) */
-	}
 	cJSON *o = protocol_result_object(r);
 	if (o) {
 		cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
@@ -436,6 +425,19 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 				srv_send_joined(w->client, w->id, e, m);
 			free(e);
 		}
+	}
+	/* What the REPL shows after the output (the value, the traceback), once the
+	 * result is on its way: the screen's work is off the round trip. Whoever asks
+	 * for the screen next is answered after this (one loop, one thread). */
+	if (r->status != PTYBOX_CANCELLED) {
+		transcript_result(&ss->ts, &(struct transcript_result){
+						   .value = r->value_text,
+						   .error_name = r->error_name,
+						   .error_value = r->error_value,
+						   .traceback = r->traceback,
+					   });
+		srv_screen_flush(ss);
+		record_flush(ss->rec); /* (an abrupt end loses little) */
 	}
 	if (x->stop_on_error && r->status != PTYBOX_OK && r->status != PTYBOX_CANCELLED)
 		srv_cancel_behind(ss, x);
