@@ -551,6 +551,12 @@ class Relay:
         self.last = b"null"                  # id payload that idle output belongs to
         self.max_output = DEFAULT_MAX_OUTPUT
         self.spin_until = 0
+        # What spinning would wait for, lately (ns, a moving average of samples
+        # capped at twice the poll): a snippet's run, and the gap from a result
+        # to the next request.  A relay spins only for what tends to come within
+        # its poll: spinning for what comes later takes a CPU for nothing.
+        self.run_ns = self.gap_ns = 0
+        self.result_at = 0
         self.hold_until = 0                  # _perf_ns(): the capture pipes wait until then
         self.dumpable = True
         self.poller = None
@@ -835,6 +841,10 @@ class Relay:
                 return self.reject(rid, "filename must be a non-empty string", True)
             if type(req.get("main", False)) is not bool:
                 return self.reject(rid, "main must be true or false", True)
+            if self.result_at:
+                gap = min(_perf_ns() - self.result_at, 2000 * poll)
+                self.gap_ns += (gap - self.gap_ns) >> 2
+                self.result_at = 0
             self.queue.append((op, rid, text, limit, poll))
         elif op == "ping":
             self.queue.append((op, rid, None, 0, 0))
@@ -930,7 +940,7 @@ class Relay:
             for o in self.outs:
                 if o.period(sid, False, limit):
                     self.poller = None
-            if poll:
+            if poll and self.run_ns < poll * 1000:
                 self.spin_until = _perf_ns() + poll * 1000
 
     def flush_req(self):
@@ -1245,8 +1255,11 @@ class Relay:
         for o in self.outs:                  # (after the frame: off its way)
             if o.period(sid, True, self.max_output):
                 self.poller = None
-        if poll:
-            self.spin_until = _perf_ns() + poll * 1000
+        end = _perf_ns()
+        self.run_ns += (min(end - t0, 2000 * poll) - self.run_ns) >> 2
+        self.result_at = end
+        if poll and self.gap_ns < poll * 1000:
+            self.spin_until = end + poll * 1000
         self.next()
 
     # -- the loop

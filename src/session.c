@@ -97,6 +97,10 @@ struct ptybox_session {
 	uv_timer_t timer;
 	uv_idle_t spin; /* active: the loop polls, not sleeps (session_spin_cb) */
 	uint64_t spin_until;
+	/* A moving average of the time from sending a snippet to its result (ns, each
+	 * sample capped at twice the poll): the loop spins only for results that tend
+	 * to come within busy_poll_us; for later ones spinning takes a CPU for nothing. */
+	int64_t result_ns;
 	int closing_parts; /* the timer, the spin and the instance, once closing */
 
 	bool awaiting;		  /* counted in session_awaiting */
@@ -237,6 +241,11 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 	struct exec *e = session_pop(s);
 	if (!e)
 		return;
+	if (s->awaiting && e->sent_ns) {
+		int64_t cap = 2000 * (int64_t)s->opts.busy_poll_us,
+			took = (int64_t)(uv_hrtime() - e->sent_ns);
+		s->result_ns += ((took < cap ? took : cap) - s->result_ns) / 4;
+	}
 	session_await(s, false);
 	uv_timer_stop(&s->timer);
 	size_t olen = 0, elen = 0;
@@ -410,7 +419,8 @@ static void session_pump(ptybox_session *s)
 	}
 	session_arm(s, options_seconds_ms(e->timeout), session_timeout_cb);
 	session_await(s, true);
-	if (s->opts.busy_poll_us && session_awaiting == 1) {
+	if (s->opts.busy_poll_us && session_awaiting == 1 &&
+	    s->result_ns < 1000 * (int64_t)s->opts.busy_poll_us) {
 		s->spin_until = e->sent_ns + (uint64_t)s->opts.busy_poll_us * 1000;
 		uv_idle_start(&s->spin, session_spin_cb);
 	}
