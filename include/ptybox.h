@@ -58,7 +58,9 @@ struct ptybox_options {
 	bool net;		/* share the host network (local sandbox) */
 	unsigned busy_poll_us;	/* after a snippet is sent, and after each result, each
 				   side polls this long for the answer rather than sleep
-				   (a wake-up costs more); 0: never. Default 100 */
+				   (a wake-up costs more), while answers lately came that
+				   quickly and no other session of the process awaits
+				   one; 0: never. Default 100 */
 	char *const *env;	/* extra "K=V" for the interpreter, NULL-terminated; may be NULL */
 	const char *log_path;	/* debug log file, NULL: none */
 	ptybox_pool *pool;	/* take interpreters started ahead from here; may be NULL */
