@@ -64,7 +64,7 @@ struct srv_session {
 	size_t nwatchers;
 	struct screen *screen;
 	char *tail; /* output not yet fed to the screen (server_session.c) */
-	size_t tail_len;
+	size_t tail_len, tail_cap;
 	bool tail_cut, screen_open;
 	uint64_t screen_used_ms;
 	/* What the session shows, fed to the screen and the recording alike. */

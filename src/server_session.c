@@ -84,8 +84,19 @@ static void srv_screen_out(struct srv_session *ss, const char *text, size_t len)
 		return;
 	/* Twice the tail's room, so that the old bytes move once per SRV_SCREEN_TAIL
 	 * taken, not on every chunk (a line of print each: 64 KiB moved per line). */
-	if (!ss->tail && !(ss->tail = malloc(2 * SRV_SCREEN_TAIL)))
-		return;
+	if (!ss->tail) {
+		if (!(ss->tail = malloc(SRV_SCREEN_TAIL)))
+			return;
+		ss->tail_cap = SRV_SCREEN_TAIL;
+	}
+	if (ss->tail_len + len > ss->tail_cap && ss->tail_cap < 2 * SRV_SCREEN_TAIL) {
+		/* (grown only for output: a round trip's prompt and value stay small) */
+		char *more = realloc(ss->tail, 2 * SRV_SCREEN_TAIL);
+		if (!more)
+			return;
+		ss->tail = more;
+		ss->tail_cap = 2 * SRV_SCREEN_TAIL;
+	}
 	if (len >= SRV_SCREEN_TAIL) {
 		text += len - SRV_SCREEN_TAIL;
 		len = SRV_SCREEN_TAIL;
@@ -123,7 +134,7 @@ static void srv_screen_flush(struct srv_session *ss)
 		screen_feed(ss->screen, p, n);
 	free(ss->tail);
 	ss->tail = NULL;
-	ss->tail_len = 0;
+	ss->tail_len = ss->tail_cap = 0;
 	ss->tail_cut = false;
 	ss->screen_open = true;
 	ss->screen_used_ms = uv_now(ss->server->loop);
