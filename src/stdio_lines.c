@@ -7,22 +7,12 @@
  * someone made non-blocking (the flag belongs to the open file, shared with
  * whoever gave it to us, so it is not ours to clear) answers EAGAIN: then a
  * uv_poll waits until it is readable, instead of reading again at once.
- *
- * A pipe, the usual standard input of a program that drives serve --stdio, is
- * opened again through /proc/self/fd: an open file of our own, which can be
- * non-blocking without touching the caller's, and read on the loop thread
- * under a uv_poll. Through the thread pool each request cost two more
- * wake-ups (the worker's, then the loop's), a third of a small round trip.
  */
 #include "stdio_lines.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define STDIO_READ_CHUNK (256 * 1024)
 
@@ -93,60 +83,6 @@ static void stdio_lines_read_cb(uv_fs_t *req)
 	stdio_lines_read(l);
 }
 
-/* The own pipe readable (level-triggered: one read per turn, so other work interleaves). */
-static void stdio_lines_pipe_cb(uv_poll_t *h, int status, int events)
-{
-	(void)events;
-	struct stdio_lines *l = h->data;
-	if (l->closed || l->eof)
-		return;
-	int err = status;
-	if (err == 0 && linebuf_reserve(&l->lines, STDIO_READ_CHUNK) < 0)
-		err = -ENOMEM;
-	if (err == 0) {
-		ssize_t n = read(l->own_fd, l->lines.buf + l->lines.len, STDIO_READ_CHUNK);
-		if (n > 0) {
-			linebuf_commit(&l->lines, (size_t)n, stdio_lines_line, l);
-			return;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		err = n < 0 ? -errno : 0;
-	}
-	l->eof = true; /* the end (err 0) or an error */
-	uv_poll_stop(h);
-	if (err == 0)
-		linebuf_finish(&l->lines, stdio_lines_line, l); /* a last line without newline */
-	l->on_eof(l, err);
-}
-
-/* fd as a pipe of our own under a poll (0), or an error: then read it as any fd. */
-static int stdio_lines_own_pipe(struct stdio_lines *l)
-{
-	struct stat st;
-	char path[64];
-	if (fstat(l->fd, &st) < 0 || !S_ISFIFO(st.st_mode))
-		return -ENOTSUP;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", l->fd);
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int rc = uv_poll_init(l->loop, &l->poll, fd);
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-	l->own_fd = fd;
-	l->poll_open = true;
-	l->poll.data = l;
-	rc = uv_poll_start(&l->poll, UV_READABLE, stdio_lines_pipe_cb);
-	if (rc < 0) {
-		l->eof = true;
-		l->on_eof(l, rc);
-	}
-	return 0;
-}
-
 static void stdio_lines_read(struct stdio_lines *l)
 {
 	if (l->reading || l->eof || l->closed)
@@ -176,9 +112,7 @@ int stdio_lines_start(struct stdio_lines *l, uv_loop_t *loop, int fd, size_t max
 	l->on_line = on_line;
 	l->on_eof = on_eof;
 	l->data = data;
-	l->own_fd = -1;
-	if (stdio_lines_own_pipe(l) < 0)
-		stdio_lines_read(l);
+	stdio_lines_read(l);
 	return 0;
 }
 
@@ -186,9 +120,6 @@ static void stdio_lines_poll_closed_cb(uv_handle_t *h)
 {
 	struct stdio_lines *l = h->data;
 	l->poll_open = false;
-	if (l->own_fd >= 0)
-		close(l->own_fd);
-	l->own_fd = -1;
 }
 
 void stdio_lines_close(struct stdio_lines *l)

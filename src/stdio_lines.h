@@ -20,7 +20,6 @@ struct stdio_lines {
 	int fd;
 	uv_fs_t req;
 	uv_poll_t poll; /* readability of a non-blocking fd, once a read said EAGAIN */
-	int own_fd;	/* a pipe's own non-blocking open, read on the loop; else -1 */
 	struct linebuf lines;
 	bool reading, paused, eof;
 	bool poll_open, closed;
