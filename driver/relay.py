@@ -512,7 +512,8 @@ class _Out:
             self.tail, self.tail_len, self.dropped = deque(), 0, 0
             self.fed = False
         self.late, self.sid, self.prefix = late, sid, None   # (prefix: made when needed)
-        self.zsid = sid.isdigit()            # (the client reads deflated text for a number id)
+        # (the client reads deflated text only for an id of digits below 2^53)
+        self.zsid = sid.isdigit() and len(sid) <= 15
         if not max_output:
             self.head_left = self.tail_cap = None
         elif late:

@@ -159,6 +159,33 @@ class ServeTest(TestCase):
         self.assertLess(events[0][0], 0.35)
         self.assertEqual(m["stdout"], "0\n1\n2\n")
 
+    def test_big_output_arrives_whole_as_written_streamed_and_in_the_result(self):
+        # Big chunks that repeat cross the terminal deflated (ptybox-protocol(7),
+        # stream frames): what the user gets is the text, byte for byte, either way.
+        outputs = (
+            ("('ab\\0c\\x1b[1m' + 'x' * 1000 + '\\n') * 3000", "stdout"),
+            ("('h\\u00e9llo w\\u00f6rld \\u20ac \\U0001f600\\n') * 40000", "stdout"),
+            ("''.join(hashlib.sha256(b'%d' % i).hexdigest() + '\\n' for i in range(30000))",
+             "stdout"),
+            ("'err line\\n' * 60000", "stderr"),
+        )
+        for i, (expr, name) in enumerate(outputs):
+            want = eval(expr, {"hashlib": __import__("hashlib")}).replace("\0", "\ufffd")
+            stream = "sys.stdout" if name == "stdout" else "sys.stderr"
+            self.s.send({"id": i, "op": "exec", "stream": True,
+                         "code": "import hashlib, sys; %s.write(%s)" % (stream, expr)})
+            texts = []
+            while True:
+                m = self.s.recv(timeout=60)
+                if m.get("event") != "stream":
+                    break
+                self.assertEqual(m["name"], name)
+                texts.append(m["text"])
+            self.assertOk(m)
+            self.assertEqual(len(m[name]), len(want), expr)
+            self.assertTrue(m[name] == want, expr)
+            self.assertTrue("".join(texts) == want, expr)
+
     def test_streamed_output_over_max_output_shows_the_cut_like_the_result(self):
         s = Serve("--max-output", "100")
         try:
