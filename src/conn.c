@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define CONN_READ_CHUNK (64 * 1024)
@@ -159,6 +160,14 @@ static int conn_reader(uv_loop_t *loop, uv_stream_t *server, int fd, size_t max_
 	c->has_pipe = true;
 	c->pipe.data = c;
 	rc = server ? uv_accept(server, (uv_stream_t *)&c->pipe) : uv_pipe_open(&c->pipe, fd);
+	uv_os_fd_t sfd;
+	if (rc == 0 && server && uv_fileno((uv_handle_t *)&c->pipe, &sfd) == 0) {
+		/* As for a pipe (conn_open_output): a big result in few wake-ups. The
+		 * system caps it (wmem_max); the kernel holds it only while the client
+		 * does not read, and the queue behind it is ours, bounded. */
+		int size = CONN_PIPE_SIZE;
+		(void)setsockopt(sfd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	}
 	if (rc == 0)
 		rc = uv_read_start((uv_stream_t *)&c->pipe, conn_alloc_cb, conn_read_cb);
 	if (rc < 0) {
