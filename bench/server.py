@@ -13,7 +13,9 @@ rounds. Every server it starts lives under its own XDG_RUNTIME_DIR (mode 0700) a
 killed at the end. Prints a markdown table.
 
 Parts: rt: x = 1 round trip. tput: 20 MB of print through each, beside the floor's one
-write of 20 MB (the ceiling). cold: `serve --stdio --pool 0` spawn to the first result,
+write of 20 MB (the ceiling); its lines repeat, so ptybox's stream frames cross the PTY
+deflated (ptybox-protocol(7)) and can pass the ceiling, which output that does not
+compress cannot. cold: `serve --stdio --pool 0` spawn to the first result,
 and `new` to its reply at a socket (a server has no warm pool yet). many: 256 sandboxed
 sessions in one server: time to create them, round trips while all exist, the server's
 memory per idle session. busy: 16 client processes, each with its own session and
