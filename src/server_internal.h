@@ -58,6 +58,7 @@ struct srv_session {
 	enum ptybox_status last_status;
 	bool has_last;
 	struct srv_exec *execs, *execs_tail;
+	struct srv_exec *first_live;   /* every exec before it is done; NULL: all are */
 	size_t live, done, done_bytes; /* execs queued/running; kept results */
 	size_t queued_bytes;	       /* the code of those queued or running */
 	struct srv_waiter *new_waiters, *kill_waiters, *watchers;

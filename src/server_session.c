@@ -55,19 +55,24 @@ static void srv_exec_free(struct srv_exec *x)
 	free(x);
 }
 
-static struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id)
-{
-	for (struct srv_exec *x = ss->execs; x; x = x->next)
-		if (x->id == id)
-			return x;
-	return NULL;
-}
-
-/* The oldest execution not done: the one running, or next to. */
+/* The oldest execution not done: the one running, or next to. From first_live
+ * on, not through the kept results before it (a hundred, on every event). */
 static struct srv_exec *srv_exec_current(struct srv_session *ss)
 {
+	struct srv_exec *x = ss->first_live;
+	while (x && x->state == X_DONE)
+		x = x->next;
+	ss->first_live = x;
+	return x;
+}
+
+static struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id)
+{
+	struct srv_exec *cur = srv_exec_current(ss); /* (what events are about, mostly) */
+	if (cur && cur->id == id)
+		return cur;
 	for (struct srv_exec *x = ss->execs; x; x = x->next)
-		if (x->state != X_DONE)
+		if (x->id == id)
 			return x;
 	return NULL;
 }
@@ -245,6 +250,8 @@ static void srv_history_trim(struct srv_session *ss)
 		*p = x->next;
 		if (ss->execs_tail == x)
 			ss->execs_tail = prev;
+		if (ss->first_live == x)
+			ss->first_live = x->next;
 		ss->done--;
 		ss->done_bytes -= x->result_len;
 		srv_exec_free(x);
@@ -494,6 +501,7 @@ static void srv_on_fatal(ptybox_session *ps, const char *message, void *data)
 
 static void srv_session_free(struct srv_session *ss)
 {
+	ss->first_live = NULL;
 	while (ss->execs) {
 		struct srv_exec *x = ss->execs;
 		ss->execs = x->next;
@@ -773,6 +781,8 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	else
 		ss->execs = x;
 	ss->execs_tail = x;
+	if (!ss->first_live)
+		ss->first_live = x;
 	ss->live++;
 	ss->queued_bytes += clen;
 	srv_settle_state(ss);
