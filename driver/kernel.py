@@ -171,6 +171,17 @@ def _fit_error(error, limit):
             "value": _cap_text(error.get("value", ""), limit), "traceback": lines}
 
 
+def _exit_status(code):
+    """The status python3 exits with for SystemExit(code): None is 0, an int
+    its low byte (one past a C long is -1: 255, as CPython makes it), anything
+    else 1 (its text goes to stderr)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xff if -(1 << 63) <= code < 1 << 63 else 255
+    return 1
+
+
 def _strip_driver_frames(exc):
     """exc's traceback without the frames of the driver (its SIGINT handler)."""
     kept, tb = [], exc.__traceback__
@@ -1282,7 +1293,7 @@ class Kernel:
     def _exit_forked_child(self, exc):
         code = 0
         if isinstance(exc, SystemExit):
-            code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+            code = _exit_status(exc.code)    # (os._exit takes no int past a C int)
         elif exc is not None:
             import traceback
             traceback.print_exception(type(exc), exc, exc.__traceback__)
@@ -1415,9 +1426,9 @@ class Kernel:
                  "traceback": [_cap_text(line, self.max_output) for line in lines]}
         if self.exec_main and isinstance(exc, SystemExit):
             code = exc.code                  # python3 FILE's exit status for it
-            if isinstance(code, int):        # (True: "1")
-                error["value"] = str(int(code))
-            error["exit"] = int(code) & 0xff if isinstance(code, int) else 1
+            if isinstance(code, int):        # (True: "1"; past 4300 digits str() raises)
+                error["value"] = str(int(code)) if -(1 << 63) <= code < 1 << 63 else "-1"
+            error["exit"] = _exit_status(code)
         return error
 
     def execute(self, sid, code, max_output):

@@ -573,6 +573,21 @@ class RunFileTest(TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("SystemExit", p.stderr)
 
+    def test_sys_exit_past_a_c_long_is_255_as_python3_says(self):
+        for code in ("2**64", "-2**64", "10**5000"):
+            p = run("run", self.file("import sys\nsys.exit(%s)\n" % code))
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (255, "", ""), code)
+
+    def test_a_forked_child_that_exits_with_a_huge_status_ends_as_a_child(self):
+        # os._exit takes no int past a C int: the child must still end, not
+        # go on as a second kernel that answers for the snippet.
+        path = self.file("import os, sys\npid = os.fork()\nif pid == 0:\n"
+                         "    sys.exit(2**70)\n"
+                         "print('child status', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+        p = run("run", path)
+        self.assertEqual((p.returncode, p.stdout), (0, "child status 255\n"), p.stderr)
+        self.assertNotIn("OverflowError", p.stderr)
+
     def test_options_after_file_go_before_it(self):
         path = self.file("import sys\nprint(sys.argv[1:])\n")
         for opt in ("--json", "--timeout=3", "-c", "--via"):
