@@ -625,12 +625,15 @@ class Relay:
         """--tty: a terminal of the kernel's own (master, slave), never ours:
         the kernel gets the slave as fds 1 and 2 (not as its controlling
         terminal: /dev/tty still cannot be opened), we read the master as a
-        capture pipe.  Output as written (no CR added), no echo."""
+        capture pipe.  Output as written (no CR added), no echo; reads end at once."""
         master, slave = os.openpty()
         try:
             attrs = termios.tcgetattr(slave)
             attrs[1] &= ~termios.OPOST
             attrs[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+            # A read of it (no one writes to the master) ends at once with
+            # nothing, as a read of the terminal must: never a hang.
+            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 0, 0
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
         except termios.error:
             pass

@@ -666,6 +666,11 @@ class TtyTest(TestCase):
         self.assertTrue(got.startswith(b"6\n"), got)  # ENXIO
         self.assertTrue(got.endswith(b"True\n"), got)
 
+    def test_reading_the_terminal_ends_at_once(self):
+        rc, got, _ = run_tty("run", "--tty", "--timeout", "5", "-c",
+                             "import os; print(repr(os.read(1, 5)), repr(open(2).read()))")
+        self.assertEqual((rc, got), (0, b"b'' ''\n"))
+
     def test_tty_is_refused_with_json(self):
         p = run("run", "--tty", "--json", "-c", "1")
         self.assertEqual((p.returncode, p.stdout), (2, ""))
