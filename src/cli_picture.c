@@ -143,8 +143,13 @@ static void pictures_inline(struct cli_pictures *p, enum picture_kind k, const u
 		seq = picture_kitty(data, len, &n);
 	else if (p->inline_mode == PICTURE_INLINE_ITERM)
 		seq = picture_iterm(data, len, &n);
-	else if (p->inline_mode == PICTURE_INLINE_SIXEL && cli_sixel_show(data, len) == 0)
-		cli_render_out(1, "\n", 1);
+	else if (p->inline_mode == PICTURE_INLINE_SIXEL && picture_sixel_fits(k, data, len)) {
+		int rc = cli_sixel_show(data, len);
+		if (rc == 0)
+			cli_render_out(1, "\n", 1);
+		else if (rc == -ETIMEDOUT) /* (each would cost the whole deadline again) */
+			p->inline_mode = PICTURE_INLINE_NONE;
+	}
 	if (!seq)
 		return;
 	cli_render_out(1, seq, n);

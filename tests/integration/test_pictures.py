@@ -338,6 +338,20 @@ class InlineImages(TestCase):
                                      after_probe),
                         after_probe)
 
+    def test_a_png_bomb_is_saved_and_not_decoded_for_sixel(self):
+        # A PNG of a few hundred KiB whose canvas is 8192 x 4097 pixels: the
+        # sixel child would take seconds for each, and the terminal gets an
+        # image larger than any window. It is saved; the small one is shown.
+        code = (PNG_CLASS + "display(Png(8192, 4097))\nprint('a')\ndisplay(Png(5, 4))")
+        rc, got, before, after = run_on_terminal(["--output-dir", self.dir, "-c", code],
+                                                 answer=b"\033[?62;4;22c")
+        self.assertEqual(rc, 0, got[-2000:])
+        self.assertEqual(before, after)
+        sixels = re.findall(rb"\033P[0-9;]*q([^\033]*)\033\\", got[got.index(b"\033[c") + 3:])
+        self.assertEqual(len(sixels), 1, [x[:40] for x in sixels])
+        self.assertTrue(sixels[0].startswith(b'"1;1;5;4'), sixels[0][:40])
+        self.assertEqual(png_size(self.saved(1)), (8192, 4097))
+
     def test_no_inline_images_asks_nothing_and_sends_no_image(self):
         rc, got, before, after = run_on_terminal(
             ["--no-inline-images", "--output-dir", self.dir, "-c", self.CODE],
