@@ -849,10 +849,18 @@ class Relay:
 
     def resize(self, cols, rows):
         """The client's terminal size: the kernel's COLUMNS and LINES, set
-        before its next snippet (the X line carries it)."""
+        before its next snippet (the X line carries it); with a tty, its
+        terminal's size at once, and a SIGWINCH."""
         self.size = b"%dx%d" % (cols, rows)
         self.size_sent = False
         self.size_tty()
+        if self.tty_master is not None and self.kernel and self.kernel_up:
+            # The kernel's terminal is not its controlling one, so the
+            # kernel gets no SIGWINCH from it: sent as a terminal would.
+            try:
+                os.killpg(self.kernel, _signal.SIGWINCH)
+            except OSError:
+                pass
 
     def reject(self, rid, message, broken=False):
         frame = {"type": "error", "id": rid, "message": message}

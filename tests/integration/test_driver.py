@@ -118,6 +118,24 @@ class TerminalRequestsTest(unittest.TestCase):
         finally:
             d.close()
 
+    def test_a_resize_while_a_tty_snippet_runs_sends_sigwinch(self):
+        d = Driver()
+        try:
+            d.send({"op": "tty"})
+            d.send({"id": 1, "op": "exec",
+                    "code": "import os, signal, threading\ngot = threading.Event()\n"
+                            "signal.signal(signal.SIGWINCH, lambda *a: got.set())\n"
+                            "print('waiting', flush=True)\n"
+                            "(got.wait(10), tuple(os.get_terminal_size(1)))"})
+            f = d.frame()
+            self.assertEqual((f["type"], f.get("text")), ("stream", "waiting\n"), f)
+            d.send({"op": "resize", "cols": 101, "rows": 33})
+            while f["type"] != "result":
+                f = d.frame()
+            self.assertEqual(f["result"]["text/plain"], "(True, (101, 33))")
+        finally:
+            d.close()
+
     def test_file_members_are_checked(self):
         d = Driver()
         try:
