@@ -714,6 +714,8 @@ class Relay:
         """The kernel is gone: what it wrote is sent, the snippet it ran ends
         with a died frame (the client tells its result), a fresh one starts."""
         self.drain()
+        if self.tty_master is not None:
+            self.drain_tty()                 # (what it wrote last is not there yet)
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None

@@ -666,6 +666,16 @@ class TtyTest(TestCase):
         self.assertTrue(got.startswith(b"6\n"), got)  # ENXIO
         self.assertTrue(got.endswith(b"True\n"), got)
 
+    def test_what_a_dying_kernel_wrote_last_is_shown(self):
+        # A terminal hands its bytes over a moment after they were written:
+        # the kernel's death must not come before them.
+        code = ("import os, sys\nfor i in range(2000):\n    sys.stdout.write('line %d\\n' % i)\n"
+                "sys.stdout.flush()\nos._exit(3)")
+        for attempt in range(10):
+            rc, got, _ = run_tty("run", "--tty", "--max-output", "10M", "-c", code)
+            self.assertEqual(rc, 1)
+            self.assertIn(b"line 1999\n", got, (attempt, got[-200:]))
+
     def test_reading_the_terminal_ends_at_once(self):
         rc, got, _ = run_tty("run", "--tty", "--timeout", "5", "-c",
                              "import os; print(repr(os.read(1, 5)), repr(open(2).read()))")
