@@ -501,6 +501,7 @@ class _FdSink(io.RawIOBase):
 
 
 _LAST = [None]                    # the fd that our streams wrote to last
+_TTY = [False]                    # fds 1 and 2 are a terminal of ours (--tty)
 _BEFORE_WRITE = {}                # fd -> what to flush before our stream writes to it
 
 
@@ -1142,6 +1143,8 @@ class Kernel:
             self.display_cut = True          # the running snippet's result says truncated
         if where is _PIPE:
             _settle(None)                    # the relay has read the text before it
+            if _TTY[0]:
+                self._tty_sync()
         if _get_ident() != self.main_ident or not self.armed:
             self.chan.write(line + b"\n")
             _LAST[0] = self.chan.msg
@@ -1155,6 +1158,19 @@ class Kernel:
         if self.sigint_deferred:
             self.sigint_deferred = False
             raise KeyboardInterrupt
+
+    def _tty_sync(self):
+        """On a terminal, FIONREAD (_settle) cannot tell whether the relay read
+        our text: ask it (T), and wait (up to SETTLE_WAIT) for the byte it
+        types on our terminal once it has read everything before."""
+        try:
+            while select.select([1], [], [], 0)[0] and os.read(1, 256):
+                pass                         # (an old answer, too late then)
+            self.chan.write(b"T\n")
+            if select.select([1], [], [], SETTLE_WAIT / 1e9)[0]:
+                os.read(1, 256)
+        except (OSError, ValueError):
+            pass
 
     def _mime(self, obj, limit):
         """obj's MIME bundle, as IPython's display formatter makes it: repr()
@@ -1822,6 +1838,7 @@ def standby():
     kernel.warm()
 
     def start(req, msg, out, err):
+        _TTY[0] = os.isatty(out)             # (--tty: a terminal of its own)
         chan.attach(req, msg)
         kernel.attach(out, err)
         chan.watch(kernel.flush_idle)

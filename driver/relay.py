@@ -36,6 +36,8 @@ Kernel protocol (relay -> kernel, on the request pipe):
 Kernel -> relay (message pipe), one line each:
     H<pid> <python version>                 the kernel is up
     R<seq>                                  result: ok, no value
+    T                                       (--tty) read my terminal, then type a
+                                            byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
     {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
@@ -1106,6 +1108,15 @@ class Relay:
         if kind == b"R":
             if running is not None and line == b"R%d" % running[0]:
                 self.result(b'"status":"ok"', None)
+            return
+        if kind == b"T":                     # (--tty: before a display) "have you read
+            if self.tty_master is not None:  # my terminal?": yes, once it is quiet
+                self.drain()
+                self.drain_tty()
+                try:
+                    os.write(self.tty_master, b"\0")
+                except OSError:
+                    pass
             return
         if kind == b"H":
             if self.kernel_up:

@@ -676,6 +676,18 @@ class TtyTest(TestCase):
             self.assertEqual(rc, 1)
             self.assertIn(b"line 1999\n", got, (attempt, got[-200:]))
 
+    def test_a_picture_comes_after_the_text_written_before_it(self):
+        # FIONREAD cannot tell the kernel that the relay read its terminal:
+        # the relay says so (T), or the picture's path came amid the text.
+        code = ("class P:\n    def _repr_png_(self): return b'\\x89PNG\\r\\n\\x1a\\n'\n"
+                "for i in range(300): print('line', i)\ndisplay(P())\nprint('after')\n")
+        with tempfile.TemporaryDirectory() as d:
+            for attempt in range(5):
+                rc, got, _ = run_tty("run", "--tty", "--output-dir", d, "-c", code)
+                want = b"line 299\n%s/ptybox-%d.png\nafter\n" % (d.encode(), attempt + 1)
+                self.assertEqual(rc, 0)
+                self.assertTrue(got.endswith(want), (attempt, got[-120:]))
+
     def test_reading_the_terminal_ends_at_once(self):
         rc, got, _ = run_tty("run", "--tty", "--timeout", "5", "-c",
                              "import os; print(repr(os.read(1, 5)), repr(open(2).read()))")
