@@ -388,6 +388,38 @@ class InlineImages(TestCase):
         self.assertEqual(data, self.saved())
         self.assertEqual(int(m.group(1)), len(data))
 
+    def test_stdout_on_another_terminal_is_not_asked(self):
+        # The answer would come on that terminal's input, which nothing of
+        # ours reads: its shell would get it as if typed.
+        m_in, s_in = os.openpty()
+        m_out, s_out = os.openpty()
+        env = dict(os.environ, TERM="xterm-256color")
+        for k in ("TMUX", "TERM_PROGRAM", "LC_TERMINAL"):
+            env.pop(k, None)
+
+        def own_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        try:
+            p = subprocess.Popen([PTYBOX, "run", "--via", VIA, "--output-dir", self.dir, "-c",
+                                  self.CODE], stdin=s_in, stdout=s_out, stderr=s_out, env=env,
+                                 preexec_fn=own_terminal)
+            got, deadline = b"", time.monotonic() + 60
+            while p.poll() is None and time.monotonic() < deadline:
+                if select.select([m_out], [], [], 0.2)[0]:
+                    got += os.read(m_out, 1 << 16)
+            while select.select([m_out], [], [], 0.2)[0]:
+                got += os.read(m_out, 1 << 16)
+            self.assertEqual(p.wait(timeout=10), 0, got)
+            self.assertNotIn(b"\033[c", got)
+            self.assertIn(os.path.join(self.dir, "ptybox-1.png").encode(), got)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for fd in (m_in, s_in, m_out, s_out):
+                os.close(fd)
+
     @unittest.expectedFailure  # (review: open; see the report of branch review)
     def test_a_terminal_that_answers_late_leaves_nothing_behind(self):
         # Over ssh the answer takes a round trip: one 300 ms late came after
