@@ -540,6 +540,7 @@ class Relay:
         self.tty_spare = None                # ... and the stderr pipe's writer, unused
         self.retty_due = False               # the tty request came before the hello
         self.quiet_hello = False             # the hello of a kernel the tty request made
+        self.tty_synced = False              # a T answered in this read of messages
 
     # -- the terminal
     def write(self, *parts):
@@ -1099,6 +1100,7 @@ class Relay:
         self.msg_lines.cap = _frame_cap(self.max_output)
         lines, cut = self.msg_lines.feed(data)
         self.cut = self.cut or cut           # (an oversize message: dropped)
+        self.tty_synced = False
         for line in lines:
             self.message(line)
 
@@ -1110,7 +1112,11 @@ class Relay:
                 self.result(b'"status":"ok"', None)
             return
         if kind == b"T":                     # (--tty: before a display) "have you read
-            if self.tty_master is not None:  # my terminal?": yes, once it is quiet
+            # my terminal?": yes, once it is quiet.  One a read of messages (ours
+            # waits for the answer before the next): a flood of them would keep
+            # us here, deaf to the client, 2 ms each.
+            if self.tty_master is not None and not self.tty_synced:
+                self.tty_synced = True
                 self.drain()
                 self.drain_tty()
                 try:
