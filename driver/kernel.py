@@ -261,6 +261,7 @@ class Channel:
         self.wake_r, self.wake_w = _private(r), _private(w)
 
         def watchdog():
+            _WATCHDOG[0] = _get_ident()
             _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
             poll = select.poll()
             poll.register(self.req, 0)      # (POLLHUP and POLLNVAL come anyway)
@@ -502,6 +503,7 @@ class _FdSink(io.RawIOBase):
 
 _LAST = [None]                    # the fd that our streams wrote to last
 _TTY = [False]                    # fds 1 and 2 are a terminal of ours (--tty)
+_WATCHDOG = [None]                # the thread ident of Channel.watch's watchdog
 _BEFORE_WRITE = {}                # fd -> what to flush before our stream writes to it
 
 
@@ -577,6 +579,8 @@ class _OutStream(io.TextIOWrapper):
 def _writer(stream, driver, name):
     """The write() method of an _OutStream, as a closure."""
     main, buf = driver.main_ident, stream._ptybox_buf
+    other = "stderr" if name == "stdout" else "stdout"
+    streams = driver.streams
 
     def write(s):
         if driver.running is None or _get_ident() != main:
@@ -592,6 +596,9 @@ def _writer(stream, driver, name):
             s = str(s)
         if buf.closed:
             raise ValueError("I/O operation on closed file.")
+        o = streams.get(other)               # what the other stream holds is older:
+        if o is not None and o._ptybox_buf.dirty:   # out first, or a flush of the two
+            driver._flush_held(other)        # (the watchdog's) could put it after
         buf.chunks.append(s)
         buf.size += len(s)
         if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s) \
@@ -893,9 +900,19 @@ class Kernel:
         return done
 
     def _flush_held(self, name):
-        """Before our other stream writes: this one's buffered text first (not
-        if another thread is at it, which cannot wait for us: no deadlock)."""
-        self._flush_quietly(self.streams.get(name))
+        """Before our other stream writes: this one's buffered text first.  If
+        another thread is at it (the watchdog's idle flush, say), its write
+        goes first: waited for, up to SETTLE_WAIT (two threads that wait for
+        each other's stream give up then: no deadlock)."""
+        s = self.streams.get(name)
+        if _get_ident() != _WATCHDOG[0]:     # (which never waits: its flush is the
+            try:                             # older text, the one to go first)
+                lock = s._ptybox_buf.lock
+                if lock.acquire(True, SETTLE_WAIT / 1e9):
+                    lock.release()
+            except BaseException:            # (none, or taken apart by user code)
+                pass
+        self._flush_quietly(s)
 
     def _flush_all(self):
         for s in tuple(self.streams.values()):

@@ -657,6 +657,21 @@ class TtyTest(TestCase):
         want = "".join("o%d\ne%d\n" % (i, i) for i in range(30)).encode()
         self.assertEqual((rc, got, piped), (0, want, b""))
 
+    def test_order_holds_when_the_idle_flush_meets_the_other_stream(self):
+        # A print every 5 ms: sys.stdout's text waits for the watchdog's idle
+        # flush, which flushed stderr's newer text first ("e21o21"), with a
+        # terminal of the kernel's own and with pipes alike.
+        code = ("import sys, time\nfor i in range(300):\n    print('o%d' % i)\n"
+                "    time.sleep(0.0049)\n    print('e%d' % i, file=sys.stderr)\n")
+        want = "".join("o%d\ne%d\n" % (i, i) for i in range(300)).encode()
+        for args in (["--tty"], []):
+            rc, got, _ = run_tty("run", *args, "-c", code, timeout=120)
+            self.assertEqual(rc, 0)
+            if got != want:
+                at = next(i for i in range(len(want)) if got[i:i + 1] != want[i:i + 1])
+                self.fail("%s: %r where %r was due" % (args, got[at - 20:at + 20],
+                                                       want[at - 20:at + 20]))
+
     def test_no_controlling_terminal_and_a_fresh_kernel_keeps_it(self):
         rc, got, _ = run_tty("run", "--tty", "-c",
                              "try:\n    open('/dev/tty')\nexcept OSError as e:\n"
