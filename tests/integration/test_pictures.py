@@ -420,7 +420,6 @@ class InlineImages(TestCase):
             for fd in (m_in, s_in, m_out, s_out):
                 os.close(fd)
 
-    @unittest.expectedFailure  # (review: open; see the report of branch review)
     def test_a_terminal_that_answers_late_leaves_nothing_behind(self):
         # Over ssh the answer takes a round trip: one 300 ms late came after
         # the probe gave up, was echoed amid the output ("^[[?62;22c") and
