@@ -392,7 +392,11 @@ int record_open(struct record **out, const struct record_config *cfg, char *err,
 	term_safe_init(&r->safe);
 	/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting for one */
 	/* (truncated only once it is known to be ours to overwrite) */
-	r->fd = open(cfg->path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	r->fd = open(cfg->path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	bool readable = r->fd >= 0;
+	if (r->fd < 0 && errno == EACCES) /* (a file we may write and not read) */
+		r->fd = open(cfg->path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+			     0600);
 	if (r->fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", cfg->path,
@@ -414,6 +418,19 @@ int record_open(struct record **out, const struct record_config *cfg, char *err,
 				 fd == 1 ? "output" : "error");
 			goto fail_close;
 		}
+	}
+	/* `--record notes.py`, a slip for another option's value: only a
+	 * recording (or an empty file) is overwritten, as asciinema rec won't
+	 * overwrite without being told */
+	static const char magic[] = "{\"version\"";
+	char head[sizeof(magic) - 1];
+	if (readable && st.st_size > 0 &&
+	    (pread(r->fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	     memcmp(head, magic, sizeof(head)) != 0)) {
+		rc = -EEXIST;
+		snprintf(err, errlen, "%s: exists and is not a recording: remove it first",
+			 cfg->path);
+		goto fail_close;
 	}
 	if (ftruncate(r->fd, 0) < 0) {
 		rc = -errno;

@@ -194,6 +194,25 @@ class RunRecordTest(TestCase, CastChecks):
             self.assertIn("it is the standard %s" % ("output" if fd == 1 else "error"),
                           kept if fd == 2 else p.stderr.decode())
 
+    def test_a_file_that_is_not_a_recording_is_not_overwritten(self):
+        # `--record notes.py -c 1`: a slip that cost the user notes.py
+        notes = os.path.join(self.dir, "notes.py")
+        with open(notes, "w") as f:
+            f.write("x = 1\n")
+        p = run("run", "--record", notes, "-c", "print('ran')")
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("exists and is not a recording: remove it first", p.stderr)
+        with open(notes) as f:
+            self.assertEqual(f.read(), "x = 1\n")
+        # an earlier recording, or an empty file, is written over
+        for i in range(2):
+            p = run("run", "--record", self.cast, "-c", "print('take %d')" % i)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.cast) as f:
+            text = f.read()
+        self.assertIn("take 1", text)
+        self.assertNotIn("take 0", text)
+
     def test_the_cap_ends_the_recording_and_not_the_run(self):
         p = run("run", "--record", self.cast, "--record-max", "8K", "-c",
                 "for i in range(2000): print('line', i)", "-c", "print('after')")
