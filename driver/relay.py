@@ -67,6 +67,9 @@ STANDBY_RETRY = 1.0               # s between tries when no process can be forke
 FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
+QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
+QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
+QUERY_MATCH_LEN = 1024            # ... this many characters
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
 END = b":ptybox>>>"
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -515,6 +518,9 @@ class Relay:
         self.hold_until = 0                  # _perf_ns(): the capture pipes wait until then
         self.dumpable = True
         self.poller = None
+        self.query = None                    # the running request is this query op ...
+        self.query_by = None                 # ... whose ^C (then our own reply) is due then
+        self.query_told = False              # ... and whether we replied for it already
 
     # -- the terminal
     def write(self, *parts):
@@ -636,7 +642,9 @@ class Relay:
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None
-        self.running = None
+        if self.query and not self.query_told:
+            self.query_told = True           # (the client's session answers it: died)
+        self.running, self.query, self.query_by = None, None, None
         if self.start is not None:
             self.send({"type": "died", "status": status})
         self.dead_starts = 0 if was_up else self.dead_starts + 1
@@ -725,8 +733,14 @@ class Relay:
             if type(poll) is not int or not 0 <= poll <= 10 ** 6:
                 return self.reject(rid, "busy_poll must be an integer from 0 to 10**6", True)
             self.queue.append((op, rid, text, limit, poll))
-        elif op == "ping":
-            self.queue.append((op, rid, None, 0, 0))
+        elif op in ("complete", "is_complete"):
+            if type(req.get("code")) is not str:
+                return self.reject(rid, "%s needs a string 'code'" % op, True)
+            # Never behind a snippet: the prompt asking must not wait for it.
+            if (self.running is not None or not self.kernel_up or self.killing is not None
+                    or any(q[0] == "exec" for q in self.queue)):
+                return self.send(self.busy_reply(op, rid, req))
+            self.queue.append((op, rid, text, 0, 0))
         elif op == "shutdown":
             self.exit(0)
         elif op == "interrupt":
@@ -743,6 +757,64 @@ class Relay:
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
+
+    @staticmethod
+    def busy_reply(op, rid, req):
+        if op == "is_complete":
+            return {"type": "reply", "id": rid, "status": "unknown", "indent": "", "busy": True}
+        cursor = req.get("cursor")
+        if type(cursor) is not int or cursor < 0:
+            cursor = 0
+        return {"type": "reply", "id": rid, "matches": [], "cursor_start": cursor,
+                "cursor_end": cursor, "busy": True}
+
+    def reply(self, m):
+        """The running query's reply, from the kernel's message m (bounded and
+        checked here), or an empty one when m is None (it took too long)."""
+        seq, sid, req, t0, poll = self.running
+        op = req["op"]
+        frame = self.busy_reply(op, None, req)
+        del frame["busy"]
+        if m is None:
+            frame["timeout"] = True
+        elif op == "is_complete":
+            if m.get("status") in ("complete", "incomplete", "invalid", "unknown"):
+                frame["status"] = m["status"]
+            indent = m.get("indent")
+            if type(indent) is str and len(indent) <= 256 and not indent.strip(" \t"):
+                frame["indent"] = indent
+        else:
+            matches = m.get("matches")
+            if type(matches) is list:
+                frame["matches"] = [x[:QUERY_MATCH_LEN] for x in matches[:QUERY_MATCHES]
+                                    if type(x) is str]
+            for k in ("cursor_start", "cursor_end"):
+                if type(m.get(k)) is int and 0 <= m[k] <= 1 << 40:
+                    frame[k] = m[k]
+        if not self.query_told:
+            self.query_told = True
+            self.write(self.start, _payload(frame).replace(b'"id":null', b'"id":' + sid, 1),
+                       END)
+        if m is not None:                    # the kernel is free again
+            self.running, self.query, self.query_by = None, None, None
+            self.next()
+
+    def query_late(self):
+        """A query past its time: ^C (user code in __getattr__ may hang), then,
+        if even that does not end it, our own empty reply; the kernel stays
+        busy with it (what is queued waits, as behind a snippet)."""
+        if not self.sigint:
+            self.sigint = True
+            self.wbuf += b"I%d\n" % self.running[0]
+            self.flush_req()
+            try:
+                os.killpg(self.kernel, _signal.SIGINT)
+            except (OSError, TypeError):
+                pass
+            self.query_by = time.monotonic() + QUERY_WAIT
+        else:
+            self.query_by = None
+            self.reply(None)
 
     def reject(self, rid, message, broken=False):
         frame = {"type": "error", "id": rid, "message": message}
@@ -773,6 +845,16 @@ class Relay:
                 continue
             if op == "shutdown":
                 self.exit(0)
+            if op != "exec":                 # a query: no output period of its own
+                self.seq += 1
+                sid = b"%d" % rid if type(rid) is int else _payload(rid)
+                self.running = (self.seq, sid, _loads(text.decode("utf-8")), _perf_ns(), 0)
+                self.sigint, self.query, self.query_told = False, op, False
+                self.query_by = time.monotonic() + QUERY_WAIT
+                self.wbuf += b"X%d %d\n" % (self.seq, len(text))
+                self.wbuf += text
+                self.flush_req()
+                continue
             if self.dumpable:                # before any user code runs
                 self.dumpable = not _no_dump()
             self.seq += 1
@@ -966,7 +1048,7 @@ class Relay:
         kind = line[:1]
         running = self.running
         if kind == b"R":
-            if running is not None and line == b"R%d" % running[0]:
+            if running is not None and line == b"R%d" % running[0] and not self.query:
                 self.result(b'"status":"ok"', None)
             return
         if kind == b"H":
@@ -988,7 +1070,9 @@ class Relay:
             return
         t, seq = m.get("t"), m.get("seq")
         limit = _frame_cap(self.max_output) // 2
-        if t == "result" and running is not None and seq == running[0]:
+        if t == "reply" and running is not None and seq == running[0] and self.query:
+            self.reply(m)
+        elif t == "result" and running is not None and seq == running[0] and not self.query:
             self.result(None, m)
         elif t == "display" and type(seq) is int:
             sid = self.ids.get(seq)
@@ -1117,7 +1201,7 @@ class Relay:
                     poller, timeout = self.poller_held, left / 1e6
                 else:
                     self.hold_until = 0
-            deadline = self.killing or self.hello_by
+            deadline = self.killing or self.hello_by or self.query_by
             if deadline is not None and timeout is None:
                 timeout = max(0, deadline - time.monotonic()) * 1000 + 1
             try:
@@ -1138,6 +1222,8 @@ class Relay:
                 if self.hello_by is not None and now >= self.hello_by:
                     self.hello_by = None
                     self.kill()
+                if self.query_by is not None and now >= self.query_by and self.query:
+                    self.query_late()
                 continue
             self.spin_until = 0
             handlers = self.handlers

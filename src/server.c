@@ -22,7 +22,7 @@ static const char srv_nul_msg[] =
 
 static const char srv_ops[] =
 	"hello, new, exec, result, ls, interrupt, cancel, restart, kill, watch, capture, "
-	"kill-server or ping";
+	"complete, is_complete, kill-server or ping";
 
 static void srv_send_line(struct server_client *c, char *s, size_t n)
 {
@@ -375,7 +375,8 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 	else if (!ss && (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||
 			 strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
 			 strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
-			 strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0))
+			 strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0 ||
+			 strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0))
 		srv_reply_error(c, id, "no_session", "no session '%.*s'",
 				(int)protocol_utf8_prefix(name, strlen(name), 64), name);
 	else if (strcmp(op, "exec") == 0)
@@ -394,6 +395,8 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_session_watch(ss, c, id);
 	else if (strcmp(op, "capture") == 0)
 		srv_session_capture(ss, c, req, id);
+	else if (strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0)
+		srv_session_query(ss, c, req, id, op[0] == 'i');
 	else
 		srv_reply_error(c, id, "usage", "unknown op \"%.*s\": expected %s",
 				(int)protocol_utf8_prefix(op, strlen(op), 64), op, srv_ops);
