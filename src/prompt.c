@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,6 +81,11 @@ struct prompt {
 	size_t block_len, block_cap;
 	char indent[260];
 	bool editing; /* libedit's handler is installed */
+	/* The terminal as we found it, and while code runs: no echo and no
+	 * lines (keys typed ahead, ^D among them, wait for the prompt as they
+	 * are), signals on (^C interrupts, ^\ detaches). */
+	struct termios tty_orig, tty_run;
+	bool tty_saved;
 	/* Our execution: its request, its code (to know its exec event) and id. */
 	uint64_t exec_req, mine;
 	char *sent_code;
@@ -320,6 +326,8 @@ static void prompt_edit(struct prompt *p)
 	p->col0 = true;
 	p->state = P_EDIT;
 	p->editing = true;
+	if (p->tty_saved) /* (libedit edits only a terminal that echoes, as it was) */
+		tcsetattr(0, TCSANOW, &p->tty_orig);
 	rl_callback_handler_install(p->block_len ? "... " : ">>> ", prompt_on_line);
 	if (p->indent[0]) {
 		rl_insert_text(p->indent);
@@ -328,11 +336,18 @@ static void prompt_edit(struct prompt *p)
 	}
 }
 
+static void prompt_tty_run(struct prompt *p)
+{
+	if (p->tty_saved)
+		tcsetattr(0, TCSANOW, &p->tty_run);
+}
+
 static void prompt_edit_stop(struct prompt *p)
 {
 	if (p->editing)
 		rl_callback_handler_remove();
 	p->editing = false;
+	prompt_tty_run(p);
 }
 
 static void prompt_block_clear(struct prompt *p)
@@ -419,6 +434,7 @@ static void prompt_on_line(char *line)
 	/* (libedit has given the terminal back before it called us) */
 	p->editing = false;
 	rl_callback_handler_remove();
+	prompt_tty_run(p);
 	if (!line) { /* Ctrl-D */
 		prompt_out("\n");
 		p->state = P_LEAVE;
@@ -755,7 +771,6 @@ static void prompt_handle(struct prompt *p, cJSON *o)
 static void prompt_signal(struct prompt *p, int sig)
 {
 	if (sig == SIGINT && p->state == P_RUN) {
-		p->col0 = !p->tty; /* (the terminal echoed ^C) */
 		if (!p->tty)
 			p->script_stop = true;
 		if (p->mine) {
@@ -858,6 +873,14 @@ int prompt_run(const struct prompt_config *cfg)
 	struct sigaction sa = {.sa_handler = prompt_on_signal}, old[5];
 	for (int i = 0; i < 5; i++)
 		sigaction(sigs[i], &sa, &old[i]);
+	if (p.tty && tcgetattr(0, &p.tty_orig) == 0) {
+		p.tty_saved = true;
+		p.tty_run = p.tty_orig;
+		p.tty_run.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		p.tty_run.c_lflag |= ISIG;
+		p.tty_run.c_cc[VMIN] = 1;
+		p.tty_run.c_cc[VTIME] = 0;
+	}
 	if (p.tty) {
 		rl_catch_signals = 0; /* (ours: the pipe above) */
 		rl_catch_sigwinch = 0;
@@ -867,6 +890,7 @@ int prompt_run(const struct prompt_config *cfg)
 		using_history();
 		if (cfg->history)
 			prompt_history_load(cfg->history);
+		prompt_tty_run(&p);
 	}
 	p.start_ms = prompt_now_ms();
 	if (cfg->attach)
@@ -924,6 +948,8 @@ int prompt_run(const struct prompt_config *cfg)
 	}
 	prompt_spin_stop(&p);
 	prompt_edit_stop(&p);
+	if (p.tty_saved)
+		tcsetattr(0, TCSANOW, &p.tty_orig);
 	if (p.tty && cfg->history)
 		prompt_history_save(cfg->history);
 	cli_render_text_end(&p.r, 1);
