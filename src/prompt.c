@@ -326,8 +326,9 @@ static void prompt_edit(struct prompt *p)
 	p->col0 = true;
 	p->state = P_EDIT;
 	p->editing = true;
-	if (p->tty_saved) /* (libedit edits only a terminal that echoes, as it was) */
-		tcsetattr(0, TCSANOW, &p->tty_orig);
+	/* (from the run mode straight to libedit's: no moment in between when a
+	 * key typed ahead would be echoed, or a ^D taken as the end of a line;
+	 * libedit keeps the cooked mode it saw at its start) */
 	rl_callback_handler_install(p->block_len ? "... " : ">>> ", prompt_on_line);
 	if (p->indent[0]) {
 		rl_insert_text(p->indent);
@@ -538,6 +539,27 @@ static int prompt_tab(int count, int key)
 		rl_ding();
 	}
 	cJSON_Delete(reply);
+	return 0;
+}
+
+/* ^D: leaves on an empty line, else deletes the character under the cursor
+ * (ours, not libedit's end of file, which takes the terminal's eof character
+ * as libedit last saw it in cooked mode, and the prompt runs code in a mode
+ * of its own). Ctrl-\ when the terminal gives it as a key: leaves. */
+static int prompt_eof(int count, int key)
+{
+	struct prompt *p = prompt_current;
+	(void)count;
+	if (key == 4 && rl_end > 0) {
+		if (rl_point < rl_end) {
+			rl_delete_text(rl_point, rl_point + 1);
+			prompt_out("\r");
+			rl_forced_update_display();
+		}
+		return 0;
+	}
+	prompt_out("\n");
+	p->state = P_LEAVE; /* (the loop ends; the handler goes then) */
 	return 0;
 }
 
@@ -887,6 +909,8 @@ int prompt_run(const struct prompt_config *cfg)
 		rl_readline_name = "ptybox";
 		rl_initialize();
 		rl_add_defun("ptybox-complete", prompt_tab, '\t');
+		rl_add_defun("ptybox-eof", prompt_eof, 4);
+		rl_add_defun("ptybox-leave", prompt_eof, 0x1c);
 		using_history();
 		if (cfg->history)
 			prompt_history_load(cfg->history);

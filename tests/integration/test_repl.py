@@ -32,19 +32,22 @@ def processes_with(marker):
 
 
 class Terminal:
-    """A tmux server of our own with one window of 100x30 running argv, as a
-    shell runs a command: alone in its process group (Ctrl-\\ and Ctrl-C
-    reach it and nothing else); the pane stays once it ended, for its exit
-    status."""
+    """A tmux server of our own with one window of 100x30 running argv under
+    a shell that ignores ^C and ^\\ (ptybox takes both for itself: they
+    reach the whole foreground process group) and writes argv's exit status
+    to a file once it ended."""
 
     def __init__(self, argv, env, folder):
         self.sock = "ptybox-test-" + uuid.uuid4().hex[:12]
         self.env = dict(env)
+        self.status_file = os.path.join(folder, "status-" + self.sock)
         conf = os.path.join(folder, "tmux.conf")
         with open(conf, "w") as f:
             f.write("set -g remain-on-exit on\nset -g status off\n")
         self.conf = conf
-        self.tmux("new-session", "-d", "-x", "100", "-y", "30", *argv)
+        cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
+        shell = "trap '' INT QUIT; %s; echo $? > '%s'; exec sleep 600" % (cmd, self.status_file)
+        self.tmux("new-session", "-d", "-x", "100", "-y", "30", "sh", "-c", shell)
 
     def tmux(self, *args):
         return subprocess.run([TMUX, "-L", self.sock, "-f", self.conf, *args],
@@ -75,12 +78,13 @@ class Terminal:
         """The program's exit status, once it ended."""
         deadline = time.monotonic() + timeout
         while True:
-            # (the terminal may close before tmux has the status: wait for it)
-            out = self.tmux("display-message", "-p", "-t", "0",
-                            "#{pane_dead} #{pane_dead_status}:#{pane_dead_signal}").stdout.split()
-            if len(out) == 2 and out[0] == "1" and out[1] != ":":
-                status, sig = out[1].split(":")
-                return int(status) if status else "signal " + sig
+            try:
+                with open(self.status_file) as f:
+                    text = f.read()
+                if text.endswith("\n"):
+                    return int(text)
+            except FileNotFoundError:
+                pass
             if time.monotonic() > deadline:
                 raise AssertionError("still running:\n" + self.screen())
             time.sleep(0.05)
@@ -240,6 +244,23 @@ class ReplTest(TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("ZeroDivisionError", p.stderr)
         self.assertEqual(p.stdout, "after\n")
+
+    def test_a_slow_start_spins_on_a_terminal_and_says_nothing_when_piped(self):
+        if VIA != "local":
+            self.skipTest("the slow transport wraps the local interpreter")
+        slow = os.path.join(self.dir, "slow.sh")
+        with open(slow, "w") as f:
+            f.write('#!/bin/sh\nsleep 1.5\nexec "$@"\n')
+        os.chmod(slow, 0o755)
+        t = Terminal([PTYBOX, "repl", "--via", "exec:" + slow], self.env, self.dir)
+        self.terms.append(t)
+        t.wait("starting session 'default'...")
+        s = t.wait(">>>")
+        self.assertNotIn("starting session", s)  # (gone once it is up)
+        p = subprocess.run([PTYBOX, "repl", "--via", "exec:" + slow], input="print('up')\n",
+                           capture_output=True, text=True, timeout=60, env=self.env)
+        self.assertEqual((p.returncode, p.stdout), (0, "up\n"), p.stderr)
+        self.assertNotIn("starting", p.stderr)
 
     def test_bad_usage_is_one_line_and_status_2(self):
         for args in (["repl", "stray"], ["repl", "--memory", "lots"], ["attach"],
