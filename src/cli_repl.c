@@ -74,7 +74,8 @@ static void repl_reap(pid_t pid, int ms)
 	int st;
 	while (waitpid(pid, &st, WNOHANG) == 0) {
 		if (repl_now_ms() >= deadline) {
-			kill(-pid, SIGKILL);
+			kill(-pid, SIGKILL); /* (its group, when it leads one) */
+			kill(pid, SIGKILL);
 			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 				;
 			return;
@@ -240,10 +241,11 @@ int cli_attach(int argc, char **argv)
 	if (link.wfd != link.rfd)
 		close(link.wfd);
 	close(link.rfd);
+	/* The far server owes a watcher its events until the session ends: it
+	 * would keep dial-stdio, and so ssh, going. Detached means gone. */
 	if (link.ssh > 0) {
-		int st;
-		while (waitpid(link.ssh, &st, 0) < 0 && errno == EINTR)
-			;
+		kill(link.ssh, SIGTERM);
+		repl_reap(link.ssh, REPL_END_MS);
 	}
 	return status;
 }

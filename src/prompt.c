@@ -773,9 +773,15 @@ static void prompt_reply(struct prompt *p, cJSON *o)
 		return;
 	}
 	if (error && !id) { /* a notice of the server's */
+		prompt_spin_stop(p);
 		prompt_async_begin(p);
 		cli_error("%s: %s", p->cfg->cmd, error);
 		prompt_async_end(p);
+		if (code && strcmp(code, "cannot_start") == 0) { /* (serve's own session) */
+			prompt_edit_stop(p);
+			p->state = P_LEAVE;
+			p->status = CLI_EXIT_CANNOT_START;
+		}
 	}
 }
 
