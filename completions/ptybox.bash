@@ -3,6 +3,24 @@
 # Options follow the getopt tables of src/cli_run.c, src/cli_serve.c,
 # src/cli_client.c, src/cli_server.c and CLI_SESSION_LONGOPTS in src/cli.h.
 
+# The server's sessions, one name a line, from `ptybox ls --json` (the name is
+# each object's first member): nothing when no server runs, and `ls` never
+# starts one; a server that does not answer within 2 s gives none. The -L or
+# -S of the command line choose the server; with -H (ssh to another machine)
+# no names are offered rather than wait on ssh.
+_ptybox_sessions()
+{
+	local i server=()
+	for ((i = 1; i < cword; i++)); do
+		case ${words[i]} in
+		-L | -S) server=("${words[i]}" "${words[i + 1]}") ;;
+		-H | -H*) return ;;
+		esac
+	done
+	command timeout 2 ptybox "${server[@]}" ls --json 2>/dev/null </dev/null |
+		sed -n 's/^{"name":"\(\([^"\\]\|\\.\)*\)",.*/\1/p'
+}
+
 _ptybox()
 {
 	local cur prev words cword
@@ -22,13 +40,15 @@ _ptybox()
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
 		--cpus --tmp-size --nofile --max-file-size --net --env --python --log --busy-poll'
 	local vias='local none ssh:// exec:'
+	# What the human modes (run, repl) show: pictures, recordings, a terminal.
+	local human_opts='--record --output-dir --no-inline-images --tty'
 
 	# The subcommand is the first word after "ptybox".
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		run | serve | new | exec | result | ls | interrupt | cancel | restart | kill | \
-			kill-server | capture | watch | server | dial-stdio)
+		run | repl | serve | new | exec | result | ls | interrupt | cancel | restart | kill | \
+			kill-server | capture | watch | attach | server | dial-stdio)
 			cmd=${words[i]}
 			break
 			;;
@@ -36,8 +56,22 @@ _ptybox()
 	done
 
 	if [[ -z $cmd ]]; then
-		COMPREPLY=($(compgen -W 'run serve new exec result ls interrupt cancel restart kill
-			kill-server capture watch server dial-stdio -L -S -H --help --version' -- "$cur"))
+		case $prev in
+		-L) return ;; # a server's name of the user's own
+		-S)
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -f -- "$cur"))
+			return
+			;;
+		-H)
+			compopt -o nospace 2>/dev/null
+			COMPREPLY=($(compgen -W 'ssh://' -- "$cur"))
+			return
+			;;
+		esac
+		COMPREPLY=($(compgen -W 'run repl serve new exec result ls interrupt cancel restart
+			kill kill-server capture watch attach server dial-stdio -L -S -H --help
+			--version' -- "$cur"))
 		return
 	fi
 
@@ -68,16 +102,31 @@ _ptybox()
 		;;
 	--python)
 		compopt -o filenames 2>/dev/null
-		COMPREPLY=($(compgen -c -- "$val" | sort -u) $(compgen -f -- "$val"))
+		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return
 		;;
-	--log)
+	--log | -S)
+		[[ $opt == -S && $cmd == capture ]] && return # capture's -S START
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val"))
 		return
 		;;
+	--record)
+		# an asciicast file: the .cast ones, and folders to go into
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -d -- "$val") $(compgen -f -X '!*.cast' -- "$val"))
+		return
+		;;
+	--output-dir)
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -d -- "$val"))
+		return
+		;;
+	-L)
+		return
+		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | -c)
+		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H)
 		# a value of the user's own
 		return
 		;;
@@ -86,30 +135,53 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --raw --help $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --record-max --help $human_opts $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
 		fi
 		;;
+	repl)
+		COMPREPLY=($(compgen -W "--help $human_opts $session_opts" -- "$cur"))
+		;;
 	serve)
 		COMPREPLY=($(compgen -W "--stdio --pool --help $session_opts" -- "$cur"))
 		;;
 	new)
-		COMPREPLY=($(compgen -W "--pool --help $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--pool --record --record-max --help -L -S -H $session_opts" -- "$cur"))
 		;;
-	exec | result | interrupt | cancel | restart | kill | capture | watch)
+	exec | result | interrupt | cancel | restart | kill | capture | watch | attach)
 		if [[ $cur == -* ]]; then
 			local o='--help -L -S -H'
 			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error'
 			[[ $cmd == result ]] && o+=' --json --raw --no-wait'
 			[[ $cmd == capture ]] && o='--help -L -H -e -S'
+			[[ $cmd == attach ]] && o+=' --record'
 			COMPREPLY=($(compgen -W "$o" -- "$cur"))
 		else
-			# the server's sessions, by name (nothing if none runs)
-			local names
-			names=$(ptybox ls 2>/dev/null | awk 'NR > 1 { print $1 }')
-			COMPREPLY=($(compgen -W "$names" -- "$cur"))
+			# The first word that is no option is the session; after it
+			# come exec's FILE and the ids of the others.
+			local j npos=0
+			for ((j = i + 1; j < cword; j++)); do
+				case ${words[j]} in
+				-c | --timeout | -L | -S | -H | --record) ((j++)) ;;
+				-*) ;;
+				*) ((npos++)) ;;
+				esac
+			done
+			if ((npos > 0)); then
+				if [[ $cmd == exec ]]; then
+					compopt -o filenames 2>/dev/null
+					COMPREPLY=($(compgen -f -- "$cur"))
+				fi
+				return
+			fi
+			# the server's sessions, by name (nothing if none runs); a
+			# name with blanks comes back quoted
+			local IFS=$'\n' name
+			for name in $(_ptybox_sessions); do
+				[[ $name == "$cur"* ]] && COMPREPLY+=("$(printf '%q' "$name")")
+			done
 		fi
 		;;
 	ls)

@@ -5,8 +5,62 @@
 
 complete -c ptybox -f
 
+# The server's sessions, from `ptybox ls --json` (the name is each object's
+# first member): nothing when no server runs, and `ls` never starts one (nor
+# waits more than 2 s for a server that does not answer). The
+# -L or -S of the command line choose the server; with -H (over ssh) no names
+# are offered rather than wait on ssh.
+function __ptybox_sessions
+    set -l words (commandline -opc)
+    set -l server
+    for i in (seq 2 (count $words))
+        switch $words[$i]
+            case -L -S
+                set -l next (math $i + 1)
+                if test $next -le (count $words)
+                    set server $words[$i] $words[$next]
+                end
+            case '-H*'
+                return
+        end
+    end
+    command timeout 2 ptybox $server ls --json 2>/dev/null </dev/null | sed -n 's/^{"name":"\(\([^"\\]\|\\.\)*\)",.*/\1/p'
+end
+
+# Recordings: the .cast files and the folders of what is typed so far (a
+# wildcard that matches nothing is an empty list in `set`).
+function __ptybox_casts
+    set -l typed (commandline -ct)
+    set -l found $typed*.cast $typed*/
+    printf '%s\n' $found
+end
+
+# Whether the word being typed is the session: no word after the subcommand
+# yet but options (and their values).
+function __ptybox_needs_session
+    set -l words (commandline -opc)
+    set -l seen 0
+    set -l skip 0
+    for w in $words[2..-1]
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        switch $w
+            case -c --timeout -L -S -H --record
+                set skip 1
+            case '-*'
+            case '*'
+                set seen (math $seen + 1)
+        end
+    end
+    # the subcommand itself is the first such word
+    test $seen -le 1
+end
+
 # ptybox COMMAND
 complete -c ptybox -n __fish_use_subcommand -a run -d 'Run snippets in one session'
+complete -c ptybox -n __fish_use_subcommand -a repl -d 'A stateful prompt on a fresh session'
 complete -c ptybox -n __fish_use_subcommand -a serve -d 'Drive a session with JSON lines'
 complete -c ptybox -n __fish_use_subcommand -a new -d 'Create a session in the server'
 complete -c ptybox -n __fish_use_subcommand -a exec -d 'Run code in a session of the server'
@@ -19,9 +73,22 @@ complete -c ptybox -n __fish_use_subcommand -a kill -d 'End a session'
 complete -c ptybox -n __fish_use_subcommand -a kill-server -d 'End every session and the server'
 complete -c ptybox -n __fish_use_subcommand -a capture -d "A session's screen as text"
 complete -c ptybox -n __fish_use_subcommand -a watch -d 'Follow a session as JSON lines'
+complete -c ptybox -n __fish_use_subcommand -a attach -d 'The prompt on a session of the server'
 complete -c ptybox -n __fish_use_subcommand -a server -d 'Start the server'
 complete -c ptybox -n __fish_use_subcommand -a dial-stdio -d "The server's socket on stdin and stdout"
-complete -c ptybox -n '__fish_seen_subcommand_from exec result interrupt cancel restart kill capture watch' -a '(ptybox ls 2>/dev/null | awk \'NR > 1 { print $1 }\')' -d 'Session'
+complete -c ptybox -n '__fish_seen_subcommand_from exec result interrupt cancel restart kill capture watch attach; and __ptybox_needs_session' -a '(__ptybox_sessions)' -d Session
+complete -c ptybox -n '__fish_seen_subcommand_from exec; and not __ptybox_needs_session' -F -d 'File to run (- for standard input)'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -l raw -d 'Write escape sequences to a terminal as they are'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -l timeout -x -d "These snippets' time limit, seconds"
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -l stop-on-error -d 'Drop the snippets after one that fails'
+complete -c ptybox -n '__fish_seen_subcommand_from result' -l no-wait -d 'Say running or queued instead of waiting'
+complete -c ptybox -n '__fish_seen_subcommand_from capture' -s e -d 'Keep colours'
+complete -c ptybox -n '__fish_seen_subcommand_from server' -l foreground -d 'Do not daemonize; log on standard error'
+complete -c ptybox -n '__fish_seen_subcommand_from server' -l allow-remote-transports -d 'Let dial-stdio clients start ssh:, exec:, none sessions'
+complete -c ptybox -n '__fish_seen_subcommand_from new attach' -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach server dial-stdio' -s L -x -d 'The server named NAME'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach server dial-stdio' -s S -r -F -d 'The server at socket PATH'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach' -s H -x -a 'ssh://' -d 'The server on another machine'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -s c -x -d 'A snippet (repeatable)'
 complete -c ptybox -n '__fish_seen_subcommand_from exec result ls' -l json -d 'JSON lines'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l no-wait -d "Print each execution's id and return"
@@ -33,13 +100,21 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -s c -x -d 'A snippet (r
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l json -d 'One result object per snippet per line'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- for standard input)'
+complete -c ptybox -n '__fish_seen_subcommand_from run new' -l record-max -x -d "The recording's largest size (default 64M)"
+
+# What the human modes show: pictures, recordings, a terminal
+set -l human '__fish_seen_subcommand_from run repl'
+complete -c ptybox -n $human -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
+complete -c ptybox -n $human -l output-dir -x -a '(__fish_complete_directories)' -d 'Folder for the pictures (default: the current one)'
+complete -c ptybox -n $human -l no-inline-images -d 'Do not show pictures inline on the terminal'
+complete -c ptybox -n $human -l tty -d "The code's stdout is a terminal"
 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
 
 # Options of both
-set -l in_cmd '__fish_seen_subcommand_from run serve new'
+set -l in_cmd '__fish_seen_subcommand_from run repl serve new'
 complete -c ptybox -n $in_cmd -s h -l help -d 'Show help'
 complete -c ptybox -n $in_cmd -l via -x -d 'Where the interpreter runs' -a "
 	local\t'The embedded sandbox (default)'
@@ -58,5 +133,5 @@ complete -c ptybox -n $in_cmd -l nofile -x -d 'Open files limit (default 1024)'
 complete -c ptybox -n $in_cmd -l max-file-size -x -d 'Largest file the code may write (default 256M)'
 complete -c ptybox -n $in_cmd -l net -d "Give the sandbox the host's network"
 complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VALUE (repeatable)'
-complete -c ptybox -n $in_cmd -l python -r -a '(__fish_complete_command)' -d 'Interpreter to run the driver on'
+complete -c ptybox -n $in_cmd -l python -r -F -d 'Interpreter to run the driver on'
 complete -c ptybox -n $in_cmd -l log -r -F -d 'Write a debug log to FILE'

@@ -132,6 +132,10 @@ def _identity(fd):
 
 
 _CUT = {}                         # ident: True, _cap_text cut something in that thread
+# Rich output methods, as IPython's display formatter calls them: MIME type,
+# method, the type it must return (bytes are sent base64).
+_REPRS = (("image/png", "_repr_png_", bytes), ("image/jpeg", "_repr_jpeg_", bytes),
+          ("image/svg+xml", "_repr_svg_", str), ("text/html", "_repr_html_", str))
 
 
 def _cap_text(text, limit):
@@ -227,6 +231,7 @@ class Channel:
         self.writing = False                 # a message is being written (lock held)
         self.deferred = []                   # messages a signal handler wrote meanwhile
         self.parts = deque()                 # read, not taken yet: 1-tuples of bytes
+        self.size = None                     # b"COLSxROWS" from the relay, not applied yet
 
     def attach(self, req, msg):
         """The pipes to the relay, in place of the placeholders (req and msg
@@ -335,7 +340,10 @@ class Channel:
                         return None, None, rest
                     self.parts = rest
                     continue
-                seq, n = map(int, head[1:].split())
+                fields = head[1:].split()
+                seq, n = int(fields[0]), int(fields[1])
+                if len(fields) > 2:          # the terminal's size, when it changed
+                    self.size = fields[2]
                 if sum(len(p[0]) for p in parts) - i - 1 >= n:
                     buf = first if len(parts) == 1 else b"".join(p[0] for p in parts)
                     return seq, buf[i + 1:i + 1 + n], deque(((buf[i + 1 + n:],),))
@@ -444,6 +452,9 @@ class _FdSink(io.RawIOBase):
 
     def fileno(self):
         return self.fd
+
+    def isatty(self):
+        return not self.dead and os.isatty(self.fd)   # (with --tty: a terminal)
 
     def close(self):
         """Only its own stream closes it: a wrapper the user made around
@@ -623,6 +634,8 @@ class Kernel:
         self.main_ident = _get_ident()
         self.running = None                  # seq of the snippet running now
         self.exec_name = None                # its id, as the caller named it
+        self.exec_file = None                # its file name (run FILE), or None
+        self.exec_main = False               # run as python3 FILE runs it
         self.max_output = DEFAULT_MAX_OUTPUT
         self.last_id = None                  # seq that idle output belongs to
         self.result_pending = False
@@ -1100,7 +1113,8 @@ class Kernel:
         driver = self
 
         def display(*objs):
-            """Show each object as rich output (image/png via _repr_png_, text/plain)."""
+            """Show each object as rich output: text/plain, and image/png,
+            image/jpeg, image/svg+xml and text/html from its _repr_*_ methods."""
             for obj in objs:
                 driver.display_data(driver._mime(obj, driver.max_output))
         return display
@@ -1136,14 +1150,68 @@ class Kernel:
             self.sigint_deferred = False
             raise KeyboardInterrupt
 
-    @staticmethod
-    def _mime(obj, limit):
+    def _mime(self, obj, limit):
+        """obj's MIME bundle, as IPython's display formatter makes it: repr()
+        as text/plain, and each _repr_*_ of _REPRS that returns its type (or
+        IPython's (data, metadata) pair). One that is missing or returns None
+        is left out; one that raises an Exception (not a ^C: that stops the
+        snippet) or returns another type is left out with a line on stderr;
+        one over limit (encoded) is left out with a note, a cut image being
+        no image. This is user code: the caller runs it interruptible."""
         data = {"text/plain": _cap_text(repr(obj), limit)}
-        png = getattr(obj, "_repr_png_", None)
-        png = png() if callable(png) else None
-        if isinstance(png, (bytes, bytearray)):
-            data["image/png"] = binascii.b2a_base64(png, newline=False).decode("ascii")
+        if isinstance(obj, type):
+            return data                      # (a class's _repr_png_ is unbound)
+        try:                                 # an object that makes up any attribute
+            if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
+                return data
+        except Exception:
+            return data
+        for mime, name, kind in _REPRS:
+            try:
+                method = getattr(obj, name, None)
+                value = method() if callable(method) else None
+            except Exception as e:
+                try:                         # (its str() is user code too)
+                    why = "%s: %s" % (type(e).__name__, e)
+                except Exception:
+                    why = type(e).__name__
+                self._note("%s() of %s raised %s" % (name, type(obj).__name__, why))
+                continue
+            if type(value) is tuple and len(value) == 2:
+                value = value[0]
+            if value is None:
+                continue
+            if kind is str and isinstance(value, (bytes, bytearray)):
+                try:
+                    value = bytes(value).decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            if kind is bytes and isinstance(value, (bytes, bytearray, memoryview)):
+                size = (memoryview(value).nbytes + 2) // 3 * 4
+                value = (binascii.b2a_base64(value, newline=False).decode("ascii")
+                         if not limit or size <= limit else None)
+            elif kind is not str or type(value) is not str:
+                self._note("%s() of %s returned %s, not %s" % (
+                    name, type(obj).__name__, type(value).__name__, kind.__name__))
+                continue
+            else:
+                size = len(value)
+            if limit and size > limit:
+                _CUT[_get_ident()] = True
+                data["text/plain"] += ("\n[ptybox: %s dropped: %d bytes, over --max-output]"
+                                       % (mime, size))
+                continue
+            data[mime] = value
         return data
+
+    def _note(self, text):
+        """A line of ptybox's on the snippet's stderr (a rich output that
+        failed), in order with what the snippet wrote there."""
+        try:
+            err = self.std_streams[1]
+            err.write("ptybox: %s\n" % _cap_text(text, 4096))
+        except Exception:
+            pass
 
     def _show_figures(self):
         """Like Jupyter's inline backend: every open pyplot figure, then close it."""
@@ -1236,7 +1304,7 @@ class Kernel:
     # -- one snippet
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
-        filename = "<exec-%s>" % self.exec_name
+        filename = self.exec_file or "<exec-%s>" % self.exec_name
         hit = self.code_cache.get(code)
         if hit is None:
             # Each line with its newline, the last too: a traceback's carets
@@ -1348,8 +1416,14 @@ class Kernel:
             lines = traceback.format_exception(cls, exc, tb)
         except Exception:                    # (a file name with a lone surrogate, say)
             lines = ["%s: %s\n" % (name, value) if value else "%s\n" % name]
-        return {"name": name, "value": _cap_text(value, self.max_output),
-                "traceback": [_cap_text(line, self.max_output) for line in lines]}
+        error = {"name": name, "value": _cap_text(value, self.max_output),
+                 "traceback": [_cap_text(line, self.max_output) for line in lines]}
+        if self.exec_main and isinstance(exc, SystemExit):
+            code = exc.code                  # python3 FILE's exit status for it
+            if isinstance(code, int):        # (True: "1")
+                error["value"] = str(int(code))
+            error["exit"] = int(code) & 0xff if isinstance(code, int) else 1
+        return error
 
     def execute(self, sid, code, max_output):
         # The hot path: a snippet that prints little, raises nothing and leaves
@@ -1386,6 +1460,12 @@ class Kernel:
         bufs = self.bufs
         t0 = _perf_ns()
         value, exc = self._call_user(self._run_code, sid, code)
+        if self.exec_main:
+            if exc is None or isinstance(exc, SystemExit):
+                exc = self._call_user(self._join_threads)[1] or exc
+            if isinstance(exc, SystemExit) and (exc.code is None or exc.code is False
+                                                 or type(exc.code) is int and exc.code == 0):
+                exc = None                   # sys.exit(), sys.exit(0): a normal end
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
         t1 = _perf_ns()
@@ -1428,6 +1508,47 @@ class Kernel:
         if self.source_bytes > SOURCE_BUDGET or len(self.sources) > SOURCE_COUNT:
             self._trim_sources()
         self._check(micros >= 1000 or t1 - self.thorough_at >= THOROUGH_EVERY)
+
+    def _as_file(self, req):
+        """What `run FILE ARGS` asks (the relay checked the types): sys.argv
+        and __file__ set (and left so for later snippets, as python3 -i FILE
+        leaves them), the file name in tracebacks; and the terminal's size,
+        which the relay sends when it changed, in COLUMNS and LINES."""
+        filename, argv = req.get("filename"), req.get("argv")
+        self.exec_file, self.exec_main = filename, req.get("main") is True
+        if argv is not None:
+            _SYS["argv"] = list(argv)
+        if filename is not None:
+            self.ns["__file__"] = filename
+        size, self.chan.size = self.chan.size, None
+        if size is not None:
+            try:
+                cols, rows = size.split(b"x")
+                os.environ["COLUMNS"], os.environ["LINES"] = str(int(cols)), str(int(rows))
+            except (ValueError, OSError):
+                pass
+
+    def _join_threads(self):
+        """As the interpreter does at exit (threading._shutdown): its exit
+        hooks (concurrent.futures lets its idle workers go, and the executors
+        that had some are shut down), then every non-daemon thread joined.
+        New executors work after it: only the interpreter is not exiting."""
+        threading = _MODULES.get("threading")
+        if threading is None:
+            return
+        for hook in list(getattr(threading, "_threading_atexits", ())):
+            hook()
+        futures = _MODULES.get("concurrent.futures.thread")
+        if futures is not None and getattr(futures, "_shutdown", False):
+            futures._shutdown = False
+        me = threading.current_thread()
+        while True:
+            waiting = [t for t in threading.enumerate()
+                       if t is not me and not t.daemon and t.is_alive()]
+            if not waiting:
+                return
+            for t in waiting:
+                t.join()
 
     def _conclude(self, value, exc, max_output):
         """(status, result, error) of a snippet that returned a value, raised,
@@ -1642,6 +1763,7 @@ class Kernel:
                 # (they differ after a cancel, and after a restart).
                 rid = req.get("id")
                 self.exec_name = rid if type(rid) is int else seq
+                self._as_file(req)
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc

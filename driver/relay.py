@@ -17,7 +17,8 @@ and from then on it is all the client talks to.  It owns:
 Relay and kernel talk over pipes in a small internal protocol (below).
 Whatever the kernel sends is parsed, bounded and re-encoded here before it
 becomes a frame: it can say what it likes about its own snippet, and nothing
-about anything else.  The kernel's fds 1 and 2 are capture pipes read here:
+about anything else.  The kernel's fds 1 and 2 are capture pipes read here
+(after a tty request, one pseudo-terminal of its own, read at its master):
 their bytes become stream frames (head forwarded live, tail kept, bounded by
 max_output), and they are drained before each result, display and death, so
 output never lands in another snippet.
@@ -29,6 +30,8 @@ connection is made.
 
 Kernel protocol (relay -> kernel, on the request pipe):
     X<seq> <len>\\n<the client's request JSON, len bytes>   run a snippet
+    X<seq> <len> <cols>x<rows>\\n...                         the same, and the client's
+                                                            terminal size (COLUMNS, LINES)
     I<seq>\\n                                                interrupt it
 Kernel -> relay (message pipe), one line each:
     H<pid> <python version>                 the kernel is up
@@ -66,6 +69,8 @@ STANDBY_DELAY = 0.0               # ... and after any later one's
 STANDBY_RETRY = 1.0               # s between tries when no process can be forked
 FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
+TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
+ARGV_CAP = 4096                   # strings in an exec request's argv
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
@@ -198,11 +203,18 @@ def _bundle(data, limit):
     or None.  Each part over its share is cut."""
     if type(data) is not dict or not data or len(data) > 64:
         return None, False
-    share, cut = max(limit // len(data), 64), False
-    out = {}
+    total = 0
     for k, v in data.items():
         if type(k) is not str or type(v) is not str or len(k) > 256:
             return None, False
+        total += len(v)
+    # Within the limit in all, nothing is cut: a cut image is no image.
+    if total * 4 <= limit or sum(len(v.encode("utf-8", "surrogatepass"))
+                                 for v in data.values()) <= limit:
+        return dict(data), False
+    share, cut = max(limit // len(data), 64), False
+    out = {}
+    for k, v in data.items():
         out[k], c = _cut(v, share) if len(v) > share // 6 else (v, False)
         cut = cut or c
     return out, cut
@@ -231,7 +243,11 @@ def _error(err, limit):
             c3 = c3 or len(lines) < len(tb)
             break
     lines.reverse()
-    return {"name": name, "value": value, "traceback": lines}, c1 or c2 or c3
+    out = {"name": name, "value": value, "traceback": lines}
+    status = err.get("exit")                 # (run FILE's sys.exit(N): N)
+    if type(status) is int and 0 <= status <= 255:
+        out["exit"] = status
+    return out, c1 or c2 or c3
 
 
 # ---------------------------------------------------------------- template
@@ -521,6 +537,13 @@ class Relay:
         self.query = None                    # the running request is this query op ...
         self.query_by = None                 # ... whose ^C (then our own reply) is due then
         self.query_told = False              # ... and whether we replied for it already
+        self.size = None                     # b"COLSxROWS": the client's terminal, if it has one
+        self.size_sent = False               # ... told to this kernel
+        self.tty_mode = False                # the tty request: kernels get a terminal
+        self.tty_master = None               # ... the running one's (its master)
+        self.tty_spare = None                # ... and the stderr pipe's writer, unused
+        self.retty_due = False               # the tty request came before the hello
+        self.quiet_hello = False             # the hello of a kernel the tty request made
 
     # -- the terminal
     def write(self, *parts):
@@ -570,15 +593,23 @@ class Relay:
         for fd in (self.req, self.msg) + tuple(o.fd for o in self.outs):
             if fd is not None:
                 os.close(fd)
+        self.tty_master = None
+        if self.tty_spare is not None:
+            os.close(self.tty_spare)
+            self.tty_spare = None
         req_r, req_w = _pipe()
         msg_r, msg_w = _pipe()
-        out_r, out_w = _pipe()
+        out_r, out_w = _pipe() if not self.tty_mode else self.openpty()
         err_r, err_w = _pipe()
+        if self.tty_mode:
+            # One terminal for fds 1 and 2, as a terminal is: the stderr pipe
+            # has no writer but us, and says nothing.
+            self.tty_spare, err_w = err_w, out_w
         try:
             _send_fds(self.ctl, b"S", (req_r, msg_w, out_w, err_w))
         except OSError:
             self.exit(EXIT_NO_KERNEL)        # the template is gone
-        for fd in (req_r, msg_w, out_w, err_w):
+        for fd in {req_r, msg_w, out_w, err_w}:
             os.close(fd)
         self.req, self.msg = req_w, msg_r
         os.set_blocking(req_w, False)
@@ -593,7 +624,54 @@ class Relay:
         self.msg_lines = _Lines(_frame_cap(self.max_output))
         self.kernel, self.kernel_up, self.hello_early = None, False, None
         self.hello_by = time.monotonic() + HELLO_WAIT
+        self.size_sent = False               # (a fresh kernel: its environment is fresh)
         self.poller = None
+
+    def openpty(self):
+        """--tty: a terminal of the kernel's own (master, slave), never ours:
+        the kernel gets the slave as fds 1 and 2 (not as its controlling
+        terminal: /dev/tty still cannot be opened), we read the master as a
+        capture pipe.  Output as written (no CR added), no echo."""
+        master, slave = os.openpty()
+        try:
+            attrs = termios.tcgetattr(slave)
+            attrs[1] &= ~termios.OPOST
+            attrs[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+            termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        except termios.error:
+            pass
+        master = self.tty_master = _private(master)
+        self.size_tty()
+        return master, _private(slave)
+
+    def size_tty(self):
+        if self.tty_master is None or self.size is None:
+            return
+        cols, rows = map(int, self.size.split(b"x"))
+        try:
+            fcntl.ioctl(self.tty_master, termios.TIOCSWINSZ,
+                        rows.to_bytes(2, sys.byteorder) + cols.to_bytes(2, sys.byteorder)
+                        + bytes(4))
+        except OSError:
+            pass
+
+    def retty(self):
+        """The tty request: the kernel, which has run no snippet, replaced by
+        one on a terminal of its own, quietly (neither died nor ready is
+        sent: to the client it is the same kernel)."""
+        self.tty_mode = True
+        if not self.kernel_up or self.kernel is None:
+            self.retty_due = True            # (done at its hello)
+            return
+        try:
+            os.killpg(self.kernel, _signal.SIGKILL)
+        except OSError:
+            try:
+                os.kill(self.kernel, _signal.SIGKILL)
+            except OSError:
+                pass
+        self.quiet_hello = True              # its exit is not told: no pid matches it
+        self.spawn()
 
     def kill(self):
         """SIGKILL to the kernel and its process group; its exit comes from
@@ -732,6 +810,16 @@ class Relay:
                 return self.reject(rid, "max_output must be an integer >= 0", True)
             if type(poll) is not int or not 0 <= poll <= 10 ** 6:
                 return self.reject(rid, "busy_poll must be an integer from 0 to 10**6", True)
+            argv, filename = req.get("argv"), req.get("filename")
+            if argv is not None and (type(argv) is not list or len(argv) > ARGV_CAP
+                                     or any(type(a) is not str for a in argv)):
+                return self.reject(rid, "argv must be a list of at most %d strings" % ARGV_CAP,
+                                   True)
+            if filename is not None and (type(filename) is not str or not filename
+                                         or "\0" in filename):
+                return self.reject(rid, "filename must be a non-empty string", True)
+            if type(req.get("main", False)) is not bool:
+                return self.reject(rid, "main must be true or false", True)
             self.queue.append((op, rid, text, limit, poll))
         elif op in ("complete", "is_complete"):
             if type(req.get("code")) is not str:
@@ -745,6 +833,18 @@ class Relay:
             self.exit(0)
         elif op == "interrupt":
             self.interrupt(rid)
+        elif op == "tty":
+            if self.seq:
+                return self.reject(rid, "tty must come before the first snippet", True)
+            if not self.tty_mode:
+                self.retty()
+        elif op == "resize":
+            cols, rows = req.get("cols"), req.get("rows")
+            if type(cols) is not int or type(rows) is not int or not (
+                    0 < cols < 1 << 16 and 0 < rows < 1 << 16):
+                return self.reject(rid, "resize needs integer cols and rows from 1 to 65535",
+                                   True)
+            self.resize(cols, rows)
         elif op == "restart":
             # The ready that answers it says so: a kernel that died by itself
             # just before (its died and ready may be on their way) is not it.
@@ -816,6 +916,13 @@ class Relay:
             self.query_by = None
             self.reply(None)
 
+    def resize(self, cols, rows):
+        """The client's terminal size: the kernel's COLUMNS and LINES, set
+        before its next snippet (the X line carries it)."""
+        self.size = b"%dx%d" % (cols, rows)
+        self.size_sent = False
+        self.size_tty()
+
     def reject(self, rid, message, broken=False):
         frame = {"type": "error", "id": rid, "message": message}
         if broken:
@@ -867,7 +974,11 @@ class Relay:
             self.drain()                     # (what came before it is not its output)
             if self.outs[0].paused or self.outs[1].paused:
                 self.discard()
-            self.wbuf += b"X%d %d\n" % (seq, len(text))
+            if self.size is not None and not self.size_sent:
+                self.wbuf += b"X%d %d %s\n" % (seq, len(text), self.size)
+                self.size_sent = True
+            else:
+                self.wbuf += b"X%d %d\n" % (seq, len(text))
             self.wbuf += text
             self.flush_req()
             # The rest while it runs: no pipe is read before this returns.
@@ -924,6 +1035,20 @@ class Relay:
                 self.feed(o, data)
                 if o.paused:
                     break
+
+    def drain_tty(self):
+        """A terminal hands the master what the slave got a moment later (the
+        kernel's flip buffer work), not at once as a pipe does: what the
+        kernel wrote before its result may not be readable yet.  So its
+        reads go on until the master stays quiet for TTY_SETTLE."""
+        o = self.outs[0]
+        for _ in range(64):                  # (bounded: a writer that goes on is late output)
+            if o.paused or not select.select([o.fd], [], [], TTY_SETTLE)[0]:
+                return
+            data = _read(o.fd, READ)
+            if not data:
+                return
+            self.feed(o, data)
 
     def discard(self):
         """What a paused pipe (late output over its budget) holds: counted as
@@ -1107,6 +1232,15 @@ class Relay:
         except (ValueError, UnicodeDecodeError):
             return
         self.kernel_up, self.hello_by, self.hello_early = True, None, None
+        if self.retty_due:                   # (the client awaits a ready: the
+            self.retty_due = False           # replacement's hello sends it)
+            self.retty()
+            self.quiet_hello = False
+            return
+        if self.quiet_hello:
+            self.quiet_hello = False
+            self.next()
+            return
         frame = {"type": "ready", "protocol": PROTOCOL, "pid": pid, "python": python,
                  "guarded": not self.dumpable}
         if self.restart_id is not None:
@@ -1121,6 +1255,8 @@ class Relay:
         seq, sid, req, t0, poll = self.running
         micros = (_perf_ns() - t0) // 1000
         self.drain()
+        if self.tty_master is not None:
+            self.drain_tty()
         self.finish()
         cut = self.cut
         if fast is not None and not self.sigint and not cut:

@@ -20,6 +20,14 @@
 extern "C" {
 #endif
 
+/* What libptybox.so exports: the functions below and nothing else (it is
+ * built with -fvisibility=hidden). Every function declared here needs it. */
+#if defined(__GNUC__)
+#define PTYBOX_API __attribute__((visibility("default")))
+#else
+#define PTYBOX_API
+#endif
+
 typedef struct ptybox_session ptybox_session;
 typedef struct ptybox_pool ptybox_pool;
 
@@ -54,6 +62,11 @@ struct ptybox_options {
 	char *const *env;	/* extra "K=V" for the interpreter, NULL-terminated; may be NULL */
 	const char *log_path;	/* debug log file, NULL: none */
 	ptybox_pool *pool;	/* take interpreters started ahead from here; may be NULL */
+	/* The user's terminal, cols x rows (both 1..65535), or 0 x 0 when there
+	 * is none: the code's COLUMNS and LINES are then left unset. Default 0.
+	 * ptybox_session_resize() changes it later. */
+	unsigned short cols, rows;
+	bool tty; /* the code's stdout and stderr are a terminal of its own (isatty) */
 };
 
 struct ptybox_result_detail; /* ptybox's own */
@@ -82,7 +95,7 @@ struct ptybox_result {
  * MIME bundle, display outputs and error), made on the first call: a caller
  * that reads the fields never pays for it. Valid during on_result only; NULL
  * when out of memory. */
-const char *ptybox_result_json(const struct ptybox_result *r);
+PTYBOX_API const char *ptybox_result_json(const struct ptybox_result *r);
 
 struct ptybox_callbacks {
 	/* The interpreter is up (first start and every restart). Optional. */
@@ -122,15 +135,30 @@ struct ptybox_callbacks {
 	void (*on_reply)(ptybox_session *s, uint64_t id, const char *reply, void *data);
 };
 
-void ptybox_options_init(struct ptybox_options *o);
+PTYBOX_API void ptybox_options_init(struct ptybox_options *o);
 
 /* Starts a session. On error returns a negative errno and writes one line to err. */
-int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
-		       const struct ptybox_callbacks *cb, void *data, ptybox_session **out,
-		       char *err, size_t errlen);
+PTYBOX_API int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
+				  const struct ptybox_callbacks *cb, void *data,
+				  ptybox_session **out, char *err, size_t errlen);
 /* Queues a snippet. timeout < 0: the session's default. Copies code. */
-int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
-			double timeout, bool stream);
+PTYBOX_API int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
+				   double timeout, bool stream);
+/* Queues a file's code run as `python3 FILE ARGS...` runs it: sys.argv is
+ * argv (NULL-terminated, its first the file as the user named it; NULL:
+ * [filename]) and __file__ is
+ * filename, both left so for later snippets; tracebacks name filename;
+ * non-daemon threads are waited for
+ * (within the timeout) before the result; sys.exit(), sys.exit(0) and
+ * sys.exit(None) end it ok, another status is an error "SystemExit" whose
+ * error object says "exit": the status python3 would exit with. Copies all. */
+PTYBOX_API int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code,
+					size_t len, double timeout, bool stream,
+					const char *filename, const char *const *argv);
+/* The user's terminal is now cols x rows (1..65535 each, else -EINVAL): the
+ * session's PTY takes the size at once, the code's COLUMNS and LINES (and
+ * its terminal, with tty) before its next snippet. */
+PTYBOX_API int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows);
 /* Asks the interpreter about code without running it, for a prompt:
  * is_complete says whether code is a whole input ({"status": "complete",
  * "incomplete", "invalid" or "unknown", "indent": what the next line starts
@@ -142,48 +170,49 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
  * "unknown" or no matches; with "timeout": true when the code's own
  * __getattr__ or __dir__ took over a second and ignored ^C. -ENOBUFS past 64
  * in flight, -EPIPE after on_fatal. */
-int ptybox_session_is_complete(ptybox_session *s, uint64_t id, const char *code, size_t len);
-int ptybox_session_complete(ptybox_session *s, uint64_t id, const char *code, size_t len,
-			    size_t cursor);
+PTYBOX_API int ptybox_session_is_complete(ptybox_session *s, uint64_t id, const char *code,
+					  size_t len);
+PTYBOX_API int ptybox_session_complete(ptybox_session *s, uint64_t id, const char *code, size_t len,
+				       size_t cursor);
 /* Interrupts the running snippet (keeping state if the code lets itself be
  * interrupted, else killing and restarting). While the interpreter starts,
  * the snippet waiting for it ends unrun, as PTYBOX_INTERRUPTED. -ENOENT when
  * nothing runs or waits. */
-int ptybox_session_interrupt(ptybox_session *s);
+PTYBOX_API int ptybox_session_interrupt(ptybox_session *s);
 /* Replaces the interpreter with a fresh one, in order: after the snippets
  * queued before it (the running one included), before those queued after it;
  * the first result after it says state_lost. To stop a running snippet first,
  * interrupt it. After on_fatal, tries to start again. */
-int ptybox_session_restart(ptybox_session *s);
+PTYBOX_API int ptybox_session_restart(ptybox_session *s);
 /* Removes a queued snippet that has not started. It ends in on_result
  * (status PTYBOX_CANCELLED, message "cancelled before it started") before
  * this returns: the one callback that runs inside the caller's call. -EBUSY
  * when it runs (interrupt it instead), -ENOENT when no such snippet waits. */
-int ptybox_session_cancel(ptybox_session *s, uint64_t id);
+PTYBOX_API int ptybox_session_cancel(ptybox_session *s, uint64_t id);
 /* Snippets queued or running. */
-size_t ptybox_session_pending(const ptybox_session *s);
+PTYBOX_API size_t ptybox_session_pending(const ptybox_session *s);
 /* Whether a snippet runs now; if so *id (when not NULL) says which. */
-bool ptybox_session_running(const ptybox_session *s, uint64_t *id);
+PTYBOX_API bool ptybox_session_running(const ptybox_session *s, uint64_t *id);
 /* The sandbox's memory now, in bytes, from its cgroup (memory.current), or
  * a negative errno: -ENOTSUP when there is no memory cgroup (--via none, ssh,
  * exec, or not root), -ESRCH while no interpreter runs. */
-long long ptybox_session_memory(const ptybox_session *s);
+PTYBOX_API long long ptybox_session_memory(const ptybox_session *s);
 /* Tears the session down (every process gone); on_closed follows. */
-void ptybox_session_close(ptybox_session *s);
+PTYBOX_API void ptybox_session_close(ptybox_session *s);
 
 /* A warm pool: `size` interpreters started ahead with the options o (whose
  * strings must outlive the pool), so that a session that names the pool in
  * its options, or restarts, is ready at once. Sessions using it must be
  * closed before it. */
-int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned size,
-		    ptybox_pool **out, char *err, size_t errlen);
+PTYBOX_API int ptybox_pool_new(uv_loop_t *loop, const struct ptybox_options *o, unsigned size,
+			       ptybox_pool **out, char *err, size_t errlen);
 /* Interpreters ready to be taken now. */
-unsigned ptybox_pool_ready(const ptybox_pool *p);
+PTYBOX_API unsigned ptybox_pool_ready(const ptybox_pool *p);
 /* Stops every interpreter of the pool; memory goes once their handles closed. */
-void ptybox_pool_close(ptybox_pool *p);
+PTYBOX_API void ptybox_pool_close(ptybox_pool *p);
 
-const char *ptybox_status_name(enum ptybox_status st);
-const char *ptybox_version(void);
+PTYBOX_API const char *ptybox_status_name(enum ptybox_status st);
+PTYBOX_API const char *ptybox_version(void);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <getopt.h>
 
 #include "ptybox.h"
 
@@ -19,7 +22,18 @@ struct cli_session_opts {
 	struct ptybox_options o;
 	char *env[CLI_MAX_ENV + 1];
 	size_t nenv;
+	unsigned given; /* CLI_GIVEN_* of the limits given on the command line */
+	/* human modes only (run, repl, attach): pictures, cli_picture.h */
+	const char *output_dir; /* NULL: the current folder */
+	bool no_inline_images;
 };
+
+/* The limits only the embedded sandbox enforces (cli_warn_unenforced). */
+#define CLI_GIVEN_MEMORY   (1U << 0)
+#define CLI_GIVEN_PIDS	   (1U << 1)
+#define CLI_GIVEN_CPUS	   (1U << 2)
+#define CLI_GIVEN_NET	   (1U << 3)
+#define CLI_GIVEN_TMP_SIZE (1U << 4)
 
 /* The long options every session-starting subcommand takes, for getopt_long. */
 #define CLI_SESSION_LONGOPTS                                                                       \
@@ -35,6 +49,8 @@ struct cli_session_opts {
 		{"python", required_argument, NULL, 0x10b},                                        \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
+		{"output-dir", required_argument, NULL, 0x120},                                    \
+		{"no-inline-images", no_argument, NULL, 0x121},                                    \
 	{                                                                                          \
 		"busy-poll", required_argument, NULL, 0x10e                                        \
 	}
@@ -49,6 +65,23 @@ int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
 /* Help text lines for the session options. */
 extern const char cli_session_help[];
 
+/* --record FILE and --record-max SIZE: the commands that show a session (run, new; repl and
+ * attach) take them, for getopt_long. */
+#define CLI_RECORD_LONGOPTS                                                                        \
+	{"record", required_argument, NULL, 0x180},                                                \
+	{                                                                                          \
+		"record-max", required_argument, NULL, 0x181                                       \
+	}
+struct cli_record_opts {
+	const char *path; /* NULL: no recording */
+	uint64_t max;	  /* the file's cap in bytes; 0: the default */
+};
+/* Handles one getopt result if it is a record option: 1 handled, 0 not ours, -1 bad value
+ * (message printed). */
+int cli_record_opt(struct cli_record_opts *r, int opt, const char *arg, const char *cmd);
+/* Help text lines for them. */
+extern const char cli_record_help[];
+
 /* Writes all of buf to fd, waiting if the fd is non-blocking. 0 or -errno. */
 int cli_write_all(int fd, const char *buf, size_t len);
 /* "ptybox: " + message + "\n" on stderr, unless cli_error_quiet (the server
@@ -62,6 +95,15 @@ const char *cli_last_error(void);
 void cli_bad_option(const char *cmd, int opt, const char *word);
 /* Says that --via none has no sandbox, once. */
 void cli_warn_unsandboxed(const struct ptybox_options *o);
+/* One warning line for each of --memory, --pids, --cpus, --net and --tmp-size
+ * given explicitly with a --via that cannot enforce it (none, ssh://, exec:). */
+void cli_warn_unenforced(const struct cli_session_opts *c);
+/* Whether the value getopt gave an option is another option ("--via --json":
+ * the user left the value out); if so, says "CMD: --NAME needs a value" and
+ * where help is. longindex: getopt_long's, or -1 for a short option opt. Values
+ * that may start with '-' (-c CODE) are not checked. */
+bool cli_value_missing(const char *cmd, const struct option *longopts, int longindex, int opt,
+		       const char *arg);
 
 /* The signals a session-driving command handles: SIGINT, SIGTERM, SIGHUP. Left
  * to their default, they would end ptybox and leave the interpreter running

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -44,9 +45,25 @@ struct client {
 	cJSON **queue;
 	size_t nqueue, qhead, qcap;
 	bool eof, too_long;
+	/* A reply that must come soon (hello, the simple verbs) waits until
+	 * deadline_ms (CLOCK_MONOTONIC; 0: no deadline), then timed_out. */
+	int64_t deadline_ms;
+	bool timed_out;
 	uint64_t next_id;
 	char where[SERVER_SOCKET_PATH_MAX + 64];
 };
+
+/* How long a server may take to answer hello or a simple request: a server
+ * that accepted and then hangs must not hang its clients (ssh also logs in). */
+#define CLIENT_REPLY_MS	    5000
+#define CLIENT_SSH_HELLO_MS 60000
+
+static int64_t client_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 struct client_target {
 	const char *label, *spath, *host;
@@ -321,6 +338,19 @@ static cJSON *client_next(struct client *cl, bool interruptible, bool *interrupt
 			*interrupted = true;
 			return NULL;
 		}
+		if (cl->deadline_ms) {
+			int64_t left = cl->deadline_ms - client_now_ms();
+			struct pollfd p = {.fd = cl->rfd, .events = POLLIN};
+			int pr = left > 0 ? poll(&p, 1, (int)(left < 1000 ? left : 1000)) : 0;
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr == 0 && left <= 1000) {
+				cl->timed_out = true;
+				return NULL;
+			}
+			if (pr == 0)
+				continue; /* (a second at a time: ^C is looked at above) */
+		}
 		if (linebuf_reserve(&cl->lines, 64 * 1024) < 0)
 			return NULL;
 		ssize_t n = read(cl->rfd, cl->lines.buf + cl->lines.len, 64 * 1024);
@@ -362,16 +392,19 @@ static uint64_t client_id(const cJSON *o)
 	return cJSON_IsNumber(id) && id->valuedouble > 0 ? (uint64_t)id->valuedouble : 0;
 }
 
-/* The reply to request id (events before it are dropped), or NULL. */
-static cJSON *client_reply(struct client *cl, uint64_t id)
+/* The reply to request id (events before it are dropped), or NULL: the
+ * server is gone, or did not answer within ms (cl->timed_out). */
+static cJSON *client_reply(struct client *cl, uint64_t id, int ms)
 {
 	cJSON *o;
+	cl->deadline_ms = ms ? client_now_ms() + ms : 0;
 	while ((o = client_next(cl, false, NULL))) {
 		if (client_id(o) == id && !cJSON_GetObjectItemCaseSensitive(o, "event"))
-			return o;
+			break;
 		cJSON_Delete(o);
 	}
-	return NULL;
+	cl->deadline_ms = 0;
+	return o;
 }
 
 static cJSON *client_request(const char *op, const char *session)
@@ -387,7 +420,9 @@ static cJSON *client_request(const char *op, const char *session)
 static int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply)
 {
 	const char *msg = protocol_str(reply, "error"), *code = protocol_str(reply, "code");
-	if (!reply)
+	if (!reply && cl->timed_out)
+		cli_error("%s: %s: the server did not answer", cmd, cl->where);
+	else if (!reply)
 		cli_error("%s: %s: the server closed the connection", cmd, cl->where);
 	else
 		cli_error("%s: %s", cmd, msg ? msg : "unexpected reply");
@@ -425,7 +460,8 @@ static int client_open(struct client *cl, const char *cmd, const struct client_t
 	cJSON *hello = client_request("hello", NULL);
 	cJSON_AddNumberToObject(hello, "protocol", SERVER_PROTOCOL);
 	uint64_t id = client_send(cl, hello);
-	cJSON *reply = id ? client_reply(cl, id) : NULL;
+	cJSON *reply =
+		id ? client_reply(cl, id, t->host ? CLIENT_SSH_HELLO_MS : CLIENT_REPLY_MS) : NULL;
 	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
 		if (!reply && t->host)
 			cli_error("%s: %s: no answer through ssh (is ptybox installed there, on "
@@ -441,11 +477,13 @@ static int client_open(struct client *cl, const char *cmd, const struct client_t
 	return 0;
 }
 
-/* One request, its reply checked: 0, or the exit status (message printed). */
-static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
+/* One request, its reply checked: 0, or the exit status (message printed).
+ * Within ms (0: as long as the server takes, as new and restart may while
+ * an interpreter starts). */
+static int client_simple_within(struct client *cl, const char *cmd, cJSON *req, cJSON **out, int ms)
 {
 	uint64_t id = client_send(cl, req);
-	cJSON *reply = id ? client_reply(cl, id) : NULL;
+	cJSON *reply = id ? client_reply(cl, id, ms) : NULL;
 	if (!reply || protocol_str(reply, "error")) {
 		int rc = client_error_exit(cmd, cl, reply);
 		cJSON_Delete(reply);
@@ -473,6 +511,11 @@ int cli_client_dial(const char *cmd, const char *label, const char *spath, const
 	cl.ssh = 0;
 	client_close(&cl);
 	return 0;
+}
+
+static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
+{
+	return client_simple_within(cl, cmd, req, out, 0);
 }
 
 /* ---- the verbs ---- */
@@ -510,7 +553,43 @@ static int verb_bad_args(const char *cmd, int argc, int optind_, int want_min, i
 struct new_args {
 	const char *key[512], *val[512];
 	int n;
+	struct cli_record_opts rec;
+	char record[PATH_MAX]; /* rec.path, made absolute */
 };
+
+/* --record's path as the server needs it: absolute, since the server's folder is not ours.
+ * With -H the file is on the server's machine, where our folder means nothing: it must be
+ * absolute as given. -1 with the message printed. */
+static int new_record_path(struct new_args *na, const char *host)
+{
+	const char *path = na->rec.path;
+	if (!path) {
+		if (na->rec.max) {
+			cli_error("new: --record-max needs --record FILE");
+			return -1;
+		}
+		return 0;
+	}
+	if (path[0] != '/' && host) {
+		cli_error("new: --record %s: with -H the file is written on %s: give an absolute "
+			  "path",
+			  path, host);
+		return -1;
+	}
+	char cwd[PATH_MAX];
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		cli_error("new: --record %s: the current folder: %s", path, strerror(errno));
+		return -1;
+	}
+	int n = path[0] == '/' ? snprintf(na->record, sizeof(na->record), "%s", path)
+			       : snprintf(na->record, sizeof(na->record), "%s/%s",
+					  strcmp(cwd, "/") == 0 ? "" : cwd, path);
+	if (n < 0 || (size_t)n >= sizeof(na->record)) {
+		cli_error("new: --record %s: the path is too long", path);
+		return -1;
+	}
+	return 0;
+}
 
 static int verb_new(struct client *cl, const char *name, const struct new_args *na)
 {
@@ -532,6 +611,10 @@ static int verb_new(struct client *cl, const char *name, const struct new_args *
 			cJSON_AddStringToObject(opts, key, val);
 		}
 	}
+	if (na->rec.path)
+		cJSON_AddStringToObject(req, "record", na->record);
+	if (na->rec.max)
+		protocol_json_add_uint(req, "record_max", na->rec.max);
 	return client_simple(cl, "new", req, NULL);
 }
 
@@ -709,9 +792,10 @@ static const char exec_usage[] =
 	"it\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
-	{"new", "Usage: ptybox new NAME [--pool N] [SESSION OPTIONS]\n"
+	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
 		"Create the session NAME in the server (started if none runs); returns once\n"
-		"it is ready. Takes every session option of `ptybox run`.\n"
+		"it is ready. Takes every session option of `ptybox run`. --record: the\n"
+		"server records the session from now until it ends.\n"
 		"  --pool N            the server keeps N interpreters of these options started\n"
 		"                      ahead, so that the next new with them is ready at once\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
@@ -802,6 +886,7 @@ int cli_client(int argc, char **argv)
 		{"pool", required_argument, NULL, 'P'},
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_RECORD_LONGOPTS,
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -813,13 +898,17 @@ int cli_client(int argc, char **argv)
 	const char *start = NULL;
 	static struct new_args na;
 	na.n = 0;
-	int opt;
+	memset(&na.rec, 0, sizeof(na.rec));
+	int opt, ro;
 	optind = 1;
 	opterr = 0;
 	/* (capture's -S is its scrollback start, as tmux's capture-pane has it) */
 	/* (GNU order: the name first, options after it, as tmux takes them) */
 	const char *shortopts = is_capture ? ":L:H:c:ehS:" : ":L:S:H:c:h";
-	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	int li = -1;
+	while ((li = -1, opt = getopt_long(argc, argv, shortopts, longopts, &li)) != -1) {
+		if (opt != 'c' && optarg && cli_value_missing(cmd, longopts, li, opt, optarg))
+			return CLI_EXIT_USAGE;
 		switch (opt) {
 		case 'L': t.label = optarg; break;
 		case 'S':
@@ -834,7 +923,7 @@ int cli_client(int argc, char **argv)
 		case 'h':
 			printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
 			if (is_new)
-				printf("\n%s", cli_session_help);
+				printf("%s\n%s", cli_record_help, cli_session_help);
 			return CLI_EXIT_OK;
 		case 'j': a.json = true; break;
 		case 'r': a.raw = true; break;
@@ -874,6 +963,11 @@ int cli_client(int argc, char **argv)
 					return CLI_EXIT_USAGE;
 				}
 				a.has_timeout = true;
+				break;
+			}
+			if (is_new && (ro = cli_record_opt(&na.rec, opt, optarg, "new")) != 0) {
+				if (ro < 0)
+					return CLI_EXIT_USAGE;
 				break;
 			}
 			if (!is_new) {
@@ -926,8 +1020,12 @@ int cli_client(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (is_new)
+	if (is_new && new_record_path(&na, t.host) < 0)
+		return CLI_EXIT_USAGE;
+	if (is_new) {
 		cli_warn_unsandboxed(&so.o);
+		cli_warn_unenforced(&so);
+	}
 	struct client cl;
 	if (client_open(&cl, cmd, &t, is_new) < 0) {
 		free(a.file_code);
@@ -942,7 +1040,8 @@ int cli_client(int argc, char **argv)
 		rc = verb_exec_run(&cl, name, &a);
 	} else if (strcmp(cmd, "ls") == 0) {
 		cJSON *reply = NULL;
-		rc = client_simple(&cl, cmd, client_request("ls", NULL), &reply);
+		rc = client_simple_within(&cl, cmd, client_request("ls", NULL), &reply,
+					  CLIENT_REPLY_MS);
 		if (rc == 0)
 			client_ls_print(cJSON_GetObjectItemCaseSensitive(reply, "sessions"),
 					a.json);
@@ -997,7 +1096,7 @@ int cli_client(int argc, char **argv)
 			cJSON_AddNumberToObject(req, "start", (double)n);
 		}
 		cJSON *reply = NULL;
-		rc = client_simple(&cl, cmd, req, &reply);
+		rc = client_simple_within(&cl, cmd, req, &reply, CLIENT_REPLY_MS);
 		const char *text = protocol_str(reply, "text");
 		if (rc == 0 && text)
 			cli_render_out(1, text, strlen(text));

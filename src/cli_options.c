@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "log.h"
 #include "options.h"
 #include "protocol.h"
+#include "record.h"
 
 /* PID_MAX_LIMIT (2^22), less the sandbox's init and outer child, which its
  * pids cgroup counts along. */
@@ -42,7 +44,10 @@ const char cli_session_help[] =
 	"  --python PATH       interpreter to run the driver on\n"
 	"  --log FILE          write a debug log to FILE\n"
 	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"
-	"                      100; 0 = never)\n";
+	"                      100; 0 = never)\n"
+	"  --output-dir DIR    run, repl: save pictures there as ptybox-N.png (.jpg,\n"
+	"                      .svg) and print their paths (default: the current folder)\n"
+	"  --no-inline-images  run, repl: do not show pictures in the terminal\n";
 
 void cli_session_opts_init(struct cli_session_opts *c)
 {
@@ -55,6 +60,30 @@ static int cli_bad(const char *cmd, const char *opt, const char *arg, const char
 {
 	cli_error("%s: --%s %s: %s", cmd, opt, arg, want);
 	return -1;
+}
+
+const char cli_record_help[] =
+	"  --record FILE       an asciicast v2 recording of what the session shows, with a\n"
+	"                      marker per execution (asciinema play FILE); FILE is\n"
+	"                      created 0600 or overwritten\n"
+	"  --record-max SIZE   the recording's largest size (default 64M): there it stops\n";
+
+int cli_record_opt(struct cli_record_opts *r, int opt, const char *arg, const char *cmd)
+{
+	switch (opt) {
+	case 0x180:
+		if (!arg[0])
+			return cli_bad(cmd, "record", "''", "expected a file's path");
+		r->path = arg;
+		return 1;
+	case 0x181:
+		return options_parse_size(arg, &r->max) == 0 && r->max >= RECORD_MAX_MIN &&
+				       r->max <= RECORD_MAX_MAX
+			       ? 1
+			       : cli_bad(cmd, "record-max", arg,
+					 "expected a size from 4K to 1T, e.g. 64M");
+	default: return 0;
+	}
 }
 
 int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const char *cmd)
@@ -74,18 +103,22 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			       : cli_bad(cmd, "max-output", arg,
 					 "expected a size from 2 to 1T, e.g. 4M");
 	case 0x103:
+		c->given |= CLI_GIVEN_MEMORY;
 		return options_parse_size(arg, &o->memory) == 0
 			       ? 1
 			       : cli_bad(cmd, "memory", arg, "expected a size, e.g. 512M");
 	case 0x104: /* the kernel's limit, with room for the sandbox's own two */
+		c->given |= CLI_GIVEN_PIDS;
 		return options_parse_uint(arg, 0, CLI_MAX_PIDS, &o->pids) == 0
 			       ? 1
 			       : cli_bad(cmd, "pids", arg, "expected a number from 0 to 4194302");
 	case 0x105:
+		c->given |= CLI_GIVEN_CPUS;
 		return options_parse_cpus(arg, &o->cpus) == 0
 			       ? 1
 			       : cli_bad(cmd, "cpus", arg, "expected a number of CPUs, e.g. 0.5");
 	case 0x106:
+		c->given |= CLI_GIVEN_TMP_SIZE;
 		return options_parse_size(arg, &o->tmp_size) == 0
 			       ? 1
 			       : cli_bad(cmd, "tmp-size", arg, "expected a size, e.g. 256M");
@@ -97,7 +130,10 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		return options_parse_size(arg, &o->max_file_size) == 0
 			       ? 1
 			       : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
-	case 0x109: o->net = true; return 1;
+	case 0x109:
+		c->given |= CLI_GIVEN_NET;
+		o->net = true;
+		return 1;
 	case 0x10a:
 		if (!strchr(arg, '=') || arg[0] == '=')
 			return cli_bad(cmd, "env", arg, "expected NAME=VALUE");
@@ -117,6 +153,24 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			       ? 1
 			       : cli_bad(cmd, "busy-poll", arg,
 					 "expected microseconds from 0 to 1000000");
+	case 0x120:
+	case 0x121:
+		/* (where results are rendered for a person: the server would
+		 * take them and do nothing) */
+		if (strcmp(cmd, "run") != 0 && strcmp(cmd, "repl") != 0 &&
+		    strcmp(cmd, "attach") != 0) {
+			cli_error("%s: --%s: only for run, repl and attach", cmd,
+				  opt == 0x120 ? "output-dir" : "no-inline-images");
+			return -1;
+		}
+		if (opt == 0x121) {
+			c->no_inline_images = true;
+			return 1;
+		}
+		if (!arg[0])
+			return cli_bad(cmd, "output-dir", arg, "expected a folder");
+		c->output_dir = arg;
+		return 1;
 	default: return 0;
 	}
 }
@@ -179,6 +233,17 @@ int cli_session_opts_check(struct cli_session_opts *c, const char *cmd)
 		cli_error("%s: --log %s: %s", cmd, c->o.log_path, strerror(-rc));
 		return -1;
 	}
+	/* A folder that is not there is a typo, better told now than at the
+	 * first picture; one that cannot be written is told at each picture. */
+	struct stat st;
+	int e = !c->output_dir		       ? 0
+		: stat(c->output_dir, &st) < 0 ? errno
+		: !S_ISDIR(st.st_mode)	       ? ENOTDIR
+					       : 0;
+	if (e) {
+		cli_error("%s: --output-dir %s: %s", cmd, c->output_dir, strerror(e));
+		return -1;
+	}
 	return 0;
 }
 
@@ -187,6 +252,59 @@ void cli_warn_unsandboxed(const struct ptybox_options *o)
 	if (o->via && strcmp(o->via, "none") == 0)
 		cli_error("warning: --via none: the code runs WITHOUT a sandbox, with your "
 			  "privileges and files");
+}
+
+void cli_warn_unenforced(const struct cli_session_opts *c)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} limits[] = {
+		{CLI_GIVEN_MEMORY, "--memory"},	    {CLI_GIVEN_PIDS, "--pids"},
+		{CLI_GIVEN_CPUS, "--cpus"},	    {CLI_GIVEN_NET, "--net"},
+		{CLI_GIVEN_TMP_SIZE, "--tmp-size"},
+	};
+	const char *via = c->o.via;
+	if (!via || strcmp(via, "local") == 0 || !c->given)
+		return;
+	const char *where = strcmp(via, "none") == 0	     ? "--via none"
+			    : strncmp(via, "ssh://", 6) == 0 ? "--via ssh://"
+			    : strncmp(via, "exec:", 5) == 0  ? "--via exec:"
+							     : NULL;
+	if (!where)
+		return; /* (a --via that is no transport: refused later, by its own message) */
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (!(c->given & limits[i].bit))
+			continue;
+		if (limits[i].bit == CLI_GIVEN_NET)
+			cli_error("warning: --net changes nothing with %s: the code has the "
+				  "network of the host it runs on",
+				  where);
+		else
+			cli_error("warning: %s is not enforced with %s: only the embedded "
+				  "sandbox (--via local) sets limits",
+				  limits[i].name, where);
+	}
+}
+
+bool cli_value_missing(const char *cmd, const struct option *longopts, int longindex, int opt,
+		       const char *arg)
+{
+	/* "--x", or a lone short option such as "-c": a negative number or a
+	 * value such as "-" is not taken for one. */
+	bool is_opt =
+		arg && ((arg[0] == '-' && arg[1] == '-') ||
+			(arg[0] == '-' && arg[1] && !arg[2] &&
+			 ((arg[1] >= 'a' && arg[1] <= 'z') || (arg[1] >= 'A' && arg[1] <= 'Z'))));
+	if (!is_opt)
+		return false;
+	if (longindex >= 0)
+		cli_error("%s: --%s needs a value (got the option '%s')", cmd,
+			  longopts[longindex].name, arg);
+	else
+		cli_error("%s: -%c needs a value (got the option '%s')", cmd, opt, arg);
+	fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+	return true;
 }
 
 void cli_bad_option(const char *cmd, int opt, const char *word)

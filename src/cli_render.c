@@ -7,6 +7,8 @@
  * may end inside a sequence, which its filter holds; a whole text (a value, a
  * traceback) lets go of what its stream held before it starts, and of what it
  * held itself once it is written. --raw and pipes get the bytes as they are.
+ * A command that sets r->pictures (run, repl) gets pictures saved and maybe
+ * shown inline by cli_picture.c, their paths where their text would be.
  */
 #define _GNU_SOURCE
 #include "cli_render.h"
@@ -108,14 +110,18 @@ void cli_render_stream(struct cli_render *r, const char *name, const char *text,
 		cli_render_text(r, strcmp(name, "stderr") == 0 ? 2 : 1, text, len);
 }
 
-/* Rich output as a terminal can show it, like Jupyter's console: its
- * text/plain form (a figure's repr, say); an image without one is named. */
+/* Rich output as a terminal can show it, like Jupyter's console: a picture
+ * saved (with r->pictures), else its text/plain form (a figure's repr, say);
+ * an image without one is named. */
 void cli_render_display(struct cli_render *r, const cJSON *bundle)
 {
 	if (r->json)
 		return;
 	const char *text = protocol_str(bundle, "text/plain");
 	const char *png = protocol_str(bundle, "image/png");
+	cli_render_text_end(r, 1); /* (the picture comes after the text before it) */
+	if (r->pictures && cli_pictures_show(r->pictures, bundle))
+		return;
 	if (text) {
 		render_whole_text(r, 1, text);
 		render_outs(1, "\n");
@@ -130,7 +136,9 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 {
 	cli_render_text_end(r, 1); /* the snippet's streams end with it */
 	cli_render_text_end(r, 2);
-	if (res->value) {
+	if (res->bundle && r->pictures && cli_pictures_show(r->pictures, res->bundle)) {
+		/* the value is a picture: its path stands for its repr */
+	} else if (res->value) {
 		render_whole_text(r, 1, res->value);
 		render_outs(1, "\n");
 	}
@@ -158,6 +166,22 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 	else if (res->state_lost) /* (a restart asked for says nothing else) */
 		cli_error("%s %llu: ran on a fresh interpreter: the state before it is lost",
 			  r->what, (unsigned long long)res->id);
+}
+
+void cli_render_session_result(struct cli_render *r, const struct ptybox_result *res)
+{
+	cli_render_result(r, &(struct cli_render_result){
+				     .id = res->id,
+				     .value = res->value_text,
+				     .error_name = res->error_name,
+				     .error_value = res->error_value,
+				     .traceback = res->traceback,
+				     .message = res->message,
+				     .truncated = res->truncated,
+				     .state_lost = res->state_lost,
+				     .dropped_bytes = res->dropped_bytes,
+				     .bundle = res->detail ? res->detail->bundle : NULL,
+			     });
 }
 
 void cli_render_json_line(const cJSON *o)
@@ -233,6 +257,7 @@ int cli_render_result_json(struct cli_render *r, cJSON *result)
 		.truncated = cJSON_IsTrue(truncated),
 		.state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result, "state_lost")),
 		.dropped_bytes = render_uint(result, "dropped_bytes"),
+		.bundle = cJSON_GetObjectItemCaseSensitive(result, "result"),
 	};
 	cli_render_result(r, &res);
 	free(traceback);

@@ -13,6 +13,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli_picture.h"
+#include "ptybox.h"
 #include "term_safe.h"
 
 struct cli_render {
@@ -20,6 +22,7 @@ struct cli_render {
 	bool safe[3];			/* [fd]: text to fd goes through safe_state[fd] */
 	struct term_safe safe_state[3]; /* [1] stdout, [2] stderr */
 	const char *what;		/* "snippet" or "execution", in messages */
+	struct cli_pictures *pictures;	/* NULL: pictures shown as their text */
 };
 
 /* What a result shows in human form. */
@@ -28,6 +31,7 @@ struct cli_render_result {
 	const char *value, *error_name, *error_value, *traceback, *message;
 	bool truncated, state_lost;
 	uint64_t dropped_bytes;
+	const cJSON *bundle; /* the value's MIME bundle (a picture?), or NULL */
 };
 
 void cli_render_init(struct cli_render *r, bool json, bool raw, const char *what);
@@ -39,10 +43,14 @@ void cli_render_text(struct cli_render *r, int fd, const char *s, size_t len);
 void cli_render_text_end(struct cli_render *r, int fd);
 /* A stream's chunk ("stdout" or "stderr"); nothing with --json. */
 void cli_render_stream(struct cli_render *r, const char *name, const char *text, size_t len);
-/* A rich output's text/plain form, or its image named; nothing with --json. */
+/* A rich output: with r->pictures, its picture saved (cli_pictures_show);
+ * else its text/plain form, or its image named; nothing with --json. */
 void cli_render_display(struct cli_render *r, const cJSON *bundle);
 /* The end of a snippet in human form. */
 void cli_render_result(struct cli_render *r, const struct cli_render_result *res);
+/* The same for a result of the C API (run's, repl's): its value's bundle
+ * included, so that a value that is a picture is saved. */
+void cli_render_session_result(struct cli_render *r, const struct ptybox_result *res);
 /* A message of ptybox's that may quote the sandbox, on stderr, filtered:
  * prefix + msg, or "WHAT ID: msg" without prefix. */
 void cli_render_message(struct cli_render *r, const char *prefix, uint64_t id, const char *msg);

@@ -5,7 +5,10 @@
  * run in order in one session, so state carries from one to the next. Human
  * output mimics the Python REPL: output as it comes, the last expression's
  * value, tracebacks on stderr. --json prints one result object per line.
- * How they look is cli_render.c's, shared with exec and result.
+ * How they look is cli_render.c's, shared with exec and result. --record
+ * writes what a terminal would show (transcript.c) to an asciicast file
+ * (record.c), whether the output goes to a terminal, a pipe or --json;
+ * pictures are saved to files and maybe shown inline (cli_picture.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -22,9 +26,23 @@
 #include "cli.h"
 #include "protocol.h"
 #include "cli_render.h"
+#include "record.h"
+#include "transcript.h"
 
 #define RUN_MAX_SNIPPETS 4096
 #define RUN_MAX_FILE	 ((size_t)256 << 20)
+/* The most of a snippet's code a recording shows after its prompt. */
+#define RUN_SHOW_CODE_MAX ((size_t)16 << 10)
+/* Bytes of one line of late output kept until its newline (--json): a longer
+ * one is said in pieces of this size. Under cli_error's line length. */
+#define RUN_LATE_LINE 768
+
+/* --json: late output of one stream, told on stderr line by line. */
+struct run_late {
+	uint64_t id;
+	size_t len;
+	char buf[RUN_LATE_LINE + 1];
+};
 
 struct run {
 	uv_loop_t *loop;
@@ -32,20 +50,37 @@ struct run {
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool json, fatal;
 	struct cli_render out;
+	struct cli_pictures pictures;
 	size_t expected, done, failed;
 	int exit_code;
 	int interrupts;
+	uint64_t file_id;	 /* the FILE's snippet (0: none), run as python3 FILE runs it */
+	int file_exit;		 /* its sys.exit(N), -1: none */
+	struct run_late late[2]; /* [0] stdout, [1] stderr */
+	/* --record: the snippets, for their prompts */
+	struct record *rec;
+	struct transcript ts;
+	const char *const *codes;
+	const size_t *lens;
 };
 
 static const char run_usage[] =
-	"Usage: ptybox run [OPTIONS] [-c CODE]... [FILE | -]\n"
+	"Usage: ptybox run [OPTIONS] [-c CODE]... [FILE | - [ARGS...]]\n"
 	"Run Python snippets in one sandboxed session, in order; state carries over.\n"
 	"\n"
 	"  -c CODE             a snippet (repeatable)\n"
-	"  FILE, -             one more snippet from a file, or from standard input\n"
-	"  --json              one result object per snippet per line on stdout\n"
+	"  FILE, -             one more snippet from a file, or from standard input,\n"
+	"                      run as python3 FILE ARGS runs it: sys.argv is [FILE,\n"
+	"                      ARGS...], __file__ is set, non-daemon threads are\n"
+	"                      waited for, sys.exit(N) is the exit status (options go\n"
+	"                      before FILE; -- before an ARG that is one of ours)\n"
+	"  -j, --json          one result object per snippet per line on stdout (late\n"
+	"                      output of threads: on stderr, one line each)\n"
 	"  --raw               write output to a terminal as it is, escape sequences\n"
 	"                      and all (by default only colours pass; see ptybox(1))\n"
+	"  --tty               the code's stdout and stderr are a terminal (isatty), so\n"
+	"                      libraries keep their colours (not with --json)\n"
+	"%s"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -53,7 +88,7 @@ static const char run_usage_tail[] =
 	"\n"
 	"Exit status: 0 all snippets ok, 1 some snippet failed (error, timeout,\n"
 	"interrupted, crashed), 2 usage error, 125 the session could not be started,\n"
-	"130 stopped by ^C.\n";
+	"130 stopped by ^C; N: FILE called sys.exit(N).\n";
 
 static void run_close(struct run *r)
 {
@@ -64,30 +99,158 @@ static void run_close(struct run *r)
 	cli_signals_close(r->sig);
 }
 
+/* One line (or piece) of late output, on stderr, filtered as ptybox's messages are. */
+static void run_late_say(struct run *r, int which)
+{
+	struct run_late *l = &r->late[which];
+	char prefix[96];
+	snprintf(prefix, sizeof(prefix),
+		 "late output of snippet %llu (%s): ", (unsigned long long)l->id,
+		 which ? "stderr" : "stdout");
+	l->buf[l->len] = '\0';
+	cli_render_message(&r->out, prefix, 0, l->buf);
+	l->len = 0;
+}
+
+static void run_late_flush(struct run *r)
+{
+	for (int i = 0; i < 2; i++)
+		if (r->late[i].len)
+			run_late_say(r, i);
+}
+
+/* --json: stdout is for results alone, so what a thread printed after its
+ * snippet ended goes to stderr, a line at a time, saying whose it is. */
+static void run_late_text(struct run *r, uint64_t id, const char *name, const char *text,
+			  size_t len)
+{
+	int which = strcmp(name, "stderr") == 0;
+	struct run_late *l = &r->late[which];
+	if (l->len && l->id != id)
+		run_late_say(r, which);
+	l->id = id;
+	while (len) {
+		const char *nl = memchr(text, '\n', len);
+		size_t n = nl ? (size_t)(nl - text) : len;
+		size_t room = RUN_LATE_LINE - l->len;
+		if (n > room) /* (a piece ends on a character's end) */
+			n = protocol_utf8_prefix(text, n, room);
+		memcpy(l->buf + l->len, text, n);
+		l->len += n;
+		text += n;
+		len -= n;
+		if (len && *text == '\n') {
+			text++;
+			len--;
+			run_late_say(r, which);
+		} else if (l->len == RUN_LATE_LINE || (len && n == 0)) {
+			run_late_say(r, which);
+		}
+	}
+}
+
+/* Snippet i (from 1) starts, as far as the recording goes: its marker, its prompt. */
+static void run_show_begin(struct run *r, size_t i)
+{
+	if (!r->rec || i > r->expected || r->fatal)
+		return;
+	/* (the start of a long one, as the server's screen shows it: a terminal would
+	 * scroll the rest away) */
+	size_t len = protocol_utf8_prefix(r->codes[i - 1], r->lens[i - 1], RUN_SHOW_CODE_MAX);
+	record_exec(r->rec, i, r->codes[i - 1], len);
+	transcript_input(&r->ts, r->codes[i - 1], len);
+}
+
+static void run_record_warn(void *data, const char *message)
+{
+	cli_error("warning: %s", message);
+}
+
 static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, const char *text,
 			  size_t len, bool late, void *data)
 {
 	struct run *r = data;
-	cli_render_stream(&r->out, name, text, len);
+	if (r->rec)
+		transcript_output(&r->ts, text, len);
+	if (r->json && late)
+		run_late_text(r, id, name, text, len);
+	else
+		cli_render_stream(&r->out, name, text, len);
 }
 
 static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, bool late,
 			   void *data)
 {
 	struct run *r = data;
-	if (r->json)
+	if (r->rec) {
+		cJSON *o = cJSON_Parse(bundle);
+		transcript_display(&r->ts, protocol_str(o, "text/plain"));
+		cJSON_Delete(o);
+	}
+	if (r->json && !late)
+		return; /* (it is in the result) */
+	if (r->json) {	/* a thread's, after its snippet: in no result, so said */
+		cJSON *o = cJSON_Parse(bundle);
+		const char *text = protocol_str(o, "text/plain");
+		char prefix[64];
+		snprintf(prefix, sizeof(prefix),
+			 "late display of snippet %llu: ", (unsigned long long)id);
+		run_late_flush(r);
+		cli_render_message(&r->out, prefix, 0,
+				   text ? text
+				   : o	? "(no text/plain form)"
+					: "(out of memory)");
+		cJSON_Delete(o);
 		return;
+	}
 	cJSON *o = cJSON_Parse(bundle);
 	cli_render_display(&r->out, o);
 	cJSON_Delete(o);
+}
+
+/* Whether s is a whole number, as sys.exit(N)'s value is said ("-1", "300"). */
+static bool run_is_integer(const char *s)
+{
+	s += *s == '-';
+	return *s && strspn(s, "0123456789") == strlen(s);
+}
+
+/* The FILE's sys.exit(N) with N other than 0: the status python3 FILE exits
+ * with, from the error's "exit" (-1 when it is no such end). */
+static int run_file_exit(const struct run *r, const struct ptybox_result *res)
+{
+	if (res->id != r->file_id || res->status != PTYBOX_ERROR || !res->error_name ||
+	    strcmp(res->error_name, "SystemExit") != 0 || !res->detail || !res->detail->error)
+		return -1;
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(res->detail->error, "exit");
+	return cJSON_IsNumber(st) && st->valueint >= 0 && st->valueint <= 255 ? st->valueint : -1;
 }
 
 static void run_on_result(ptybox_session *s, const struct ptybox_result *res, void *data)
 {
 	struct run *r = data;
 	r->done++;
-	if (res->status != PTYBOX_OK)
+	int file_exit = run_file_exit(r, res);
+	if (file_exit >= 0)
+		r->file_exit = file_exit; /* (a failure of its own kind) */
+	else if (res->status != PTYBOX_OK)
 		r->failed++;
+	/* sys.exit(N) in FILE: no traceback, as python3 shows none; a
+	 * message (sys.exit("why")) alone on stderr. */
+	bool message = file_exit >= 0 && res->error_value && !run_is_integer(res->error_value);
+	const char *error_name = file_exit < 0 ? res->error_name
+				 : message     ? res->error_value
+					       : NULL;
+	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
+		transcript_result(&r->ts,
+				  &(struct transcript_result){
+					  .value = res->value_text,
+					  .error_name = error_name,
+					  .error_value = file_exit < 0 ? res->error_value : NULL,
+					  .traceback = file_exit < 0 ? res->traceback : NULL,
+				  });
+		record_flush(r->rec);
+	}
 	if (r->json) {
 		const char *line = ptybox_result_json(res);
 		if (line) {
@@ -99,25 +262,30 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			r->failed++;
 		}
 	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
-		cli_render_result(&r->out, &(struct cli_render_result){
-						   .id = res->id,
-						   .value = res->value_text,
-						   .error_name = res->error_name,
-						   .error_value = res->error_value,
-						   .traceback = res->traceback,
-						   .message = res->message,
-						   .truncated = res->truncated,
-						   .state_lost = res->state_lost,
-						   .dropped_bytes = res->dropped_bytes,
-					   });
+		cli_render_result(&r->out,
+				  &(struct cli_render_result){
+					  .id = res->id,
+					  .value = res->value_text,
+					  .error_name = error_name,
+					  .error_value = file_exit < 0 ? res->error_value : NULL,
+					  .traceback = file_exit < 0 ? res->traceback : NULL,
+					  .message = res->message,
+					  .truncated = res->truncated,
+					  .state_lost = res->state_lost,
+					  .dropped_bytes = res->dropped_bytes,
+					  .bundle = res->detail ? res->detail->bundle : NULL,
+				  });
 	}
 	if (r->done == r->expected || r->interrupts) {
-		r->exit_code = r->interrupts ? 130
-			       : r->fatal    ? CLI_EXIT_CANNOT_START
-			       : r->failed   ? CLI_EXIT_FAILED
-					     : CLI_EXIT_OK;
+		r->exit_code = r->interrupts	   ? 130
+			       : r->fatal	   ? CLI_EXIT_CANNOT_START
+			       : r->failed	   ? CLI_EXIT_FAILED
+			       : r->file_exit >= 0 ? r->file_exit
+						   : CLI_EXIT_OK;
 		run_close(r);
+		return;
 	}
+	run_show_begin(r, r->done + 1);
 }
 
 /* The results of the snippets left, not run, follow: --json prints a line for
@@ -215,6 +383,59 @@ char *cli_read_code(const char *cmd, const char *path, size_t *len)
 	return code;
 }
 
+/* Whether word is one of run's options (exactly, or --name=value). */
+static bool run_is_our_option(const struct option *longopts, const char *word)
+{
+	if (word[0] != '-' || !word[1])
+		return false;
+	if (word[1] != '-')
+		return strchr("chj", word[1]) != NULL;
+	size_t n = strcspn(word + 2, "=");
+	for (const struct option *o = longopts; o->name; o++)
+		if (strlen(o->name) == n && strncmp(o->name, word + 2, n) == 0)
+			return true;
+	return false;
+}
+
+/* The user's window, when stdout or stderr is a terminal: the sandbox's
+ * terminal and the code's COLUMNS and LINES take its size. */
+static void run_terminal_size(struct ptybox_options *o)
+{
+	struct winsize ws;
+	for (int fd = 1; fd <= 2; fd++) {
+		if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
+			o->cols = ws.ws_col;
+			o->rows = ws.ws_row;
+			return;
+		}
+	}
+}
+
+/* --record: the file opened before the session starts, so that a path that cannot be
+ * written is a usage error and nothing runs; the size is the sandbox terminal's. -1 with the
+ * message printed. */
+static int run_record_open(struct run *r, const struct cli_record_opts *rec,
+			   const struct ptybox_options *o, const char *file)
+{
+	char title[256], err[512];
+	struct record_config cfg = {
+		.path = rec->path,
+		.max_bytes = rec->max,
+		.title = title,
+		.width = o->cols ? o->cols : 80,
+		.height = o->rows ? o->rows : 24,
+		.warn = run_record_warn,
+		.data = r,
+	};
+	snprintf(title, sizeof(title), "ptybox run%s%.200s", file ? " " : "", file ? file : "");
+	if (record_open(&r->rec, &cfg, err, sizeof(err)) < 0) {
+		cli_error("run: --record %s", err);
+		return -1;
+	}
+	transcript_init(&r->ts, !getenv("NO_COLOR"), record_transcript_emit, r->rec);
+	return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct cli_session_opts so;
@@ -222,17 +443,22 @@ int cli_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"raw", no_argument, NULL, 'r'},
+		{"tty", no_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
+		CLI_RECORD_LONGOPTS,
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	const char *codes[RUN_MAX_SNIPPETS];
+	const char *codes[RUN_MAX_SNIPPETS + 1];
 	size_t ncodes = 0;
-	bool json = false, raw = false;
-	int opt;
+	bool json = false, raw = false, tty = false;
+	struct cli_record_opts rec = {0};
+	int opt, li = -1, ro;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:c:hj", longopts, NULL)) != -1) {
+	while ((li = -1, opt = getopt_long(argc, argv, "+:c:hj", longopts, &li)) != -1) {
+		if (opt != 'c' && optarg && cli_value_missing("run", longopts, li, opt, optarg))
+			return CLI_EXIT_USAGE;
 		switch (opt) {
 		case 'c':
 			if (ncodes == RUN_MAX_SNIPPETS) {
@@ -243,23 +469,62 @@ int cli_run(int argc, char **argv)
 			break;
 		case 'j': json = true; break;
 		case 'r': raw = true; break;
+		case 't': tty = true; break;
 		case 'h':
-			printf("%s%s%s", run_usage, cli_session_help, run_usage_tail);
+			printf(run_usage, cli_record_help);
+			printf("%s%s", cli_session_help, run_usage_tail);
 			return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
-			if (cli_session_opt(&so, opt, optarg, "run") != 1)
+			ro = cli_record_opt(&rec, opt, optarg, "run");
+			if (ro == 0)
+				ro = cli_session_opt(&so, opt, optarg, "run");
+			if (ro != 1)
 				return CLI_EXIT_USAGE;
 		}
 	}
 	if (cli_session_opts_check(&so, "run") < 0)
 		return CLI_EXIT_USAGE;
-	if (argc - optind > 1) {
-		cli_error("run: one FILE at most (got '%s' and '%s')", argv[optind],
-			  argv[optind + 1]);
+	if (tty && json) {
+		cli_error("run: --tty is for human output: with --json the code's output is "
+			  "in the results");
+		fprintf(stderr, "Try 'ptybox run --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
+	so.o.tty = tty;
+	/* FILE's ARGS, as python3 FILE ARGS takes them; but one of our own
+	 * options there was meant for us: it goes before FILE (or after --). */
+	const char *args[argc + 1]; /* sys.argv: FILE, then its ARGS */
+	size_t nargs = 0;
+	if (optind < argc)
+		args[nargs++] = argv[optind];
+	bool dashes = false;
+	for (int i = optind + 1; i < argc; i++) {
+		if (!dashes && strcmp(argv[i], "--") == 0) {
+			dashes = true;
+			continue;
+		}
+		if (!dashes && run_is_our_option(longopts, argv[i])) {
+			cli_error("run: options go before FILE (got '%s' after '%s'; -- before it "
+				  "passes it to FILE)",
+				  argv[i], argv[optind]);
+			fprintf(stderr, "Try 'ptybox run --help'.\n");
+			return CLI_EXIT_USAGE;
+		}
+		if (!protocol_utf8_valid(argv[i], strlen(argv[i]))) {
+			cli_error("run: argument %d: not valid UTF-8", i - optind);
+			return CLI_EXIT_USAGE;
+		}
+		args[nargs++] = argv[i];
+	}
+	args[nargs] = NULL;
+	const char *file = optind < argc ? argv[optind] : NULL;
+	if (file && !protocol_utf8_valid(file, strlen(file))) {
+		cli_error("run: %s: the file name is not valid UTF-8", file);
+		return CLI_EXIT_USAGE;
+	}
+	run_terminal_size(&so.o);
 	char *file_code = NULL;
 	size_t file_len = 0;
 	if (optind < argc && !(file_code = cli_read_code("run", argv[optind], &file_len)))
@@ -277,11 +542,23 @@ int cli_run(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
+	struct run r = {.json = json, .file_exit = -1};
+	r.expected = ncodes + (file_code ? 1 : 0);
+	size_t lens[RUN_MAX_SNIPPETS + 1];
+	for (size_t i = 0; i < ncodes; i++)
+		lens[i] = strlen(codes[i]);
+	codes[ncodes] = file_code; /* (room: codes has RUN_MAX_SNIPPETS + 1) */
+	lens[ncodes] = file_len;
+	r.codes = codes;
+	r.lens = lens;
+	if (rec.path && run_record_open(&r, &rec, &so.o, file) < 0) {
+		free(file_code);
+		return CLI_EXIT_USAGE;
+	}
 	cli_warn_unsandboxed(&so.o);
-	struct run r = {.json = json};
+	cli_warn_unenforced(&so);
 	cli_render_init(&r.out, json, raw, "snippet");
 	r.loop = uv_default_loop();
-	r.expected = ncodes + (file_code ? 1 : 0);
 	char err[512] = "";
 	int rc = ptybox_session_new(r.loop, &so.o,
 				    &(struct ptybox_callbacks){
@@ -293,16 +570,31 @@ int cli_run(int argc, char **argv)
 				    &r, &r.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("run: %s", err[0] ? err : strerror(-rc));
+		record_close(r.rec);
 		free(file_code);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
+	run_show_begin(&r, 1);
+	if (!json) { /* (the terminal is asked while the session starts) */
+		cli_pictures_init(&r.pictures, so.output_dir, !so.no_inline_images);
+		r.out.pictures = &r.pictures;
+	}
 	for (size_t i = 0; i <= ncodes && r.session; i++) {
 		const char *code = i < ncodes ? codes[i] : file_code;
 		size_t len = i < ncodes ? strlen(codes[i]) : file_len;
 		if (!code)
 			break;
-		rc = ptybox_session_exec(r.session, i + 1, code, len, -1, !json);
+		/* (a recording shows the output as it comes, --json or not) */
+		bool stream = !json || r.rec;
+		if (i < ncodes) {
+			rc = ptybox_session_exec(r.session, i + 1, code, len, -1, stream);
+		} else {
+			r.file_id = i + 1;
+			rc = ptybox_session_exec_file(r.session, i + 1, code, len, -1, stream,
+						      strcmp(file, "-") == 0 ? "<stdin>" : file,
+						      args);
+		}
 		if (rc < 0) {
 			cli_error("run: snippet %zu: %s", i + 1,
 				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
@@ -312,8 +604,10 @@ int cli_run(int argc, char **argv)
 		}
 	}
 	uv_run(r.loop, UV_RUN_DEFAULT);
+	run_late_flush(&r);
 	cli_render_text_end(&r.out, 1); /* late output may have ended inside a sequence */
 	cli_render_text_end(&r.out, 2);
+	record_close(r.rec);
 	free(file_code);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");

@@ -58,6 +58,12 @@ static const char serve_usage[] =
 	"  -h, --help          this help\n"
 	"\n";
 
+static const char serve_usage_tail[] =
+	"\n"
+	"Exit status: 0 standard input ended and every request was answered, 1\n"
+	"standard output was closed early, 2 usage error, 125 the session could not\n"
+	"be started, 128+N stopped by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n";
+
 /* Every line goes out escaped by protocol_json_escape_unsafe. */
 static void serve_stop(struct serve *sv, const char *why)
 {
@@ -218,10 +224,12 @@ int cli_serve(int argc, char **argv)
 	};
 	bool stdio = false;
 	unsigned pool = 0;
-	int opt;
+	int opt, li = -1;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+	while ((li = -1, opt = getopt_long(argc, argv, "+:h", longopts, &li)) != -1) {
+		if (optarg && cli_value_missing("serve", longopts, li, opt, optarg))
+			return CLI_EXIT_USAGE;
 		switch (opt) {
 		case 's': stdio = true; break;
 		case 'p':
@@ -231,7 +239,9 @@ int cli_serve(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 			}
 			break;
-		case 'h': printf("%s%s", serve_usage, cli_session_help); return CLI_EXIT_OK;
+		case 'h':
+			printf("%s%s%s", serve_usage, cli_session_help, serve_usage_tail);
+			return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("serve", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		default:
@@ -241,15 +251,18 @@ int cli_serve(int argc, char **argv)
 	}
 	if (optind < argc) {
 		cli_error("serve: unexpected argument '%s'", argv[optind]);
+		fprintf(stderr, "Try 'ptybox serve --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
 	if (!stdio) {
 		cli_error("serve: only --stdio is available in this version");
+		fprintf(stderr, "Try 'ptybox serve --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
 	if (cli_session_opts_check(&so, "serve") < 0)
 		return CLI_EXIT_USAGE;
 	cli_warn_unsandboxed(&so.o);
+	cli_warn_unenforced(&so);
 	struct serve sv = {.loop = uv_default_loop()};
 	char err[512] = "out of memory";
 	if (pool) {

@@ -245,6 +245,60 @@ int protocol_query_line(uint64_t id, const char *op, const char *code, size_t le
 	return rc;
 }
 
+int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+			    unsigned busy_poll_us, const char *filename, const char *const *argv,
+			    char **out, size_t *outlen)
+{
+	if (memchr(code, '\0', len) || !filename)
+		return -EINVAL;
+	char *copy = malloc(len + 1);
+	cJSON *req = cJSON_CreateObject(), *args = NULL;
+	char *json = NULL;
+	int rc = -ENOMEM;
+	if (!copy || !req)
+		goto fail;
+	memcpy(copy, code, len);
+	copy[len] = '\0';
+	if (!protocol_json_add_uint(req, "id", id) || !cJSON_AddStringToObject(req, "op", "exec") ||
+	    !cJSON_AddStringToObject(req, "code", copy) ||
+	    (max_output != PROTOCOL_DEFAULT_MAX_OUTPUT &&
+	     !protocol_json_add_uint(req, "max_output", max_output)) ||
+	    (busy_poll_us != PROTOCOL_DEFAULT_BUSY_POLL &&
+	     !protocol_json_add_uint(req, "busy_poll", busy_poll_us)) ||
+	    !cJSON_AddStringToObject(req, "filename", filename) ||
+	    !cJSON_AddTrueToObject(req, "main") || !(args = cJSON_AddArrayToObject(req, "argv")))
+		goto fail;
+	if (!argv && !cJSON_AddItemToArray(args, cJSON_CreateString(filename)))
+		goto fail;
+	for (size_t i = 0; argv && argv[i]; i++)
+		if (!cJSON_AddItemToArray(args, cJSON_CreateString(argv[i])))
+			goto fail;
+	json = cJSON_PrintUnformatted(req);
+	if (json)
+		rc = protocol_encode_text("", json, strlen(json), out, outlen);
+fail:
+	cJSON_free(json);
+	cJSON_Delete(req);
+	free(copy);
+	return rc;
+}
+
+int protocol_resize_line(unsigned cols, unsigned rows, char **out, size_t *outlen)
+{
+	if (cols == 0 || rows == 0 || cols > 65535 || rows > 65535)
+		return -EINVAL;
+	char json[64];
+	int n = snprintf(json, sizeof(json), "{\"op\":\"resize\",\"cols\":%u,\"rows\":%u}", cols,
+			 rows);
+	return protocol_encode_text("", json, (size_t)n, out, outlen);
+}
+
+int protocol_tty_line(char **out, size_t *outlen)
+{
+	static const char json[] = "{\"op\":\"tty\"}";
+	return protocol_encode_text("", json, sizeof(json) - 1, out, outlen);
+}
+
 int protocol_restart_line(uint64_t id, char **out, size_t *outlen)
 {
 	char json[64];

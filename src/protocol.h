@@ -120,6 +120,21 @@ int protocol_boot_lines(const char *form, const unsigned char *data, size_t len,
  * -EINVAL if code has a NUL byte. */
 int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
 		       unsigned busy_poll_us, char **out, size_t *outlen);
+/* The exec request for a file run as `python3 FILE ARGS` runs it (ptybox run
+ * FILE): as protocol_exec_line's, with "filename" (__file__, the file name in
+ * tracebacks), "argv" (sys.argv: argv, NULL-terminated; NULL: [filename])
+ * and "main":true (non-daemon threads awaited, sys.exit(0) is ok). -EINVAL
+ * if code has a NUL byte or filename is NULL; -ENOMEM. */
+int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+			    unsigned busy_poll_us, const char *filename, const char *const *argv,
+			    char **out, size_t *outlen);
+/* The resize request: the client's terminal is cols x rows (1..65535 each,
+ * else -EINVAL); the kernel's COLUMNS and LINES follow from its next snippet
+ * on (and its terminal, with --tty). Caller frees. */
+int protocol_resize_line(unsigned cols, unsigned rows, char **out, size_t *outlen);
+/* The tty request: the kernel's stdout and stderr become a terminal of its
+ * own (os.isatty(1)); before the first snippet only. Caller frees. */
+int protocol_tty_line(char **out, size_t *outlen);
 /* The interrupt request naming snippet id: the relay sends SIGINT to its
  * kernel if that snippet runs, or starts it interrupted. Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);

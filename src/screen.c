@@ -1,9 +1,10 @@
 /*
  * screen.c - the screen of one session: what `ptybox capture` and `"render": true` show.
  *
- * The server feeds it each execution's code (screen_feed_input) and output (screen_feed) from
- * decoded events, never raw PTY bytes. A libvterm terminal interprets them; nothing it wants
- * to answer (DA, DSR) goes anywhere, since a reply would be input typed on the sandbox's behalf.
+ * The server feeds it a session's transcript (transcript.c: each execution's code as after a
+ * prompt, then its output), made from decoded events, never raw PTY bytes. A libvterm terminal
+ * interprets them; nothing it wants to answer (DA, DSR) goes anywhere, since a reply would be input
+ * typed on the sandbox's behalf.
  *
  * Memory is shaped by the server's budget of 128 KiB per idle session: libvterm keeps about 36
  * bytes per cell (75 KiB at 80x24), so
@@ -32,6 +33,7 @@
 #include <vterm.h>
 
 #include "term_safe.h"
+#include "transcript.h"
 
 #define SCREEN_CHUNK	4096
 #define SCREEN_CSI_SEPS 15 /* libvterm 0.1.4 keeps 16 CSI arguments */
@@ -579,36 +581,17 @@ int screen_feed(struct screen *s, const char *bytes, size_t len)
 int screen_feed_input(struct screen *s, const char *code, size_t len)
 {
 	VTermPos pos;
-	char ctl[2] = {'^', 0};
-	size_t i, run;
+	char *buf = malloc(TRANSCRIPT_INPUT_MAX(len));
 	int err;
 
+	if (buf == NULL)
+		return -ENOMEM;
 	if (s->vt == NULL)
 		screen_vt_open(s);
-	/* A prompt starts on a line of its own, in the default look. */
 	vterm_state_get_cursorpos(vterm_obtain_state(s->vt), &pos);
-	err = screen_feed(s, pos.col > 0 ? "\x1b[0m\n>>> " : "\x1b[0m>>> ", pos.col > 0 ? 9 : 8);
-	if (len > 0 && code[len - 1] == '\n')
-		len--;
-	for (i = 0; i < len && err == 0; i += run) {
-		unsigned char c = (unsigned char)code[i];
-		if (c == '\n') {
-			err = screen_feed(s, "\n... ", 5);
-			run = 1;
-		} else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			ctl[1] = (char)(c ^ 0x40);
-			err = screen_feed(s, ctl, 2);
-			run = 1;
-		} else {
-			for (run = 1; i + run < len; run++) {
-				c = (unsigned char)code[i + run];
-				if ((c < 0x20 && c != '\t') || c == 0x7f)
-					break;
-			}
-			err = screen_feed(s, code + i, run);
-		}
-	}
-	return err < 0 ? err : screen_feed(s, "\n", 1);
+	err = screen_feed(s, buf, transcript_input_format(code, len, pos.col == 0, buf));
+	free(buf);
+	return err;
 }
 
 /* Copies lines into out, without the SGR if !escapes (then trailing spaces that only a colour

@@ -9,12 +9,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "protocol.h"
+#include "record.h"
 #include "server_internal.h"
 
 static const char srv_nul_msg[] =
@@ -22,7 +25,7 @@ static const char srv_nul_msg[] =
 
 static const char srv_ops[] =
 	"hello, new, exec, result, ls, interrupt, cancel, restart, kill, watch, capture, "
-	"complete, is_complete, kill-server or ping";
+	"complete, is_complete, resize, kill-server or ping";
 
 static void srv_send_line(struct server_client *c, char *s, size_t n)
 {
@@ -218,7 +221,7 @@ int server_add_default(struct server *sv, const struct ptybox_options *o,
 {
 	struct srv_session *ss;
 	const char *code;
-	int rc = srv_session_start(sv, "default", NULL, false, o, &ss, err, errlen, &code);
+	int rc = srv_session_start(sv, "default", NULL, false, o, NULL, &ss, err, errlen, &code);
 	if (rc == 0)
 		ss->fatal = fatal;
 	return rc;
@@ -293,6 +296,52 @@ static void srv_hello(struct server_client *c, const cJSON *req, const cJSON *id
 	srv_reply_ok(c, id, o);
 }
 
+/* new's "record" (an absolute path) and "record_max" (bytes, a number or a size such as
+ * "64M") into rec (rec->path NULL: none). A dial-stdio client may not write files on this
+ * machine (an ssh key limited to dial-stdio must stay so) unless the server allows remote
+ * transports. -EINVAL with the reply sent. */
+static int srv_record_parse(struct server_client *c, const cJSON *req, const cJSON *id,
+			    struct record_config *rec)
+{
+	const cJSON *path = cJSON_GetObjectItemCaseSensitive(req, "record");
+	const cJSON *max = cJSON_GetObjectItemCaseSensitive(req, "record_max");
+	memset(rec, 0, sizeof(*rec));
+	if (!path && !max)
+		return 0;
+	if (!cJSON_IsString(path) || path->valuestring[0] != '/') {
+		srv_reply_error(c, id, "usage", "\"record\" must be a file's absolute path");
+		return -EINVAL;
+	}
+	if (strlen(path->valuestring) >= PATH_MAX) {
+		srv_reply_error(c, id, "usage", "\"record\": the path is too long");
+		return -EINVAL;
+	}
+	if (c->remote && !c->server->cfg.allow_remote_transports) {
+		srv_reply_error(c, id, "usage",
+				"\"record\" (a file written on the server's machine) is refused "
+				"through dial-stdio (start the server with "
+				"--allow-remote-transports to allow it)");
+		return -EINVAL;
+	}
+	uint64_t bytes = RECORD_MAX_DEFAULT;
+	bool ok = !max;
+	if (cJSON_IsNumber(max))
+		ok = max->valuedouble >= (double)RECORD_MAX_MIN &&
+		     max->valuedouble <= (double)RECORD_MAX_MAX &&
+		     (bytes = (uint64_t)max->valuedouble) == max->valuedouble;
+	else if (cJSON_IsString(max))
+		ok = options_parse_size(max->valuestring, &bytes) == 0 && bytes >= RECORD_MAX_MIN &&
+		     bytes <= RECORD_MAX_MAX;
+	if (!ok) {
+		srv_reply_error(c, id, "usage",
+				"\"record_max\" must be a size from 4K to 1T, e.g. \"64M\"");
+		return -EINVAL;
+	}
+	rec->path = path->valuestring;
+	rec->max_bytes = bytes;
+	return 0;
+}
+
 static void srv_new(struct server_client *c, const cJSON *req, const cJSON *id, const char *name)
 {
 	struct server *sv = c->server;
@@ -304,11 +353,15 @@ static void srv_new(struct server_client *c, const cJSON *req, const cJSON *id, 
 	if (sv->nsessions >= SERVER_MAX_SESSIONS)
 		return srv_reply_error(c, id, "limit", "the server holds %d sessions, its most",
 				       SERVER_MAX_SESSIONS);
+	struct record_config rec;
+	if (srv_record_parse(c, req, id, &rec) < 0)
+		return;
 	struct srv_session *ss;
 	char err[512];
 	const char *code = "cannot_start";
 	int rc = srv_session_start(sv, name, cJSON_GetObjectItemCaseSensitive(req, "options"),
-				   c->remote, NULL, &ss, err, sizeof(err), &code);
+				   c->remote, NULL, rec.path ? &rec : NULL, &ss, err, sizeof(err),
+				   &code);
 	if (rc < 0)
 		return srv_reply_error(c, id, code, "%s", err);
 	struct srv_waiter *w = srv_waiter_new(c, id, false);
@@ -376,7 +429,8 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 			 strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
 			 strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
 			 strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0 ||
-			 strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0))
+			 strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0 ||
+			 strcmp(op, "resize") == 0))
 		srv_reply_error(c, id, "no_session", "no session '%.*s'",
 				(int)protocol_utf8_prefix(name, strlen(name), 64), name);
 	else if (strcmp(op, "exec") == 0)
@@ -397,6 +451,8 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_session_capture(ss, c, req, id);
 	else if (strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0)
 		srv_session_query(ss, c, req, id, op[0] == 'i');
+	else if (strcmp(op, "resize") == 0)
+		srv_session_resize(ss, c, req, id);
 	else
 		srv_reply_error(c, id, "usage", "unknown op \"%.*s\": expected %s",
 				(int)protocol_utf8_prefix(op, strlen(op), 64), op, srv_ops);

@@ -6,8 +6,11 @@
 
 #include "cli.h"
 #include "server.h"
+#include "transcript.h"
 
 struct screen;
+struct record;
+struct record_config;
 
 /* Someone waiting on an execution (its result, and its output as it comes
  * when stream), a `new` (the session's start), a `kill` (its end) or
@@ -67,6 +70,9 @@ struct srv_session {
 	size_t tail_len;
 	bool tail_cut, screen_open;
 	uint64_t screen_used_ms;
+	/* What the session shows, fed to the screen and the recording alike. */
+	struct transcript ts;
+	struct record *rec; /* `new --record`: from its creation to its end; may be NULL */
 	void (*fatal)(struct server *sv, const char *why, void *data); /* the default's */
 };
 
@@ -129,9 +135,11 @@ void srv_maybe_idle(struct server *sv);
 void srv_stopped(struct server *sv);
 
 /* server_session.c */
+/* rec: the recording to make of it (NULL: none); its path cannot be opened: -errno, with
+ * err filled and *code "usage". */
 int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
-		      const struct ptybox_options *given, struct srv_session **out, char *err,
-		      size_t errlen, const char **code);
+		      const struct ptybox_options *given, const struct record_config *rec,
+		      struct srv_session **out, char *err, size_t errlen, const char **code);
 void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJSON *req,
 		      const cJSON *id, bool nul);
 void srv_session_result(struct srv_session *ss, struct server_client *c, const cJSON *req,
@@ -142,6 +150,10 @@ void srv_session_cancel(struct srv_session *ss, struct server_client *c, const c
 			const cJSON *id);
 void srv_session_restart(struct srv_session *ss, struct server_client *c, const cJSON *id);
 void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJSON *id);
+/* {"op":"resize","cols":C,"rows":R}: the user's terminal, for the code's
+ * COLUMNS and LINES (and its terminal, with tty). */
+void srv_session_resize(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id);
 void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id);
 /* complete and is_complete: answered from the interpreter, never behind a
  * snippet (ptybox_session_complete). */

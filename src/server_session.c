@@ -7,15 +7,21 @@
  * and joined to each waiter's id when sent, so that a result kept for later
  * costs its text and nothing else. Kept results are bounded per session by
  * count and bytes; the oldest go first.
+ *
+ * What the session shows (each execution's code after a prompt, its output, its value or
+ * traceback) is made once, by its transcript, and goes from there to its screen and its
+ * recording (`new --record`), which thus see the same bytes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "options.h"
 #include "protocol.h"
+#include "record.h"
 #include "screen.h"
 #include "server_internal.h"
 
@@ -117,10 +123,13 @@ static void srv_screen_flush(struct srv_session *ss)
 }
 
 /* A screen idle this long gives its terminal back (screen_shrink keeps the
- * picture): an idle session costs its text, not libvterm's cells. */
+ * picture): an idle session costs its text, not libvterm's cells. And a
+ * recording's events of a long execution reach its file within a second. */
 void srv_screens_sweep(struct server *sv)
 {
 	uint64_t now = uv_now(sv->loop);
+	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+		record_flush(ss->rec);
 	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
 		if (ss->screen && ss->screen_open && !ss->live &&
 		    now - ss->screen_used_ms >= SRV_SCREEN_IDLE_MS) {
@@ -130,17 +139,33 @@ void srv_screens_sweep(struct server *sv)
 		}
 }
 
-/* The execution that runs now shows on the screen as typed at a prompt. */
-static void srv_screen_begin(struct srv_session *ss)
+/* The transcript's bytes: to the screen (through its tail) and the recording. */
+static void srv_show_cb(void *data, const char *bytes, size_t len, bool sandbox)
+{
+	struct srv_session *ss = data;
+	srv_screen_out(ss, bytes, len);
+	record_output(ss->rec, bytes, len, sandbox);
+}
+
+/* The execution that runs now shows as typed at a prompt, and the recording marks it. */
+static void srv_show_begin(struct srv_session *ss)
 {
 	struct srv_exec *x = srv_exec_current(ss);
 	if (!x || !x->code)
 		return;
+	size_t len = strlen(x->code);
+	record_exec(ss->rec, x->id, x->code, len);
+	transcript_input(&ss->ts, x->code, len);
 	srv_screen_flush(ss);
-	if (ss->screen)
-		screen_feed_input(ss->screen, x->code, strlen(x->code));
-	free(x->code); /* (only the screen wanted it) */
+	free(x->code); /* (only the screen and the recording wanted it) */
 	x->code = NULL;
+}
+
+/* A session's recording stopped early (its cap, a write error): its log says so. */
+static void srv_record_warn(void *data, const char *message)
+{
+	struct srv_session *ss = data;
+	cli_error("session '%s': %s", ss->name, message);
 }
 
 static void srv_settle_state(struct srv_session *ss)
@@ -268,7 +293,7 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 	struct srv_exec *x = srv_exec_find(ss, id);
 	bool to_waiters = x && !late && x->waiters;
 	bool to_origin = x && late && x->origin;
-	srv_screen_out(ss, text, len);
+	transcript_output(&ss->ts, text, len);
 	if (!to_waiters && !to_origin && !ss->watchers)
 		return;
 	cJSON *o = cJSON_CreateObject();
@@ -286,12 +311,20 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 	struct srv_exec *x = srv_exec_find(ss, id);
 	bool to_waiters = x && !late && x->waiters;
 	bool to_origin = x && late && x->origin;
-	if (!to_waiters && !to_origin && !ss->watchers)
+	bool shown = ss->screen || ss->rec;
+	if (!to_waiters && !to_origin && !ss->watchers && !shown)
 		return;
+	cJSON *parsed = cJSON_Parse(bundle);
+	if (shown) /* (as a terminal REPL shows it: its text form) */
+		transcript_display(&ss->ts, protocol_str(parsed, "text/plain"));
+	if (!to_waiters && !to_origin && !ss->watchers) {
+		cJSON_Delete(parsed);
+		return;
+	}
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "event", "display");
 	protocol_json_add_uint(o, "exec", id);
-	cJSON_AddItemToObject(o, "data", cJSON_Parse(bundle));
+	cJSON_AddItemToObject(o, "data", parsed);
 	srv_forward(ss, x, o, late);
 }
 
@@ -333,23 +366,16 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	struct srv_exec *x = srv_exec_find(ss, r->id);
 	if (!x || x->state == X_DONE)
 		return;
-	if (ss->screen && r->status != PTYBOX_CANCELLED) {
-		srv_screen_flush(ss);
+	if (r->status != PTYBOX_CANCELLED) {
 		/* what the REPL shows after the output: the value, the traceback */
-		if (r->value_text) {
-			screen_feed(ss->screen, r->value_text, strlen(r->value_text));
-			screen_feed(ss->screen, "\n", 1);
-		}
-		if (r->traceback && r->traceback[0])
-			screen_feed(ss->screen, r->traceback, strlen(r->traceback));
-		else if (r->error_name) {
-			char line[512];
-			int n = snprintf(line, sizeof(line), "%s%s%s\n", r->error_name,
-					 r->error_value && r->error_value[0] ? ": " : "",
-					 r->error_value ? r->error_value : "");
-			screen_feed(ss->screen, line,
-				    n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
-		}
+		transcript_result(&ss->ts, &(struct transcript_result){
+						   .value = r->value_text,
+						   .error_name = r->error_name,
+						   .error_value = r->error_value,
+						   .traceback = r->traceback,
+					   });
+		srv_screen_flush(ss);
+		record_flush(ss->rec); /* (an abrupt end loses little) */
 	}
 	cJSON *o = protocol_result_object(r);
 	if (o) {
@@ -396,7 +422,7 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 	}
 	if (x->stop_on_error && r->status != PTYBOX_OK && r->status != PTYBOX_CANCELLED)
 		srv_cancel_behind(ss, x);
-	srv_screen_begin(ss);
+	srv_show_begin(ss);
 	srv_history_trim(ss);
 	srv_maybe_idle(ss->server);
 }
@@ -452,6 +478,7 @@ static void srv_session_free(struct srv_session *ss)
 	if (ss->screen)
 		screen_free(ss->screen);
 	free(ss->tail);
+	record_close(ss->rec);
 	free(ss);
 }
 
@@ -597,8 +624,8 @@ void srv_pools_free(struct server *sv)
 }
 
 int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
-		      const struct ptybox_options *given, struct srv_session **out, char *err,
-		      size_t errlen, const char **code)
+		      const struct ptybox_options *given, const struct record_config *rec,
+		      struct srv_session **out, char *err, size_t errlen, const char **code)
 {
 	struct srv_session *ss = calloc(1, sizeof(*ss));
 	if (!ss) {
@@ -627,6 +654,24 @@ int srv_session_start(struct server *sv, const char *name, const cJSON *options,
 		*code = "usage";
 		srv_session_free(ss);
 		return -EINVAL;
+	}
+	transcript_init(&ss->ts, !getenv("NO_COLOR"), srv_show_cb, ss);
+	if (rec) { /* (before the session: a path it cannot open is new's error) */
+		char title[SERVER_NAME_MAX + 32], why[PATH_MAX + 128];
+		struct record_config cfg = *rec;
+		snprintf(title, sizeof(title), "ptybox session %s", name);
+		cfg.width = SRV_SCREEN_COLS;
+		cfg.height = SRV_SCREEN_ROWS;
+		cfg.title = title;
+		cfg.warn = srv_record_warn;
+		cfg.data = ss;
+		int rc = record_open(&ss->rec, &cfg, why, sizeof(why));
+		if (rc < 0) {
+			snprintf(err, errlen, "--record %s", why);
+			*code = "usage";
+			srv_session_free(ss);
+			return rc;
+		}
 	}
 	ss->state = SS_STARTING;
 	ss->created_ms = uv_now(sv->loop);
@@ -703,7 +748,7 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	x->origin_id = id ? protocol_json_dup_exact(id) : cJSON_CreateNull();
 	/* (the screen shows the start of a long snippet: a terminal would
 	 * scroll the rest away) */
-	x->code = ss->screen ? strndup(code->valuestring, SRV_SCREEN_CODE_MAX) : NULL;
+	x->code = ss->screen || ss->rec ? strndup(code->valuestring, SRV_SCREEN_CODE_MAX) : NULL;
 	x->code_len = clen;
 	int rc = ptybox_session_exec(ss->ps, x->id, code->valuestring, strlen(code->valuestring),
 				     timeout ? timeout->valuedouble : -1, true);
@@ -722,7 +767,7 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	ss->live++;
 	ss->queued_bytes += clen;
 	srv_settle_state(ss);
-	srv_screen_begin(ss);
+	srv_show_begin(ss);
 	if (ss->watchers) {
 		cJSON *o = srv_event(ss, "exec");
 		protocol_json_add_uint(o, "exec", x->id);
@@ -851,6 +896,27 @@ void srv_session_restart(struct srv_session *ss, struct server_client *c, const 
 		return srv_reply_error(c, id, "busy", "the session cannot restart now");
 	if (ss->state == SS_DEAD)
 		ss->state = SS_STARTING;
+	srv_reply_ok(c, id, NULL);
+}
+
+void srv_session_resize(struct srv_session *ss, struct server_client *c, const cJSON *req,
+			const cJSON *id)
+{
+	const cJSON *cols = cJSON_GetObjectItemCaseSensitive(req, "cols");
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(req, "rows");
+	/* (whole numbers only: 80.5 columns is no size) */
+	if (!cJSON_IsNumber(cols) || !cJSON_IsNumber(rows) || cols->valuedouble < 1 ||
+	    cols->valuedouble > 65535 || rows->valuedouble < 1 || rows->valuedouble > 65535 ||
+	    cols->valuedouble != (double)cols->valueint ||
+	    rows->valuedouble != (double)rows->valueint)
+		return srv_reply_error(c, id, "usage",
+				       "resize needs \"cols\" and \"rows\": whole numbers from 1 "
+				       "to 65535");
+	int rc = ptybox_session_resize(ss->ps, (unsigned)cols->valueint, (unsigned)rows->valueint);
+	if (rc < 0)
+		return srv_reply_error(c, id, "failed", "resize: %s", strerror(-rc));
+	/* (the code now writes for that size: a player that knows "r" follows) */
+	record_resize(ss->rec, (unsigned)cols->valueint, (unsigned)rows->valueint);
 	srv_reply_ok(c, id, NULL);
 }
 

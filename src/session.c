@@ -101,6 +101,7 @@ struct ptybox_session {
 
 	enum session_state state;
 	struct instance *in;
+	struct instance *told; /* the instance told the terminal (size, tty) */
 	bool started_once;
 	bool restarting_told;	/* on_restarting said so for the restart under way */
 	bool kernel_restarting; /* the relay starts a fresh kernel: ready ends the wait */
@@ -779,6 +780,7 @@ static void session_fatal(ptybox_session *s, const char *fmt, ...)
 	if (s->in)
 		instance_close(s->in);
 	s->in = NULL;
+	s->told = NULL;
 	s->state = S_FATAL;
 	session_drop_restarts(s);
 	if (s->held.on)
@@ -835,6 +837,7 @@ static void session_replace_with(ptybox_session *s, enum ptybox_status status, c
 	if (s->in)
 		instance_close(s->in);
 	s->in = NULL;
+	s->told = NULL;
 	s->kernel_restarting = false;
 	session_hold(s, status, error, what, done);
 	if (s->state != S_CLOSING && s->state != S_FATAL)
@@ -931,6 +934,24 @@ static void session_on_dead(struct instance *in, const char *why, bool during_bo
 	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
 }
 
+/* A fresh instance (the first, or one that replaced a dead one) learns the
+ * user's terminal before any snippet: the relay takes requests in order. */
+static void session_tell_terminal(ptybox_session *s)
+{
+	char *line;
+	size_t len;
+	s->told = s->in;
+	if (s->opts.tty && protocol_tty_line(&line, &len) == 0 &&
+	    instance_write(s->in, line, len) < 0)
+		log_to(s->log, "session: the tty request could not be sent");
+	if (!s->opts.cols || !s->opts.rows)
+		return;
+	pty_resize(&s->in->pty, s->opts.cols, s->opts.rows);
+	if (protocol_resize_line(s->opts.cols, s->opts.rows, &line, &len) == 0 &&
+	    instance_write(s->in, line, len) < 0)
+		log_to(s->log, "session: the resize request could not be sent");
+}
+
 static void session_ready_cb(uv_timer_t *t)
 {
 	ptybox_session *s = t->data;
@@ -940,6 +961,8 @@ static void session_ready_cb(uv_timer_t *t)
 	s->state = S_IDLE;
 	s->started_once = true;
 	s->restarting_told = false;
+	if (s->in && s->told != s->in)
+		session_tell_terminal(s);
 	if (s->cb.on_ready)
 		s->cb.on_ready(s, s->data);
 	if (s->held.on && s->state == S_IDLE)
@@ -1085,6 +1108,48 @@ int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t
 	e->stream = stream;
 	session_push(s, e);
 	return 0;
+}
+
+int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, size_t len,
+			     double timeout, bool stream, const char *filename,
+			     const char *const *argv)
+{
+	if (s->state == S_FATAL || s->state == S_CLOSING)
+		return -EPIPE;
+	if (s->queued >= SESSION_QUEUE_CAP)
+		return -ENOBUFS;
+	struct exec *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	int rc = protocol_exec_file_line(id, code, len, s->opts.max_output, s->opts.busy_poll_us,
+					 filename, argv, &e->line, &e->line_len);
+	if (rc < 0) {
+		free(e);
+		return rc;
+	}
+	e->id = id;
+	e->timeout = timeout < 0 ? s->opts.timeout : timeout;
+	e->stream = stream;
+	session_push(s, e);
+	return 0;
+}
+
+int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows)
+{
+	char *line;
+	size_t len;
+	int rc = protocol_resize_line(cols, rows, &line, &len);
+	if (rc < 0)
+		return rc;
+	s->opts.cols = (unsigned short)cols;
+	s->opts.rows = (unsigned short)rows;
+	/* Once told, the instance hears of the change now; else at its ready. */
+	if (!s->in || s->told != s->in || s->in->state != I_READY) {
+		free(line);
+		return 0;
+	}
+	pty_resize(&s->in->pty, (unsigned short)cols, (unsigned short)rows);
+	return instance_write(s->in, line, len);
 }
 
 int ptybox_session_interrupt(ptybox_session *s)
@@ -1245,6 +1310,7 @@ void ptybox_session_close(ptybox_session *s)
 		instance_close_notify(s->in, session_instance_closed, s);
 	}
 	s->in = NULL;
+	s->told = NULL;
 	uv_close((uv_handle_t *)&s->timer, session_handle_closed_cb);
 	uv_close((uv_handle_t *)&s->spin, session_handle_closed_cb);
 	uv_close((uv_handle_t *)&s->query_timer, session_handle_closed_cb);

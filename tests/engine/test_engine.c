@@ -250,6 +250,43 @@ static void test_cancel(void **state)
 	finish(&t);
 }
 
+/* A file run as python3 runs it: its argv and name, its threads awaited (an
+ * executor left open too: shut down, as at exit, but a new one works),
+ * sys.exit(0) ok; and the terminal's size, before the first snippet and
+ * after a resize. */
+static void test_exec_file_and_resize(void **state)
+{
+	struct sess t;
+	start(&t, "none");
+	assert_int_equal(ptybox_session_resize(t.s, 0, 5), -EINVAL);
+	assert_int_equal(ptybox_session_resize(t.s, 90, 30), 0); /* (before it is up) */
+	const char *argv[] = {"prog.py", "x", NULL};
+	const char *code =
+		"import sys, threading, time\n"
+		"from concurrent.futures import ThreadPoolExecutor\n"
+		"ex = ThreadPoolExecutor(1)\n"
+		"f = ex.submit(time.sleep, 0.1)\n"
+		"done = []\n"
+		"threading.Thread(target=lambda: (time.sleep(0.2), done.append(1))).start()\n"
+		"sys.exit(0)\n";
+	assert_int_equal(
+		ptybox_session_exec_file(t.s, 1, code, strlen(code), -1, false, "prog.py", argv),
+		0);
+	exec(&t, 2,
+	     "(sys.argv, __file__, done, f.done(), "
+	     "ThreadPoolExecutor(1).submit(lambda: 7).result(timeout=5))");
+	exec(&t, 3, "import os; os.environ['COLUMNS'], os.environ['LINES']");
+	wait_results(&t, 3);
+	assert_int_equal(t.results[0].status, PTYBOX_OK);
+	assert_string_equal(t.results[1].value, "(['prog.py', 'x'], 'prog.py', [1], True, 7)");
+	assert_string_equal(t.results[2].value, "('90', '30')");
+	assert_int_equal(ptybox_session_resize(t.s, 132, 50), 0);
+	exec(&t, 4, "os.environ['COLUMNS'], os.environ['LINES']");
+	wait_results(&t, 4);
+	assert_string_equal(t.results[3].value, "('132', '50')");
+	finish(&t);
+}
+
 /* A snippet queued while the interpreter starts has not started: it can go. */
 static void test_cancel_while_starting(void **state)
 {
@@ -668,6 +705,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_name),
 		cmocka_unit_test_setup_teardown(test_cancel, loop_setup, loop_teardown),
+		cmocka_unit_test_setup_teardown(test_exec_file_and_resize, loop_setup,
+						loop_teardown),
 		cmocka_unit_test_setup_teardown(test_cancel_while_starting, loop_setup,
 						loop_teardown),
 		cmocka_unit_test_setup_teardown(test_restarting, loop_setup, loop_teardown),

@@ -1,10 +1,13 @@
 """Shared helpers for the integration tests: they drive the real ptybox binary
 the way a user or a program does, and every wait has a deadline."""
+import fcntl
 import json
 import os
 import select
 import signal
+import struct
 import subprocess
+import termios
 import threading
 import time
 import tty
@@ -27,16 +30,18 @@ def run(*args, input=None, timeout=60, via=True, env=None):
                           errors="replace" if not isinstance(input, bytes) else None)
 
 
-def run_tty(*args, stderr_tty=True, timeout=60):
+def run_tty(*args, stderr_tty=True, timeout=60, size=None):
     """Runs `ptybox ARGS` with stdout on a terminal (a PTY in raw mode, so
     that the bytes read are the bytes written), and stderr too unless
-    stderr_tty is False (then a pipe). Returns (exit status, what the terminal
-    got, what the pipe got)."""
+    stderr_tty is False (then a pipe); size: the terminal's (cols, rows).
+    Returns (exit status, what the terminal got, what the pipe got)."""
     argv = [PTYBOX] + list(args)
     if args and args[0] == "run" and not any(a.startswith("--via") for a in args):
         argv[2:2] = ["--via", VIA]
     master, slave = os.openpty()
     tty.setraw(slave)
+    if size:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
     try:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave,
                              stderr=slave if stderr_tty else subprocess.PIPE)

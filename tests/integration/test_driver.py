@@ -18,8 +18,13 @@ DRIVER = os.environ.get("PTYBOX_DRIVER_PY") or os.path.join(
 NONCE = b"0123456789abcdef"
 
 
+def _line(request):
+    return base64.urlsafe_b64encode(json.dumps(request).encode()).rstrip(b"=") + b"\n"
+
+
 class Driver:
-    def __init__(self):
+    def __init__(self, early=()):
+        """early: requests sent in the nonce's own write, before ready."""
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.execv("/usr/bin/python3", ["python3", "-I", "-S", DRIVER])
@@ -27,7 +32,7 @@ class Driver:
         self.start = b"<<<ptybox:" + NONCE + b":"
         while b"NONCE?" not in self.buf:
             self._read(10)
-        os.write(self.fd, NONCE + b"\n")
+        os.write(self.fd, NONCE + b"\n" + b"".join(map(_line, early)))
         assert self.frame()["type"] == "ready"
 
     def _read(self, timeout):
@@ -68,6 +73,73 @@ class Driver:
         os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
         os.close(self.fd)
+
+
+class TerminalRequestsTest(unittest.TestCase):
+    """tty, resize and the members of a file's exec request."""
+
+    def exec(self, d, id, code, **members):
+        d.send(dict(id=id, op="exec", code=code, **members))
+        return d.replies(1)[0]
+
+    def test_tty_before_the_kernel_is_up_still_gives_one_ready(self):
+        # (the ready is awaited in Driver(): the replacement's is sent)
+        d = Driver(early=[{"op": "tty"}, {"op": "resize", "cols": 77, "rows": 22}])
+        try:
+            r = self.exec(d, 1, "import os; (os.isatty(1), os.isatty(2), "
+                                "tuple(os.get_terminal_size(1)), os.environ['COLUMNS'])")
+            self.assertEqual(r["result"]["text/plain"], "(True, True, (77, 22), '77')")
+            d.send({"op": "tty"})            # after a snippet: refused
+            f = d.frame()
+            self.assertEqual((f["type"], f.get("broken")), ("error", True))
+            self.assertIn("before the first snippet", f["message"])
+        finally:
+            d.close()
+
+    def test_tty_after_ready_is_quiet_and_output_comes_in_order(self):
+        d = Driver()
+        try:
+            d.send({"op": "tty"})
+            d.send({"id": 1, "op": "exec",
+                    "code": "import sys\nfor i in range(3):\n    print('o', i)\n"
+                            "    print('e', i, file=sys.stderr)"})
+            text, frames = "", []
+            while True:
+                f = d.frame()
+                frames.append(f["type"])
+                if f["type"] == "stream":
+                    self.assertEqual(f["name"], "stdout")
+                    text += f["text"]
+                if f["type"] == "result":
+                    break
+            self.assertNotIn("ready", frames)
+            self.assertNotIn("died", frames)
+            self.assertEqual(text, "o 0\ne 0\no 1\ne 1\no 2\ne 2\n")
+        finally:
+            d.close()
+
+    def test_file_members_are_checked(self):
+        d = Driver()
+        try:
+            for bad in ({"argv": "x"}, {"argv": [1]}, {"filename": ""}, {"filename": 3},
+                        {"main": 1}):
+                with self.subTest(bad=bad):
+                    d.send(dict(id=9, op="exec", code="1", **bad))
+                    f = d.replies(1)[0]
+                    self.assertEqual((f["type"], f["id"], f.get("broken")), ("error", 9, True))
+            for bad in ({"cols": 0, "rows": 1}, {"cols": 1}, {"cols": 1.5, "rows": 2}):
+                d.send(dict(op="resize", **bad))
+                self.assertEqual(d.replies(1)[0]["type"], "error")
+            r = self.exec(d, 2, "import sys; sys.exit(300)", main=True, filename="f.py",
+                          argv=["f.py"])
+            self.assertEqual((r["status"], r["error"]["name"], r["error"]["exit"]),
+                             ("error", "SystemExit", 300 & 0xff))
+            r = self.exec(d, 3, "raise SystemExit('why')", main=True)
+            self.assertEqual((r["error"]["value"], r["error"]["exit"]), ("why", 1))
+            r = self.exec(d, 4, "import sys; sys.exit(3)")   # (not main: no exit member)
+            self.assertNotIn("exit", r["error"])
+        finally:
+            d.close()
 
 
 class PipelineTest(unittest.TestCase):

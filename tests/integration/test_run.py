@@ -328,11 +328,13 @@ class DisplayTest(TestCase):
             {"text/plain": "'text'"}, {"text/plain": "7"}])
 
     def test_a_terminal_gets_the_text_of_each_display(self):
-        p = run("run", "-c", self.PLOT,
-                "-c", "display('shown'); print('then'); display(3); 'value'")
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertRegex(p.stdout, r"^plotted\n<Figure size \d+x\d+ with 1 Axes>\n"
-                                   r"'shown'\nthen\n3\n'value'\n$")
+        # (a figure is a picture: saved, its path in its place; test_pictures)
+        with tempfile.TemporaryDirectory() as out:
+            p = run("run", "--output-dir", out, "-c", self.PLOT,
+                    "-c", "display('shown'); print('then'); display(3); 'value'")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, "plotted\n%s\n'shown'\nthen\n3\n'value'\n"
+                             % os.path.join(out, "ptybox-1.png"))
 
 
 class TerminalTest(TestCase):
@@ -440,6 +442,282 @@ class SignalTest(TestCase):
                 self.assertFalse(left_behind, "the interpreter outlived ptybox")
 
 
+def script(folder, text, name="prog.py"):
+    """A file of Python in folder; returns its path."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class LateOutputTest(TestCase):
+    # The thread waits for the second snippet to let it go: what it prints
+    # then is late output of snippet 1, printed while snippet 2 runs.
+    START = ("import sys, threading\ngo = threading.Event()\n"
+             "def later():\n    go.wait()\n    print('tick 1')\n"
+             "    print('tock 2', file=sys.stderr)\n    print('partial', end='')\n"
+             "t = threading.Thread(target=later, daemon=True)\nt.start()")
+
+    def test_json_late_output_goes_to_stderr_marked_and_stdout_stays_json(self):
+        results, p = run_json(self.START, "go.set(); t.join()")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([r["id"] for r in results], [1, 2])  # (every line parsed as JSON)
+        self.assertEqual([r["stdout"] + r["stderr"] for r in results], ["", ""])
+        lines = p.stderr.splitlines()
+        self.assertIn("ptybox: late output of snippet 1 (stdout): tick 1", lines)
+        self.assertIn("ptybox: late output of snippet 1 (stderr): tock 2", lines)
+        # a line without its newline is told at the end, not lost
+        self.assertIn("ptybox: late output of snippet 1 (stdout): partial", lines)
+
+    def test_json_late_display_is_said_on_stderr(self):
+        results, p = run_json(
+            "import threading\ngo = threading.Event()\n"
+            "class D:\n    def _repr_html_(self): return '<b>x</b>'\n"
+            "    def __repr__(self): return 'D()'\n"
+            "t = threading.Thread(target=lambda: (go.wait(), display(D())), daemon=True)\n"
+            "t.start()", "go.set(); t.join()")
+        self.assertEqual([r["display"] for r in results], [[], []])
+        self.assertIn("ptybox: late display of snippet 1: D()", p.stderr.splitlines())
+
+    def test_human_run_still_shows_late_output_in_place(self):
+        p = run("run", "-c", self.START, "-c", "go.set(); t.join()")
+        self.assertEqual(p.stdout, "tick 1\npartial")
+        self.assertEqual(p.stderr, "tock 2\n")
+
+
+class RunFileTest(TestCase):
+    """`ptybox run FILE ARGS` behaves as `python3 FILE ARGS` does."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+
+    def file(self, text):
+        return script(self.dir.name, text)
+
+    def test_argv_and_file_are_the_files(self):
+        path = self.file("import sys\nprint(sys.argv)\nprint(__file__)\n")
+        p = run("run", path, "a", "--verbose", "-x")
+        self.assertEqual((p.returncode, p.stdout),
+                         (0, "%r\n%s\n" % ([path, "a", "--verbose", "-x"], path)), p.stderr)
+
+    def test_standard_input_is_dash_and_stdin(self):
+        p = run("run", "-", "q", input="import sys\nprint(sys.argv, __file__)\n")
+        self.assertEqual(p.stdout, "['-', 'q'] <stdin>\n")
+
+    def test_c_snippets_keep_their_own_argv_and_no_file(self):
+        path = self.file("print(sys.argv[1:], __file__ == %r)\n" % "")
+        p = run("run", "-c", "import sys; print(sys.argv)", "-c", "print('__file__' in dir())",
+                "-c", "40 + 2", path, "arg")
+        self.assertEqual(p.stdout, "['-c']\nFalse\n42\n['arg'] False\n")
+
+    def test_tracebacks_name_the_file_and_its_last_value_is_printed_as_ever(self):
+        p = run("run", self.file("40 + 2\n"))
+        self.assertEqual((p.returncode, p.stdout), (0, "42\n"), p.stderr)
+        path = self.file("x = 1\n1 / 0\n")
+        p = run("run", path)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('File "%s", line 2, in <module>' % path, p.stderr)
+        self.assertIn("ZeroDivisionError", p.stderr)
+
+    def test_non_daemon_threads_are_waited_for(self):
+        path = self.file("import threading, time\n"
+                         "def work():\n    time.sleep(0.3)\n    print('thread done')\n"
+                         "threading.Thread(target=work).start()\nprint('main done')\n")
+        p = run("run", path)
+        self.assertEqual((p.returncode, p.stdout), (0, "main done\nthread done\n"), p.stderr)
+        results, p = run_json(extra=[path])
+        self.assertEqual(results[0]["stdout"], "main done\nthread done\n")
+
+    def test_an_executor_left_open_does_not_hang_the_end(self):
+        path = self.file("from concurrent.futures import ThreadPoolExecutor\n"
+                         "ex = ThreadPoolExecutor(2)\nf = ex.submit(print, 'pooled')\n")
+        p = run("run", "--timeout", "20", path)
+        self.assertEqual((p.returncode, p.stdout), (0, "pooled\n"), p.stderr)
+
+    def test_a_thread_that_never_ends_is_cut_by_the_timeout(self):
+        path = self.file("import threading\nthreading.Thread(target=threading.Event().wait)"
+                         ".start()\nprint('started')\n")
+        p = run("run", "--timeout", "1", path)
+        self.assertEqual((p.returncode, p.stdout), (1, "started\n"))
+        self.assertIn("timeout", p.stderr)
+
+    def test_sys_exit_0_and_none_are_ok(self):
+        for code in ("sys.exit()", "sys.exit(0)", "sys.exit(None)", "raise SystemExit"):
+            with self.subTest(code=code):
+                p = run("run", self.file("import sys\nprint('before')\n%s\nprint('after')\n"
+                                         % code))
+                self.assertEqual((p.returncode, p.stdout), (0, "before\n"), p.stderr)
+                self.assertNotIn("Traceback", p.stderr)
+                results, p = run_json(extra=[self.file("import sys\n%s\n" % code)])
+                self.assertEqual((results[0]["status"], p.returncode), ("ok", 0))
+
+    def test_sys_exit_n_is_the_exit_status_without_a_traceback(self):
+        p = run("run", self.file("import sys\nsys.exit(3)\n"))
+        self.assertEqual((p.returncode, p.stdout), (3, ""))
+        self.assertNotIn("Traceback", p.stderr)
+        results, p = run_json(extra=[self.file("import sys\nsys.exit(3)\n")])
+        self.assertEqual(p.returncode, 3)
+        self.assertEqual((results[0]["status"], results[0]["error"]["name"],
+                          results[0]["error"]["exit"]), ("error", "SystemExit", 3))
+        p = run("run", self.file("import sys\nsys.exit('no input given')\n"))
+        self.assertEqual((p.returncode, p.stderr), (1, "no input given\n"))
+        for code, status in (("300", 44), ("-1", 255), ("True", 1)):
+            p = run("run", self.file("import sys\nsys.exit(%s)\n" % code))
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (status, "", ""), code)
+        # a -c snippet that failed first: "some snippet failed"
+        p = run("run", "-c", "1 / 0", self.file("import sys\nsys.exit(3)\n"))
+        self.assertEqual(p.returncode, 1)
+        # a -c snippet's SystemExit is an error as it was
+        p = run("run", "-c", "import sys; sys.exit(0)")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("SystemExit", p.stderr)
+
+    def test_options_after_file_go_before_it(self):
+        path = self.file("import sys\nprint(sys.argv[1:])\n")
+        for opt in ("--json", "--timeout=3", "-c", "--via"):
+            with self.subTest(opt=opt):
+                p = run("run", path, "x", opt, "1")
+                self.assertEqual((p.returncode, p.stdout), (2, ""))
+                self.assertTrue(p.stderr.startswith("ptybox: run: options go before FILE"),
+                                p.stderr)
+                self.assertIn("Try 'ptybox run --help'.", p.stderr)
+        p = run("run", path, "--", "--json", "-c")
+        self.assertEqual((p.returncode, p.stdout), (0, "['--json', '-c']\n"), p.stderr)
+        p = run("run", "--timeout", "30", "--", path, "y")
+        self.assertEqual((p.returncode, p.stdout), (0, "['y']\n"), p.stderr)
+
+
+class TerminalSizeTest(TestCase):
+    SHOW = ("import os, shutil\nprint(os.environ.get('COLUMNS'), os.environ.get('LINES'),"
+            " tuple(shutil.get_terminal_size()))")
+
+    def test_the_code_sees_the_size_of_the_users_terminal(self):
+        rc, got, _ = run_tty("run", "-c", self.SHOW, size=(101, 33))
+        self.assertEqual((rc, got), (0, b"101 33 (101, 33)\n"))
+
+    def test_without_a_terminal_nothing_is_set(self):
+        p = run("run", "-c", self.SHOW)
+        self.assertEqual(p.stdout, "None None (80, 24)\n")
+
+    def test_resize_changes_them_for_the_next_snippet_and_after_a_restart(self):
+        s = Serve()
+        try:
+            self.assertOk(s.exec("import os; os.environ.get('COLUMNS')", id=1))
+            s.send({"id": 2, "op": "resize", "cols": 132, "rows": 50})
+            self.assertEqual(s.recv(), {"id": 2, "ok": True})
+            r = s.exec("import os; (os.environ['COLUMNS'], os.environ['LINES'])", id=3)
+            self.assertEqual(r["result"]["text/plain"], "('132', '50')")
+            s.restart(4)
+            r = s.exec("import os; os.environ['COLUMNS']", id=5)
+            self.assertEqual(r["result"]["text/plain"], "'132'")
+            for bad in ({"cols": 0, "rows": 5}, {"cols": 80}, {"cols": 80.5, "rows": 5},
+                        {"cols": "80", "rows": 5}, {"cols": 65536, "rows": 5}):
+                s.send(dict(bad, id=6, op="resize"))
+                reply = s.recv()
+                self.assertEqual((reply["id"], reply["code"]), (6, "usage"), reply)
+        finally:
+            s.close()
+
+
+class TtyTest(TestCase):
+    """--tty: the code's stdout and stderr are a terminal of its own."""
+
+    def test_the_code_writes_to_a_terminal(self):
+        rc, got, _ = run_tty("run", "--tty", "-c",
+                             "import os, sys; print(os.isatty(1), os.isatty(2),"
+                             " sys.stdout.isatty(), os.get_terminal_size(1))",
+                             size=(90, 30))
+        self.assertEqual((rc, got),
+                         (0, b"True True True os.terminal_size(columns=90, lines=30)\n"))
+
+    def test_colours_pass_and_hostile_sequences_are_still_filtered(self):
+        rc, got, _ = run_tty("run", "--tty", "-c", "print(%r)" % TerminalTest.HOSTILE)
+        self.assertEqual((rc, got), (0, TerminalTest.SHOWN + b"\n"))
+
+    def test_stdout_and_stderr_are_one_terminal_in_order(self):
+        code = ("import sys\nfor i in range(30):\n    print('o%d' % i)\n"
+                "    print('e%d' % i, file=sys.stderr)\n")
+        rc, got, piped = run_tty("run", "--tty", "-c", code, stderr_tty=False)
+        want = "".join("o%d\ne%d\n" % (i, i) for i in range(30)).encode()
+        self.assertEqual((rc, got, piped), (0, want, b""))
+
+    def test_no_controlling_terminal_and_a_fresh_kernel_keeps_it(self):
+        rc, got, _ = run_tty("run", "--tty", "-c",
+                             "try:\n    open('/dev/tty')\nexcept OSError as e:\n"
+                             "    print(e.errno)",
+                             "-c", "import os; os._exit(1)", "-c", "import os; print(os.isatty(1))")
+        self.assertEqual(rc, 1)  # (the os._exit snippet crashed)
+        self.assertTrue(got.startswith(b"6\n"), got)  # ENXIO
+        self.assertTrue(got.endswith(b"True\n"), got)
+
+    def test_tty_is_refused_with_json(self):
+        p = run("run", "--tty", "--json", "-c", "1")
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("--tty is for human output", p.stderr)
+
+
+class WarningTest(TestCase):
+    def test_limits_that_cannot_be_enforced_are_said_once_each(self):
+        p = run("run", "--via", "none", "--memory", "512M", "--pids", "9", "--net",
+                "--memory", "1G", "-c", "print(1)")
+        self.assertEqual((p.returncode, p.stdout), (0, "1\n"), p.stderr)
+        warnings = [l for l in p.stderr.splitlines() if "not enforced" in l or "changes nothing" in l]
+        self.assertEqual(warnings, [
+            "ptybox: warning: --memory is not enforced with --via none: only the embedded "
+            "sandbox (--via local) sets limits",
+            "ptybox: warning: --pids is not enforced with --via none: only the embedded "
+            "sandbox (--via local) sets limits",
+            "ptybox: warning: --net changes nothing with --via none: the code has the network "
+            "of the host it runs on"])
+
+    def test_defaults_and_the_sandbox_say_nothing(self):
+        for args in (["--via", "none"], ["--via", "local", "--memory", "512M"]):
+            with self.subTest(args=args):
+                p = run("run", *args, "-c", "1")
+                self.assertNotIn("not enforced", p.stderr)
+
+    def test_exec_transports_are_warned_too(self):
+        p = run("run", "--via", "exec:env", "--cpus", "0.5", "--tmp-size", "64M", "-c", "1",
+                via=False)
+        self.assertIn("ptybox: warning: --cpus is not enforced with --via exec:", p.stderr)
+        self.assertIn("ptybox: warning: --tmp-size is not enforced with --via exec:", p.stderr)
+
+
+class OptionValueTest(TestCase):
+    def test_an_option_in_place_of_a_value_is_a_missing_value(self):
+        for args, said in (
+                (["run", "--via", "--json", "-c", "1"],
+                 "run: --via needs a value (got the option '--json')"),
+                (["run", "--timeout", "--json"],
+                 "run: --timeout needs a value (got the option '--json')"),
+                (["run", "--python", "-c", "1"],
+                 "run: --python needs a value (got the option '-c')"),
+                (["serve", "--via", "--stdio"],
+                 "serve: --via needs a value (got the option '--stdio')"),
+                (["serve", "--stdio", "--pool", "--via"],
+                 "serve: --pool needs a value (got the option '--via')"),
+                (["new", "s", "--memory", "--net"],
+                 "new: --memory needs a value (got the option '--net')")):
+            with self.subTest(args=args):
+                p = run(*args, via=False, input="")
+                self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+                self.assertEqual(p.stderr.splitlines(),
+                                 ["ptybox: " + said, "Try 'ptybox %s --help'." % args[0]])
+
+    def test_code_may_start_with_a_dash(self):
+        p = run("run", "-c", "-1")
+        self.assertEqual((p.returncode, p.stdout), (0, "-1\n"), p.stderr)
+
+    def test_serve_without_stdio_says_where_help_is(self):
+        p = run("serve", via=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.splitlines(),
+                         ["ptybox: serve: only --stdio is available in this version",
+                          "Try 'ptybox serve --help'."])
+        self.assertIn("Exit status:", run("serve", "--help", via=False).stdout)
+
+
 class HelpTest(TestCase):
     def test_version_and_help_exit_0(self):
         for args in (["--version"], ["--help"], ["run", "--help"], ["serve", "--help"]):
@@ -448,6 +726,8 @@ class HelpTest(TestCase):
             self.assertTrue(p.stdout.strip(), args)
         self.assertRegex(run("--version", via=False).stdout, r"^ptybox \d+\.\d+\.\d+\n$")
         self.assertIn("--timeout", run("run", "--help", via=False).stdout)
+        self.assertIn("-j, --json", run("run", "--help", via=False).stdout)
+        self.assertIn("--tty", run("run", "--help", via=False).stdout)
 
 
 if __name__ == "__main__":

@@ -625,6 +625,20 @@ class LifecycleTest(TestCase):
         ls = self.srv("ls", "--json").stdout.splitlines()
         self.assertEqual(len(ls), 6)
 
+    def test_a_server_that_accepts_and_never_answers_does_not_hang_its_clients(self):
+        # (a socket in the server's place, listening, that reads nothing)
+        os.makedirs(os.path.dirname(self.srv.sock), mode=0o700, exist_ok=True)
+        mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(mute.close)
+        mute.bind(self.srv.sock)
+        mute.listen(8)
+        for verb in (["ls"], ["capture", "x"], ["kill", "x"]):
+            p = self.srv(*verb, timeout=30)
+            self.assertEqual(p.returncode, 1, verb)
+            self.assertEqual(p.stderr, "ptybox: %s: %s: the server did not answer\n"
+                             % (verb[0], self.srv.sock), verb)
+        os.unlink(self.srv.sock)
+
     def test_new_right_after_kill_server_waits_for_the_old_one_to_end(self):
         self.assertEqual(self.srv("new", "old").returncode, 0)
         # a watcher that reads nothing keeps the old server flushing a while

@@ -247,6 +247,64 @@ static void test_bootstrap_runs_source_and_code(void **state)
 	free(printed);
 }
 
+static void test_exec_file_line_names_the_file_and_its_argv(void **state)
+{
+	const char *argv[] = {"prog.py", "--flag", "\xe2\x82\xac", NULL};
+	char *line;
+	size_t len;
+	assert_int_equal(protocol_exec_file_line(3, "print(1)", 8, PROTOCOL_DEFAULT_MAX_OUTPUT,
+						 PROTOCOL_DEFAULT_BUSY_POLL, "prog.py", argv, &line,
+						 &len),
+			 0);
+	cJSON *o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "op"), "exec");
+	assert_string_equal(protocol_str(o, "code"), "print(1)");
+	assert_string_equal(protocol_str(o, "filename"), "prog.py");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "main")));
+	cJSON *args = cJSON_GetObjectItem(o, "argv");
+	assert_int_equal(cJSON_GetArraySize(args), 3);
+	assert_string_equal(cJSON_GetArrayItem(args, 1)->valuestring, "--flag");
+	assert_string_equal(cJSON_GetArrayItem(args, 2)->valuestring, "\xe2\x82\xac");
+	assert_null(cJSON_GetObjectItem(o, "max_output"));
+	cJSON_Delete(o);
+	free(line);
+
+	/* no argv: sys.argv is the file alone; a NUL or no name is refused */
+	assert_int_equal(protocol_exec_file_line(4, "x", 1, 10, 0, "<stdin>", NULL, &line, &len),
+			 0);
+	o = decode_line(line, len);
+	args = cJSON_GetObjectItem(o, "argv");
+	assert_int_equal(cJSON_GetArraySize(args), 1);
+	assert_string_equal(cJSON_GetArrayItem(args, 0)->valuestring, "<stdin>");
+	assert_int_equal(cJSON_GetObjectItem(o, "max_output")->valuedouble, 10);
+	cJSON_Delete(o);
+	free(line);
+	assert_int_equal(protocol_exec_file_line(4, "a\0b", 3, 10, 0, "f", NULL, &line, &len),
+			 -EINVAL);
+	assert_int_equal(protocol_exec_file_line(4, "x", 1, 10, 0, NULL, NULL, &line, &len),
+			 -EINVAL);
+}
+
+static void test_resize_and_tty_lines(void **state)
+{
+	char *line;
+	size_t len;
+	assert_int_equal(protocol_resize_line(132, 50, &line, &len), 0);
+	cJSON *o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "op"), "resize");
+	assert_int_equal(cJSON_GetObjectItem(o, "cols")->valueint, 132);
+	assert_int_equal(cJSON_GetObjectItem(o, "rows")->valueint, 50);
+	cJSON_Delete(o);
+	free(line);
+	assert_int_equal(protocol_resize_line(0, 50, &line, &len), -EINVAL);
+	assert_int_equal(protocol_resize_line(80, 65536, &line, &len), -EINVAL);
+	assert_int_equal(protocol_tty_line(&line, &len), 0);
+	o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "op"), "tty");
+	cJSON_Delete(o);
+	free(line);
+}
+
 static void test_exec_line_round_trips_any_code(void **state)
 {
 	const char *code = "print('<<<ptybox:x:>>>\\n')\n# \xe2\x82\xac \x01\x03 \"q\"";
@@ -842,6 +900,8 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_cannot_echo_as_its_prompt),
 		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
+		cmocka_unit_test(test_exec_file_line_names_the_file_and_its_argv),
+		cmocka_unit_test(test_resize_and_tty_lines),
 		cmocka_unit_test(test_interrupt_line_is_the_request_alone),
 		cmocka_unit_test(test_restart_line_and_exit_words),
 		cmocka_unit_test(test_ids_are_exact_and_the_same_in_both_lines),

@@ -1,0 +1,35 @@
+/*
+ * cli_picture.h - pictures in human modes (run, repl): each one saved as
+ * ptybox-N.EXT in the output folder and its path printed, and shown inline
+ * when the terminal can (detected once, at start-up).
+ */
+#ifndef PTYBOX_CLI_PICTURE_H
+#define PTYBOX_CLI_PICTURE_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "picture.h"
+
+/* How long the terminal has to answer the probe. */
+#define CLI_PICTURE_PROBE_MS 150
+
+struct cli_pictures {
+	const char *dir; /* where they go; NULL: the current folder */
+	enum picture_inline inline_mode;
+	unsigned next; /* the N to try first for the next one */
+};
+
+/* Sets p up for dir. With inline_ok (not --no-inline-images), and standard
+ * input and output both the foreground's terminal, asks the terminal which
+ * inline images it shows (within CLI_PICTURE_PROBE_MS; its mode is put back
+ * as it was, and a ^C or SIGTERM meanwhile acts only after that). */
+void cli_pictures_init(struct cli_pictures *p, const char *dir, bool inline_ok);
+/* The bundle's picture, if it has one: saved (O_EXCL: never over a file),
+ * shown inline when the terminal can, its path printed on stdout. 1 when
+ * it is saved; 0 when the bundle has no picture or it could not be saved
+ * (a one-line warning on stderr): then the caller shows its text/plain. */
+int cli_pictures_show(struct cli_pictures *p, const cJSON *bundle);
+
+#endif
