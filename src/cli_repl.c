@@ -58,6 +58,8 @@ static const char attach_usage[] =
 	"  -S PATH             the server at socket PATH\n"
 	"  -H ssh://[user@]host[:port]  the server on another machine, through\n"
 	"                      `ssh host ptybox dial-stdio`\n"
+	"  --output-dir DIR    save pictures there as ptybox-N.png (default: here)\n"
+	"  --no-inline-images  do not show pictures in the terminal\n"
 	"  -h, --help          this help\n";
 
 static uint64_t repl_now_ms(void)
@@ -147,27 +149,48 @@ int cli_repl(int argc, char **argv)
 	int opt;
 	optind = 1;
 	opterr = 0;
+	/* What serve takes: the session's options, not the prompt's. */
+	char **child = calloc((size_t)argc + 1, sizeof(*child));
+	int nchild = 0, at = 1;
+	if (!child)
+		return CLI_EXIT_FAILED;
 	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		if (opt != 0x120 && opt != 0x121)
+			for (int i = at; i < optind; i++)
+				child[nchild++] = argv[i];
+		at = optind;
 		switch (opt) {
-		case 'h': printf("%s%s", repl_usage, cli_session_help); return CLI_EXIT_OK;
+		case 'h':
+			free(child);
+			printf("%s%s", repl_usage, cli_session_help);
+			return CLI_EXIT_OK;
 		case '?':
-		case ':': cli_bad_option("repl", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
+		case ':':
+			free(child);
+			cli_bad_option("repl", opt, argv[optind - 1]);
+			return CLI_EXIT_USAGE;
 		default:
-			if (cli_session_opt(&so, opt, optarg, "repl") != 1)
+			if (cli_session_opt(&so, opt, optarg, "repl") != 1) {
+				free(child);
 				return CLI_EXIT_USAGE;
+			}
 		}
 	}
 	if (optind < argc) {
+		free(child);
 		cli_error("repl: unexpected argument '%s'", argv[optind]);
 		fputs("Try 'ptybox repl --help'.\n", stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (cli_session_opts_check(&so, "repl") < 0)
+	if (cli_session_opts_check(&so, "repl") < 0) {
+		free(child);
 		return CLI_EXIT_USAGE;
+	}
 	pid_t pid;
 	int rfd, wfd;
 	/* (the options as given: serve parses them again, to the same effect) */
-	int rc = repl_spawn(argv + 1, optind - 1, &pid, &rfd, &wfd);
+	int rc = repl_spawn(child, nchild, &pid, &rfd, &wfd);
+	free(child);
 	if (rc < 0) {
 		cli_error("repl: starting the session: %s", strerror(-rc));
 		return CLI_EXIT_CANNOT_START;
@@ -181,6 +204,8 @@ int cli_repl(int argc, char **argv)
 		.where = "its session",
 		.cmd = "repl",
 		.history = has_history ? history : NULL,
+		.output_dir = so.output_dir,
+		.no_inline_images = so.no_inline_images,
 	};
 	signal(SIGPIPE, SIG_IGN);
 	int status = prompt_run(&cfg);
@@ -199,9 +224,13 @@ int cli_attach(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
+		{"output-dir", required_argument, NULL, 0x120},
+		{"no-inline-images", no_argument, NULL, 0x121},
 		{NULL, 0, NULL, 0},
 	};
 	const char *label = NULL, *spath = NULL, *host = NULL;
+	struct cli_session_opts so;
+	cli_session_opts_init(&so);
 	int opt;
 	optind = 1;
 	opterr = 0;
@@ -212,6 +241,11 @@ int cli_attach(int argc, char **argv)
 		case 's': spath = optarg; break;
 		case 'H': host = optarg; break;
 		case 'h': fputs(attach_usage, stdout); return CLI_EXIT_OK;
+		case 0x120:
+		case 0x121:
+			if (cli_session_opt(&so, opt, optarg, "attach") != 1)
+				return CLI_EXIT_USAGE;
+			break;
 		default: cli_bad_option("attach", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
 		}
 	}
@@ -221,6 +255,8 @@ int cli_attach(int argc, char **argv)
 		fputs("Try 'ptybox attach --help'.\n", stderr);
 		return CLI_EXIT_USAGE;
 	}
+	if (cli_session_opts_check(&so, "attach") < 0)
+		return CLI_EXIT_USAGE;
 	const char *name = argv[optind];
 	struct cli_client_link link;
 	int rc = cli_client_dial("attach", label, spath, host, &link);
@@ -236,6 +272,8 @@ int cli_attach(int argc, char **argv)
 		.cmd = "attach",
 		.attach = true,
 		.history = has_history ? history : NULL,
+		.output_dir = so.output_dir,
+		.no_inline_images = so.no_inline_images,
 	};
 	int status = prompt_run(&cfg);
 	if (link.wfd != link.rfd)

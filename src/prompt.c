@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
@@ -95,6 +96,7 @@ struct prompt {
 	bool script_stop;
 	char *ahead; /* script mode: a line read that starts the next block */
 	struct cli_render r;
+	struct cli_pictures pictures;
 	uint64_t start_ms;
 	unsigned spin_frame;
 	bool spinning;
@@ -796,6 +798,20 @@ static void prompt_handle(struct prompt *p, cJSON *o)
 
 /* ---- signals ---- */
 
+/* The sandbox's terminal takes the size of ours (COLUMNS, LINES): at the
+ * start and whenever the window changes. With several clients attached, the
+ * last to change wins. */
+static void prompt_resize(struct prompt *p)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) < 0 || !ws.ws_col || !ws.ws_row)
+		return;
+	cJSON *o = prompt_request("resize");
+	cJSON_AddNumberToObject(o, "cols", ws.ws_col);
+	cJSON_AddNumberToObject(o, "rows", ws.ws_row);
+	prompt_send(p, o); /* (its reply is dropped: a size refused changes nothing) */
+}
+
 static void prompt_signal(struct prompt *p, int sig)
 {
 	if (sig == SIGINT && p->state == P_RUN) {
@@ -818,8 +834,7 @@ static void prompt_signal(struct prompt *p, int sig)
 		p->script_stop = true;
 		p->state = P_LEAVE;
 	} else if (sig == SIGWINCH) {
-		/* The sandbox's terminal should follow the window here (the
-		 * "resize" op, when the server has it); the prompt follows now. */
+		prompt_resize(p);
 		if (p->editing)
 			rl_resize_terminal();
 	} else if (sig == SIGQUIT || sig == SIGTERM || sig == SIGHUP) {
@@ -889,6 +904,10 @@ int prompt_run(const struct prompt_config *cfg)
 	p.color = isatty(1) == 1 && isatty(2) == 1 && !getenv("NO_COLOR");
 	cli_render_init(&p.r, false, false, "execution");
 	p.r.color = p.color;
+	/* (before the terminal is ours: the probe for inline images reads its
+	 * answer from it) */
+	cli_pictures_init(&p.pictures, cfg->output_dir, !cfg->no_inline_images);
+	p.r.pictures = &p.pictures;
 	linebuf_init(&p.lines, PROMPT_MAX_LINE);
 	prompt_current = &p;
 	int sp[2];
@@ -926,6 +945,7 @@ int prompt_run(const struct prompt_config *cfg)
 	if (cfg->attach)
 		p.capture_id = prompt_send(&p, prompt_request("capture"));
 	p.watch_id = prompt_send(&p, prompt_request("watch"));
+	prompt_resize(&p);
 	if (!p.watch_id) {
 		cli_error("%s: %s: the server closed the connection", cfg->cmd, cfg->where);
 		p.state = P_LEAVE;

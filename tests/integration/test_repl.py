@@ -262,6 +262,35 @@ class ReplTest(TestCase):
         self.assertEqual((p.returncode, p.stdout), (0, "up\n"), p.stderr)
         self.assertNotIn("starting", p.stderr)
 
+    def test_the_code_sees_the_window_size_and_follows_it(self):
+        t = self.repl()
+        t.type("import os; print('size', os.environ['COLUMNS'], os.environ['LINES'])")
+        t.keys("Enter")
+        t.wait("size 100 30")
+        t.tmux("resize-window", "-t", "0", "-x", "120", "-y", "40")
+        t.keys("Up", "Enter")
+        t.wait("size 120 40")
+
+    def test_pictures_are_saved_and_their_paths_printed(self):
+        png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9"
+               "awAAAABJRU5ErkJggg==")
+        out = os.path.join(self.dir, "pictures")
+        os.mkdir(out)
+        script = ("import base64\n"
+                  "class P:\n"
+                  "    def _repr_png_(self):\n"
+                  "        return base64.b64decode(%r)\n"
+                  "P()\n"
+                  "display(P())\n" % png)
+        p = subprocess.run([PTYBOX, "repl", "--via", VIA, "--output-dir", out], input=script,
+                           capture_output=True, text=True, timeout=60, env=self.env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        paths = [os.path.join(out, "ptybox-1.png"), os.path.join(out, "ptybox-2.png")]
+        self.assertEqual(p.stdout.split(), paths)
+        for path in paths:
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
     def test_bad_usage_is_one_line_and_status_2(self):
         for args in (["repl", "stray"], ["repl", "--memory", "lots"], ["attach"],
                      ["attach", "a", "b"]):
