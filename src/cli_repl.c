@@ -60,6 +60,8 @@ static const char attach_usage[] =
 	"                      `ssh host ptybox dial-stdio`\n"
 	"  --output-dir DIR    save pictures there as ptybox-N.png (default: here)\n"
 	"  --no-inline-images  do not show pictures in the terminal\n"
+	"  --record FILE       an asciicast v2 recording of what this prompt shows\n"
+	"  --record-max SIZE   the recording's largest size (default 64M)\n"
 	"  -h, --help          this help\n";
 
 static uint64_t repl_now_ms(void)
@@ -144,8 +146,10 @@ int cli_repl(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
+		CLI_RECORD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_record_opts rec = {0};
 	int opt;
 	optind = 1;
 	opterr = 0;
@@ -155,14 +159,14 @@ int cli_repl(int argc, char **argv)
 	if (!child)
 		return CLI_EXIT_FAILED;
 	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-		if (opt != 0x120 && opt != 0x121)
+		if (opt != 0x120 && opt != 0x121 && opt != 0x180 && opt != 0x181)
 			for (int i = at; i < optind; i++)
 				child[nchild++] = argv[i];
 		at = optind;
 		switch (opt) {
 		case 'h':
 			free(child);
-			printf("%s%s", repl_usage, cli_session_help);
+			printf("%s%s%s", repl_usage, cli_session_help, cli_record_help);
 			return CLI_EXIT_OK;
 		case '?':
 		case ':':
@@ -170,7 +174,9 @@ int cli_repl(int argc, char **argv)
 			cli_bad_option("repl", opt, argv[optind - 1]);
 			return CLI_EXIT_USAGE;
 		default:
-			if (cli_session_opt(&so, opt, optarg, "repl") != 1) {
+			if ((opt == 0x180 || opt == 0x181
+				     ? cli_record_opt(&rec, opt, optarg, "repl")
+				     : cli_session_opt(&so, opt, optarg, "repl")) != 1) {
 				free(child);
 				return CLI_EXIT_USAGE;
 			}
@@ -206,6 +212,8 @@ int cli_repl(int argc, char **argv)
 		.history = has_history ? history : NULL,
 		.output_dir = so.output_dir,
 		.no_inline_images = so.no_inline_images,
+		.record = rec.path,
+		.record_max = rec.max,
 	};
 	signal(SIGPIPE, SIG_IGN);
 	int status = prompt_run(&cfg);
@@ -226,8 +234,10 @@ int cli_attach(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"output-dir", required_argument, NULL, 0x120},
 		{"no-inline-images", no_argument, NULL, 0x121},
+		CLI_RECORD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
+	struct cli_record_opts rec = {0};
 	const char *label = NULL, *spath = NULL, *host = NULL;
 	struct cli_session_opts so;
 	cli_session_opts_init(&so);
@@ -244,6 +254,11 @@ int cli_attach(int argc, char **argv)
 		case 0x120:
 		case 0x121:
 			if (cli_session_opt(&so, opt, optarg, "attach") != 1)
+				return CLI_EXIT_USAGE;
+			break;
+		case 0x180:
+		case 0x181:
+			if (cli_record_opt(&rec, opt, optarg, "attach") != 1)
 				return CLI_EXIT_USAGE;
 			break;
 		default: cli_bad_option("attach", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
@@ -274,6 +289,8 @@ int cli_attach(int argc, char **argv)
 		.history = has_history ? history : NULL,
 		.output_dir = so.output_dir,
 		.no_inline_images = so.no_inline_images,
+		.record = rec.path,
+		.record_max = rec.max,
 	};
 	int status = prompt_run(&cfg);
 	if (link.wfd != link.rfd)

@@ -48,6 +48,8 @@
 #include "linebuf.h"
 #include "prompt_text.h"
 #include "protocol.h"
+#include "record.h"
+#include "transcript.h"
 
 /* The longest line the server sends (a result: some 4x the session's max
  * output). */
@@ -97,6 +99,8 @@ struct prompt {
 	char *ahead; /* script mode: a line read that starts the next block */
 	struct cli_render r;
 	struct cli_pictures pictures;
+	struct record *rec; /* --record, or NULL */
+	struct transcript ts;
 	uint64_t start_ms;
 	unsigned spin_frame;
 	bool spinning;
@@ -127,11 +131,25 @@ static uint64_t prompt_now_ms(void)
  * as shown. */
 static void prompt_shown(struct prompt *p, const char *kind, const char *text, size_t len)
 {
-	(void)p;
-	(void)kind;
-	(void)text;
-	(void)len;
+	if (!p->rec)
+		return;
+	if (strcmp(kind, "stdout") == 0 || strcmp(kind, "stderr") == 0) {
+		transcript_output(&p->ts, text, len);
+	} else if (strcmp(kind, "screen") == 0) {
+		record_output(p->rec, text, len, true);
+		record_output(p->rec, "\n", 1, false);
+	}
+	/* (the code comes with its execution's event: prompt_event) */
 }
+
+static void prompt_record_warn(void *data, const char *message)
+{
+	cli_error("warning: %s", message);
+}
+
+/* The most of an execution's code a recording shows after its prompt (a
+ * terminal would scroll the rest away), as run and the server's screen do. */
+#define PROMPT_RECORD_CODE ((size_t)16 << 10)
 
 static void prompt_out(const char *s)
 {
@@ -639,6 +657,10 @@ static void prompt_result(struct prompt *p, cJSON *o)
 {
 	uint64_t exec = prompt_uint(o, "exec");
 	bool ours = exec && exec == p->mine;
+	if (p->rec) {
+		transcript_result_json(&p->ts, o);
+		record_flush(p->rec);
+	}
 	prompt_async_begin(p);
 	if (!p->col0)
 		prompt_out("\n");
@@ -660,6 +682,11 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 	uint64_t exec = prompt_uint(o, "exec");
 	if (strcmp(event, "exec") == 0) {
 		const char *code = protocol_str(o, "code");
+		if (code && p->rec && p->state != P_STARTING) {
+			size_t len = protocol_utf8_prefix(code, strlen(code), PROMPT_RECORD_CODE);
+			record_exec(p->rec, exec, code, len);
+			transcript_input(&p->ts, code, len);
+		}
 		if (p->exec_req && !p->mine && code && p->sent_code &&
 		    strcmp(code, p->sent_code) == 0) {
 			p->mine = exec; /* ours: shown as typed */
@@ -682,6 +709,10 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 			prompt_async_end(p);
 		}
 	} else if (strcmp(event, "display") == 0) {
+		if (p->rec)
+			transcript_display(&p->ts,
+					   protocol_str(cJSON_GetObjectItemCaseSensitive(o, "data"),
+							"text/plain"));
 		prompt_async_begin(p);
 		cli_render_display(&p->r, cJSON_GetObjectItemCaseSensitive(o, "data"));
 		p->col0 = true;
@@ -810,6 +841,8 @@ static void prompt_resize(struct prompt *p)
 	cJSON_AddNumberToObject(o, "cols", ws.ws_col);
 	cJSON_AddNumberToObject(o, "rows", ws.ws_row);
 	prompt_send(p, o); /* (its reply is dropped: a size refused changes nothing) */
+	if (p->rec && p->state != P_STARTING)
+		record_resize(p->rec, ws.ws_col, ws.ws_row);
 }
 
 static void prompt_signal(struct prompt *p, int sig)
@@ -909,6 +942,28 @@ int prompt_run(const struct prompt_config *cfg)
 	cli_pictures_init(&p.pictures, cfg->output_dir, !cfg->no_inline_images);
 	p.r.pictures = &p.pictures;
 	linebuf_init(&p.lines, PROMPT_MAX_LINE);
+	if (cfg->record) {
+		struct winsize ws = {0};
+		char title[128], err[512];
+		if (ioctl(1, TIOCGWINSZ, &ws) < 0 || !ws.ws_col || !ws.ws_row)
+			ws = (struct winsize){.ws_col = 80, .ws_row = 24};
+		snprintf(title, sizeof(title), "ptybox %s%s%.64s", cfg->cmd, cfg->attach ? " " : "",
+			 cfg->attach ? cfg->session : "");
+		struct record_config rc = {
+			.path = cfg->record,
+			.width = ws.ws_col,
+			.height = ws.ws_row,
+			.title = title,
+			.max_bytes = cfg->record_max,
+			.warn = prompt_record_warn,
+		};
+		if (record_open(&p.rec, &rc, err, sizeof(err)) < 0) {
+			cli_error("%s: --record %s", cfg->cmd, err);
+			linebuf_free(&p.lines);
+			return CLI_EXIT_USAGE;
+		}
+		transcript_init(&p.ts, !getenv("NO_COLOR"), record_transcript_emit, p.rec);
+	}
 	prompt_current = &p;
 	int sp[2];
 	if (pipe2(sp, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -1016,6 +1071,7 @@ int prompt_run(const struct prompt_config *cfg)
 	free(p.block);
 	free(p.sent_code);
 	free(p.ahead);
+	record_close(p.rec);
 	prompt_current = NULL;
 	if (p.status)
 		return p.status;

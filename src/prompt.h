@@ -12,14 +12,16 @@
 #include <stddef.h>
 
 struct prompt_config {
-	int rfd, wfd;		/* the server: replies and events in, requests out */
-	const char *session;	/* its name */
-	const char *where;	/* the server, in messages */
-	const char *cmd;	/* "repl" or "attach", in messages */
-	bool attach;		/* opens with the session's screen; leaving keeps it */
-	const char *history;	/* the history file, or NULL: none */
-	const char *output_dir; /* pictures go there (NULL: the current folder) */
-	bool no_inline_images;	/* --no-inline-images */
+	int rfd, wfd;		       /* the server: replies and events in, requests out */
+	const char *session;	       /* its name */
+	const char *where;	       /* the server, in messages */
+	const char *cmd;	       /* "repl" or "attach", in messages */
+	bool attach;		       /* opens with the session's screen; leaving keeps it */
+	const char *history;	       /* the history file, or NULL: none */
+	const char *output_dir;	       /* pictures go there (NULL: the current folder) */
+	bool no_inline_images;	       /* --no-inline-images */
+	const char *record;	       /* --record FILE: an asciicast of what the prompt shows */
+	unsigned long long record_max; /* --record-max; 0: the default */
 };
 
 /* The history file: $XDG_STATE_HOME/ptybox/history (default

@@ -379,6 +379,30 @@ class AttachTest(TestCase):
         a.wait("from exec")
         b.wait("from exec")
 
+    @unittest.skipUnless(shutil.which("asciinema"), "asciinema is not installed")
+    def test_a_recording_of_an_attached_prompt_has_every_execution(self):
+        from test_record import asciinema_cat, read_cast
+        cast = os.path.join(self.dir, "attach.cast")
+        self.verb("exec", self.name, "-c", "print('on the screen before')")
+        t = Terminal([PTYBOX, "attach", self.name, "--record", cast], self.env, self.dir)
+        self.terms.append(t)
+        t.wait(">>>")
+        t.type("print('typed', 6 * 7)")
+        t.keys("Enter")
+        t.wait("typed 42")
+        self.verb("exec", self.name, "-c", "print('from exec')")
+        t.wait("from exec")
+        t.keys("C-d")
+        self.assertEqual(t.exit_status(), 0)
+        header, events = read_cast(cast)
+        self.assertEqual((header["version"], header["width"], header["height"]), (2, 100, 30))
+        markers = [e[2] for e in events if e[1] == "m"]
+        self.assertEqual(markers, ["exec 2: print('typed', 6 * 7)", "exec 3: print('from exec')"])
+        shown = asciinema_cat(cast)
+        for text in ("on the screen before", ">>> print('typed', 6 * 7)", "typed 42",
+                     "from exec"):
+            self.assertIn(text, shown)
+
     def test_attach_to_no_such_session_is_an_error(self):
         p = subprocess.run([PTYBOX, "attach", "nosuch"], capture_output=True, text=True,
                            timeout=30, env=self.env, stdin=subprocess.DEVNULL)
