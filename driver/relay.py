@@ -829,6 +829,8 @@ class Relay:
                     or any(q[0] == "exec" for q in self.queue)):
                 return self.send(self.busy_reply(op, rid, req))
             self.queue.append((op, rid, text, 0, 0))
+        elif op == "ping":
+            self.queue.append((op, rid, None, 0, 0))
         elif op == "shutdown":
             self.exit(0)
         elif op == "interrupt":
