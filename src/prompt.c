@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "prompt.h"
+#include "prompt_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,62 +52,7 @@
 #include "record.h"
 #include "transcript.h"
 
-/* The longest line the server sends (a result: some 4x the session's max
- * output). */
-#define PROMPT_MAX_LINE ((size_t)1 << 32)
-/* How long the prompt waits for is_complete or complete. */
-#define PROMPT_ASK_MS 6000
-/* Lines kept in the history file. */
-#define PROMPT_HISTORY_MAX 1000
-/* A start slower than this shows the spinner; it turns this often. */
-#define PROMPT_SPIN_AFTER_MS 150
-#define PROMPT_SPIN_MS	     100
-/* Completions listed under the prompt, at most (the driver sends 200). */
-#define PROMPT_LIST_MAX 200
-/* The block being entered, at most (SERVER_MAX_LINE bounds a request). */
-#define PROMPT_BLOCK_MAX ((size_t)64 << 20)
-
-enum prompt_state { P_STARTING, P_EDIT, P_RUN, P_LEAVE };
-
-struct prompt {
-	const struct prompt_config *cfg;
-	bool tty, color, spin;
-	enum prompt_state state;
-	int status; /* prompt_run's */
-	/* From the server: lines split, parsed and queued until handled. */
-	struct linebuf lines;
-	cJSON **q;
-	size_t qn, qcap;
-	bool eof;
-	uint64_t next_id, watch_id, capture_id;
-	/* The block being entered. */
-	char *block;
-	size_t block_len, block_cap;
-	char indent[260];
-	bool editing; /* libedit's handler is installed */
-	/* The terminal as we found it, and while code runs: no echo and no
-	 * lines (keys typed ahead, ^D among them, wait for the prompt as they
-	 * are), signals on (^C interrupts, ^\ detaches). */
-	struct termios tty_orig, tty_run;
-	bool tty_saved;
-	/* Our execution: its request, its code (to know its exec event) and id. */
-	uint64_t exec_req, mine;
-	char *sent_code;
-	bool interrupt_due; /* ^C before its id was known */
-	bool col0;	    /* what was shown ends at column 0 */
-	unsigned failed;
-	bool script_stop;
-	char *ahead; /* script mode: a line read that starts the next block */
-	struct cli_render r;
-	struct cli_pictures pictures;
-	struct record *rec; /* --record, or NULL */
-	struct transcript ts;
-	uint64_t start_ms;
-	unsigned spin_frame;
-	bool spinning;
-};
-
-static struct prompt *prompt_current; /* libedit's callbacks take no data */
+struct prompt *prompt_current; /* libedit's callbacks take no data */
 static int prompt_sig_w = -1;
 
 static void prompt_on_signal(int sig)
@@ -151,7 +97,7 @@ static void prompt_record_warn(void *data, const char *message)
  * terminal would scroll the rest away), as run and the server's screen do. */
 #define PROMPT_RECORD_CODE ((size_t)16 << 10)
 
-static void prompt_out(const char *s)
+void prompt_out(const char *s)
 {
 	cli_render_out(1, s, strlen(s));
 }
@@ -197,7 +143,7 @@ static void prompt_read(struct prompt *p)
 	linebuf_commit(&p->lines, (size_t)n, prompt_queue_line, p);
 }
 
-static uint64_t prompt_send(struct prompt *p, cJSON *o)
+uint64_t prompt_send(struct prompt *p, cJSON *o)
 {
 	uint64_t id = ++p->next_id;
 	protocol_json_add_uint(o, "id", id);
@@ -217,14 +163,14 @@ static uint64_t prompt_send(struct prompt *p, cJSON *o)
 	return rc < 0 ? 0 : id;
 }
 
-static cJSON *prompt_request(const char *op)
+cJSON *prompt_request(const char *op)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "op", op);
 	return o;
 }
 
-static uint64_t prompt_uint(const cJSON *o, const char *key)
+uint64_t prompt_uint(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
@@ -232,7 +178,7 @@ static uint64_t prompt_uint(const cJSON *o, const char *key)
 
 /* The reply to request id, waited for up to ms (what else comes stays
  * queued), or NULL. */
-static cJSON *prompt_wait(struct prompt *p, uint64_t id, int ms)
+cJSON *prompt_wait(struct prompt *p, uint64_t id, int ms)
 {
 	uint64_t deadline = prompt_now_ms() + (uint64_t)ms;
 	for (;;) {
@@ -492,95 +438,6 @@ static void prompt_on_line(char *line)
 		prompt_edit(p);
 	else
 		prompt_submit(p);
-}
-
-/* Tab: the driver's completion of the word before the cursor, as far as all
- * its matches agree, and the list of them when that is no further. At the
- * start of a line, an indent. */
-static int prompt_tab(int count, int key)
-{
-	struct prompt *p = prompt_current;
-	(void)count;
-	(void)key;
-	const char *line = rl_line_buffer ? rl_line_buffer : "";
-	size_t point = rl_point > 0 ? (size_t)rl_point : 0, len = strlen(line);
-	if (point > len)
-		point = len;
-	bool lead = true;
-	for (size_t i = 0; i < point; i++)
-		if (line[i] != ' ' && line[i] != '\t')
-			lead = false;
-	if (lead) {
-		rl_insert_text("    ");
-		prompt_out("\r");
-		rl_forced_update_display();
-		return 0;
-	}
-	cJSON *o = prompt_request("complete");
-	cJSON_AddStringToObject(o, "code", line);
-	cJSON_AddNumberToObject(o, "cursor", (double)prompt_text_chars(line, point));
-	cJSON *reply = prompt_wait(p, prompt_send(p, o), PROMPT_ASK_MS);
-	const cJSON *matches = cJSON_GetObjectItemCaseSensitive(reply, "matches");
-	size_t start = prompt_text_bytes(line, len, prompt_uint(reply, "cursor_start"));
-	const char *v[PROMPT_LIST_MAX];
-	size_t n = 0;
-	const cJSON *m;
-	cJSON_ArrayForEach(m, matches) if (cJSON_IsString(m) && n < PROMPT_LIST_MAX) v[n++] =
-		m->valuestring;
-	size_t typed = start <= point ? point - start : 0;
-	size_t common = prompt_text_common(v, n);
-	if (n && common > typed && strncmp(v[0], line + start, typed) == 0) {
-		char *more = strndup(v[0] + typed, common - typed);
-		if (more)
-			rl_insert_text(more);
-		free(more);
-		prompt_out("\r");
-		rl_forced_update_display();
-	} else if (n > 1) {
-		int rows = 0, cols = 80;
-		rl_get_screen_size(&rows, &cols);
-		size_t width = 0;
-		for (size_t i = 0; i < n; i++)
-			if (strlen(v[i]) > width)
-				width = strlen(v[i]);
-		width += 2;
-		size_t per = cols > 0 && (size_t)cols > width ? (size_t)cols / width : 1;
-		prompt_out("\n");
-		for (size_t i = 0; i < n; i++) {
-			char cell[1100];
-			snprintf(cell, sizeof(cell), "%-*s", (int)width, v[i]);
-			cli_render_text(&p->r, 1, cell, strlen(cell));
-			if ((i + 1) % per == 0 || i + 1 == n)
-				prompt_out("\n");
-		}
-		cli_render_text_end(&p->r, 1);
-		rl_forced_update_display();
-	} else {
-		rl_ding();
-	}
-	cJSON_Delete(reply);
-	return 0;
-}
-
-/* ^D: leaves on an empty line, else deletes the character under the cursor
- * (ours, not libedit's end of file, which takes the terminal's eof character
- * as libedit last saw it in cooked mode, and the prompt runs code in a mode
- * of its own). Ctrl-\ when the terminal gives it as a key: leaves. */
-static int prompt_eof(int count, int key)
-{
-	struct prompt *p = prompt_current;
-	(void)count;
-	if (key == 4 && rl_end > 0) {
-		if (rl_point < rl_end) {
-			rl_delete_text(rl_point, rl_point + 1);
-			prompt_out("\r");
-			rl_forced_update_display();
-		}
-		return 0;
-	}
-	prompt_out("\n");
-	p->state = P_LEAVE; /* (the loop ends; the handler goes then) */
-	return 0;
 }
 
 /* ---- a script on standard input ---- */
@@ -884,50 +741,6 @@ static void prompt_signal(struct prompt *p, int sig)
 }
 
 /* ---- the loop ---- */
-
-int prompt_history_path(char *out, size_t len)
-{
-	const char *state = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	char dir[4096];
-	if (state && state[0] == '/')
-		snprintf(dir, sizeof(dir), "%s/ptybox", state);
-	else if (home && home[0])
-		snprintf(dir, sizeof(dir), "%s/.local/state/ptybox", home);
-	else
-		return -ENOENT;
-	/* Each folder on the way, as mkdir -p would. */
-	for (char *s = dir + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	int n = snprintf(out, len, "%s/history", dir);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static void prompt_history_load(const char *path)
-{
-	stifle_history(PROMPT_HISTORY_MAX);
-	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	close(fd);
-	read_history(path);
-}
-
-static void prompt_history_save(const char *path)
-{
-	mode_t old = umask(077); /* (write_history may make the file anew) */
-	if (write_history(path) == 0)
-		history_truncate_file(path, PROMPT_HISTORY_MAX);
-	umask(old);
-}
 
 int prompt_run(const struct prompt_config *cfg)
 {
