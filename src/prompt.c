@@ -192,7 +192,9 @@ cJSON *prompt_wait(struct prompt *p, uint64_t id, int ms)
 			}
 		}
 		uint64_t now = prompt_now_ms();
-		if (!id || p->eof || now >= deadline)
+		/* (past PROMPT_QUEUE_MAX lines of others' output, the answer is
+		 * given up on: it would come after them) */
+		if (!id || p->eof || now >= deadline || p->qn >= PROMPT_QUEUE_MAX)
 			return NULL;
 		struct pollfd fd = {.fd = p->cfg->rfd, .events = POLLIN};
 		if (poll(&fd, 1, (int)(deadline - now)) > 0)

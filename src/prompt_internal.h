@@ -21,8 +21,10 @@
 /* The longest line the server sends (a result: some 4x the session's max
  * output). */
 #define PROMPT_MAX_LINE ((size_t)1 << 32)
-/* How long the prompt waits for is_complete or complete. */
-#define PROMPT_ASK_MS 6000
+/* How long the prompt waits for is_complete or complete, and how many lines
+ * of the server it keeps for later meanwhile. */
+#define PROMPT_ASK_MS	 6000
+#define PROMPT_QUEUE_MAX 65536
 /* Lines kept in the history file. */
 #define PROMPT_HISTORY_MAX 1000
 /* A start slower than this shows the spinner; it turns this often. */
