@@ -722,6 +722,11 @@ static void prompt_signal(struct prompt *p, int sig)
 		prompt_out("\n");
 		prompt_block_clear(p);
 		prompt_edit(p);
+	} else if (sig == SIGINT && p->state == P_STARTING) {
+		/* (a start that takes too long: ^C leaves, as Ctrl-D would) */
+		prompt_spin_stop(p);
+		p->state = P_LEAVE;
+		p->status = 130;
 	} else if (sig == SIGINT && !p->tty) {
 		p->script_stop = true;
 		p->state = P_LEAVE;
