@@ -175,6 +175,17 @@ def _fit_error(error, limit):
             "value": _cap_text(error.get("value", ""), limit), "traceback": lines}
 
 
+def _exit_status(code):
+    """The status python3 exits with for SystemExit(code): None is 0, an int
+    its low byte (one past a C long is -1: 255, as CPython makes it), anything
+    else 1 (its text goes to stderr)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xff if -(1 << 63) <= code < 1 << 63 else 255
+    return 1
+
+
 def _strip_driver_frames(exc):
     """exc's traceback without the frames of the driver (its SIGINT handler)."""
     kept, tb = [], exc.__traceback__
@@ -254,6 +265,7 @@ class Channel:
         self.wake_r, self.wake_w = _private(r), _private(w)
 
         def watchdog():
+            _WATCHDOG[0] = _get_ident()
             _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
             poll = select.poll()
             poll.register(self.req, 0)      # (POLLHUP and POLLNVAL come anyway)
@@ -494,6 +506,8 @@ class _FdSink(io.RawIOBase):
 
 
 _LAST = [None]                    # the fd that our streams wrote to last
+_TTY = [False]                    # fds 1 and 2 are a terminal of ours (--tty)
+_WATCHDOG = [None]                # the thread ident of Channel.watch's watchdog
 _BEFORE_WRITE = {}                # fd -> what to flush before our stream writes to it
 
 
@@ -569,6 +583,8 @@ class _OutStream(io.TextIOWrapper):
 def _writer(stream, driver, name):
     """The write() method of an _OutStream, as a closure."""
     main, buf = driver.main_ident, stream._ptybox_buf
+    other = "stderr" if name == "stdout" else "stdout"
+    streams = driver.streams
 
     def write(s):
         if driver.running is None or _get_ident() != main:
@@ -584,6 +600,9 @@ def _writer(stream, driver, name):
             s = str(s)
         if buf.closed:
             raise ValueError("I/O operation on closed file.")
+        o = streams.get(other)               # what the other stream holds is older:
+        if o is not None and o._ptybox_buf.dirty:   # out first, or a flush of the two
+            driver._flush_held(other)        # (the watchdog's) could put it after
         buf.chunks.append(s)
         buf.size += len(s)
         if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s) \
@@ -886,9 +905,19 @@ class Kernel:
         return done
 
     def _flush_held(self, name):
-        """Before our other stream writes: this one's buffered text first (not
-        if another thread is at it, which cannot wait for us: no deadlock)."""
-        self._flush_quietly(self.streams.get(name))
+        """Before our other stream writes: this one's buffered text first.  If
+        another thread is at it (the watchdog's idle flush, say), its write
+        goes first: waited for, up to SETTLE_WAIT (two threads that wait for
+        each other's stream give up then: no deadlock)."""
+        s = self.streams.get(name)
+        if _get_ident() != _WATCHDOG[0]:     # (which never waits: its flush is the
+            try:                             # older text, the one to go first)
+                lock = s._ptybox_buf.lock
+                if lock.acquire(True, SETTLE_WAIT / 1e9):
+                    lock.release()
+            except BaseException:            # (none, or taken apart by user code)
+                pass
+        self._flush_quietly(s)
 
     def _flush_all(self):
         for s in tuple(self.streams.values()):
@@ -1136,6 +1165,8 @@ class Kernel:
             self.display_cut = True          # the running snippet's result says truncated
         if where is _PIPE:
             _settle(None)                    # the relay has read the text before it
+            if _TTY[0]:
+                self._tty_sync()
         if _get_ident() != self.main_ident or not self.armed:
             self.chan.write(line + b"\n")
             _LAST[0] = self.chan.msg
@@ -1149,6 +1180,19 @@ class Kernel:
         if self.sigint_deferred:
             self.sigint_deferred = False
             raise KeyboardInterrupt
+
+    def _tty_sync(self):
+        """On a terminal, FIONREAD (_settle) cannot tell whether the relay read
+        our text: ask it (T), and wait (up to SETTLE_WAIT) for the byte it
+        types on our terminal once it has read everything before."""
+        try:
+            while select.select([1], [], [], 0)[0] and os.read(1, 256):
+                pass                         # (an old answer, too late then)
+            self.chan.write(b"T\n")
+            if select.select([1], [], [], SETTLE_WAIT / 1e9)[0]:
+                os.read(1, 256)
+        except (OSError, ValueError):
+            pass
 
     def _mime(self, obj, limit):
         """obj's MIME bundle, as IPython's display formatter makes it: repr()
@@ -1287,7 +1331,7 @@ class Kernel:
     def _exit_forked_child(self, exc):
         code = 0
         if isinstance(exc, SystemExit):
-            code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+            code = _exit_status(exc.code)    # (os._exit takes no int past a C int)
         elif exc is not None:
             import traceback
             traceback.print_exception(type(exc), exc, exc.__traceback__)
@@ -1420,9 +1464,9 @@ class Kernel:
                  "traceback": [_cap_text(line, self.max_output) for line in lines]}
         if self.exec_main and isinstance(exc, SystemExit):
             code = exc.code                  # python3 FILE's exit status for it
-            if isinstance(code, int):        # (True: "1")
-                error["value"] = str(int(code))
-            error["exit"] = int(code) & 0xff if isinstance(code, int) else 1
+            if isinstance(code, int):        # (True: "1"; past 4300 digits str() raises)
+                error["value"] = str(int(code)) if -(1 << 63) <= code < 1 << 63 else "-1"
+            error["exit"] = _exit_status(code)
         return error
 
     def execute(self, sid, code, max_output):
@@ -1944,6 +1988,7 @@ def standby():
     kernel.warm()
 
     def start(req, msg, out, err):
+        _TTY[0] = os.isatty(out)             # (--tty: a terminal of its own)
         chan.attach(req, msg)
         kernel.attach(out, err)
         chan.watch(kernel.flush_idle)

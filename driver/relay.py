@@ -36,6 +36,8 @@ Kernel protocol (relay -> kernel, on the request pipe):
 Kernel -> relay (message pipe), one line each:
     H<pid> <python version>                 the kernel is up
     R<seq>                                  result: ok, no value
+    T                                       (--tty) read my terminal, then type a
+                                            byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
     {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
@@ -544,6 +546,7 @@ class Relay:
         self.tty_spare = None                # ... and the stderr pipe's writer, unused
         self.retty_due = False               # the tty request came before the hello
         self.quiet_hello = False             # the hello of a kernel the tty request made
+        self.tty_synced = False              # a T answered in this read of messages
 
     # -- the terminal
     def write(self, *parts):
@@ -631,12 +634,15 @@ class Relay:
         """--tty: a terminal of the kernel's own (master, slave), never ours:
         the kernel gets the slave as fds 1 and 2 (not as its controlling
         terminal: /dev/tty still cannot be opened), we read the master as a
-        capture pipe.  Output as written (no CR added), no echo."""
+        capture pipe.  Output as written (no CR added), no echo; reads end at once."""
         master, slave = os.openpty()
         try:
             attrs = termios.tcgetattr(slave)
             attrs[1] &= ~termios.OPOST
             attrs[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+            # A read of it (no one writes to the master) ends at once with
+            # nothing, as a read of the terminal must: never a hang.
+            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 0, 0
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
         except termios.error:
             pass
@@ -717,6 +723,8 @@ class Relay:
         """The kernel is gone: what it wrote is sent, the snippet it ran ends
         with a died frame (the client tells its result), a fresh one starts."""
         self.drain()
+        if self.tty_master is not None:
+            self.drain_tty()                 # (what it wrote last is not there yet)
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None
@@ -920,10 +928,18 @@ class Relay:
 
     def resize(self, cols, rows):
         """The client's terminal size: the kernel's COLUMNS and LINES, set
-        before its next snippet (the X line carries it)."""
+        before its next snippet (the X line carries it); with a tty, its
+        terminal's size at once, and a SIGWINCH."""
         self.size = b"%dx%d" % (cols, rows)
         self.size_sent = False
         self.size_tty()
+        if self.tty_master is not None and self.kernel and self.kernel_up:
+            # The kernel's terminal is not its controlling one, so the
+            # kernel gets no SIGWINCH from it: sent as a terminal would.
+            try:
+                os.killpg(self.kernel, _signal.SIGWINCH)
+            except OSError:
+                pass
 
     def reject(self, rid, message, broken=False):
         frame = {"type": "error", "id": rid, "message": message}
@@ -1168,6 +1184,7 @@ class Relay:
         self.msg_lines.cap = _frame_cap(self.max_output)
         lines, cut = self.msg_lines.feed(data)
         self.cut = self.cut or cut           # (an oversize message: dropped)
+        self.tty_synced = False
         for line in lines:
             self.message(line)
 
@@ -1177,6 +1194,19 @@ class Relay:
         if kind == b"R":
             if running is not None and line == b"R%d" % running[0] and not self.query:
                 self.result(b'"status":"ok"', None)
+            return
+        if kind == b"T":                     # (--tty: before a display) "have you read
+            # my terminal?": yes, once it is quiet.  One a read of messages (ours
+            # waits for the answer before the next): a flood of them would keep
+            # us here, deaf to the client, 2 ms each.
+            if self.tty_master is not None and not self.tty_synced:
+                self.tty_synced = True
+                self.drain()
+                self.drain_tty()
+                try:
+                    os.write(self.tty_master, b"\0")
+                except OSError:
+                    pass
             return
         if kind == b"H":
             if self.kernel_up:

@@ -57,6 +57,8 @@ struct client {
  * that accepted and then hangs must not hang its clients (ssh also logs in). */
 #define CLIENT_REPLY_MS	    5000
 #define CLIENT_SSH_HELLO_MS 60000
+/* How long kill-server waits for the server to be gone (it has said yes). */
+#define CLIENT_STOP_MS 30000
 
 static int64_t client_now_ms(void)
 {
@@ -644,6 +646,15 @@ static int verb_simple(struct client *cl, const char *op, const char *name, cons
 		rc = CLI_EXIT_FAILED;
 	}
 	cJSON_Delete(reply);
+	if (rc == 0 && strcmp(op, "kill-server") == 0) {
+		/* The server closes its connections once its sessions are gone and
+		 * its socket removed: kill-server returns then, so that the next
+		 * command finds no server (or starts a fresh one). */
+		cl->deadline_ms = client_now_ms() + CLIENT_STOP_MS;
+		while ((reply = client_next(cl, false, NULL)))
+			cJSON_Delete(reply);
+		cl->deadline_ms = 0;
+	}
 	return rc;
 }
 

@@ -486,6 +486,9 @@ static void srv_on_closed(ptybox_session *ps, void *data)
 {
 	struct srv_session *ss = data;
 	struct server *sv = ss->server;
+	/* (all in the file before kill answers: its client may read it at once) */
+	record_close(ss->rec);
+	ss->rec = NULL;
 	for (struct srv_waiter *w = ss->kill_waiters; w; w = w->next)
 		srv_reply_ok(w->client, w->id, NULL);
 	for (struct srv_session **p = &sv->closing; *p; p = &(*p)->next)
