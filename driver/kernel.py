@@ -53,6 +53,10 @@ SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
 SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
+QUERY_CODE = 1 << 20              # is_complete, complete: longer code is not parsed ("unknown")
+QUERY_MATCHES = 200               # complete: matches sent, at most
+QUERY_NAMES = 100000              # ... and names looked at (a dir() of millions stops there)
+QUERY_BUDGET = 500 * 10 ** 6      # ns a completion spends at most (the relay interrupts at 1 s)
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
@@ -672,6 +676,7 @@ class Kernel:
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
+        self.codeop = self.warnings = None  # imported for the first is_complete
         self.late_lock = _RLock()   # (its owner is known: _late_write)
         self.sources, self.source_bytes = deque(), 0
         self.unregistered = {}               # linecache entries, once it is imported
@@ -1618,6 +1623,130 @@ class Kernel:
             self._flush_user_stdio()
         return status, result, error
 
+    # -- queries: is_complete and complete (ptybox-protocol(7))
+    def query(self, seq, req):
+        """A reply for query seq, whatever happens: one that fails (user code
+        raising or interrupted in __getattr__ or __dir__) is an empty one."""
+        op = req.get("op")
+        code = req.get("code")
+        reply = ({"status": "unknown", "indent": ""} if op == "is_complete"
+                 else {"matches": [], "cursor_start": 0, "cursor_end": 0})
+        try:
+            if type(code) is str and len(code) <= QUERY_CODE:
+                if op == "is_complete":
+                    reply = self._is_complete(code)
+                else:
+                    cursor = req.get("cursor")
+                    if type(cursor) is not int or not 0 <= cursor <= len(code):
+                        cursor = len(code)
+                    reply["cursor_start"] = reply["cursor_end"] = cursor
+                    self.running = seq       # (a ^C now raises, in user code only)
+                    try:
+                        reply = self._complete(code, cursor)
+                    finally:
+                        self.running = None
+        except BaseException:
+            pass
+        reply["t"], reply["seq"] = "reply", seq
+        try:
+            self.chan.send(reply)
+        except BaseException:
+            pass
+
+    def _is_complete(self, code):
+        """As codeop sees it (Jupyter's is_complete_reply): a block that goes on
+        (def f():, an open bracket, a backslash) is incomplete until a blank
+        line ends it; several statements pasted at once are one input."""
+        codeop = self.codeop
+        if codeop is None:
+            import codeop, warnings
+            self.codeop = codeop
+            self.warnings = warnings
+        lines = code.split("\n")
+        last = lines[-1] if lines[-1].strip() or len(lines) < 2 else lines[-2]
+        indent = last[:len(last) - len(last.lstrip())]
+        if last.rstrip().endswith(":"):
+            indent += "    "
+        status = "complete"
+        with self.warnings.catch_warnings():
+            self.warnings.simplefilter("ignore")
+            try:
+                if codeop.compile_command(code, "<input>", "single") is None:
+                    status = "incomplete"
+            except (SyntaxError, OverflowError, ValueError, MemoryError, RecursionError) as e:
+                status = "invalid"
+                if "multiple statements" in str(e):
+                    try:
+                        if codeop.compile_command(code, "<input>", "exec") is None:
+                            status = "incomplete"
+                        elif lines[-1][:1] in (" ", "\t"):
+                            status = "incomplete"    # (in a block: a blank line ends it)
+                        else:
+                            status = "complete"
+                    except (SyntaxError, OverflowError, ValueError, MemoryError,
+                            RecursionError):
+                        pass
+        return {"status": status, "indent": indent if status == "incomplete" else ""}
+
+    def _complete(self, code, cursor):
+        """Names of the live namespace, builtins and keywords, or attributes
+        of a dotted name (obj.att), as rlcompleter finds them, but without
+        evaluating anything but the attribute lookups of that name."""
+        t0 = _perf_ns()
+        text = code[:cursor]
+        start = cursor
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
+            start -= 1
+        word = text[start:]
+        if not word or word[0].isdigit():
+            return {"matches": [], "cursor_start": cursor, "cursor_end": cursor}
+        names = set()
+        if "." in word:
+            path, prefix = word.rsplit(".", 1)
+            start = cursor - len(prefix)
+            parts = path.split(".")
+            if not all(p.isidentifier() for p in parts):
+                return {"matches": [], "cursor_start": cursor, "cursor_end": cursor}
+            value, exc = self._call_user(self._lookup, parts)
+            if exc is None:
+                found, exc = self._call_user(self._attributes, value, prefix, t0)
+                if exc is None:
+                    names = found
+        else:
+            prefix = word
+            import keyword
+            for source in (keyword.kwlist, self.ns, _BUILTINS):
+                for n in source:
+                    if type(n) is str and n.startswith(prefix):
+                        names.add(n)
+                        if len(names) >= QUERY_NAMES:
+                            break
+        matches = sorted(n for n in names if not (n.startswith("__") and not prefix.startswith("_")))
+        return {"matches": matches[:QUERY_MATCHES], "cursor_start": start, "cursor_end": cursor}
+
+    def _lookup(self, parts):
+        """The value a dotted name names: user code (properties, __getattr__)."""
+        ns = self.ns
+        if parts[0] in ns:
+            value = ns[parts[0]]
+        else:
+            value = _BUILTINS[parts[0]]
+        for p in parts[1:]:
+            value = getattr(value, p)
+        return value
+
+    def _attributes(self, value, prefix, t0):
+        names = set()
+        found = dir(value)
+        if type(found) is not list:
+            found = list(found)[:QUERY_NAMES]
+        for i, n in enumerate(found[:QUERY_NAMES]):
+            if type(n) is str and n.startswith(prefix):
+                names.add(n)
+            if i % 1024 == 0 and _perf_ns() - t0 > QUERY_BUDGET:
+                break
+        return names
+
     # -- requests
     def serve(self):
         """Main loop: read requests and run them in order, whatever user code does.
@@ -1663,6 +1792,10 @@ class Kernel:
                     chan.parts = rest        # an interrupt line for a snippet that is over
                     continue
                 req = _loads(body.decode("utf-8"))
+                if req.get("op") in ("complete", "is_complete"):
+                    chan.parts = rest        # (a query owes a reply, not a result)
+                    self.query(seq, req)
+                    continue
                 # Taken, and from here on an exception (a user's signal
                 # handler) ends in a result: _stray sends it.  Until here one
                 # makes the request read again.

@@ -74,6 +74,9 @@ DEAD_STARTS = 3                   # kernels in a row that die before hello: give
 TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
 ARGV_CAP = 4096                   # strings in an exec request's argv
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
+QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
+QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
+QUERY_MATCH_LEN = 1024            # ... this many characters
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
 END = b":ptybox>>>"
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -533,6 +536,9 @@ class Relay:
         self.hold_until = 0                  # _perf_ns(): the capture pipes wait until then
         self.dumpable = True
         self.poller = None
+        self.query = None                    # the running request is this query op ...
+        self.query_by = None                 # ... whose ^C (then our own reply) is due then
+        self.query_told = False              # ... and whether we replied for it already
         self.size = None                     # b"COLSxROWS": the client's terminal, if it has one
         self.size_sent = False               # ... told to this kernel
         self.tty_mode = False                # the tty request: kernels get a terminal
@@ -722,7 +728,9 @@ class Relay:
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None
-        self.running = None
+        if self.query and not self.query_told:
+            self.query_told = True           # (the client's session answers it: died)
+        self.running, self.query, self.query_by = None, None, None
         if self.start is not None:
             self.send({"type": "died", "status": status})
         self.dead_starts = 0 if was_up else self.dead_starts + 1
@@ -821,6 +829,14 @@ class Relay:
             if type(req.get("main", False)) is not bool:
                 return self.reject(rid, "main must be true or false", True)
             self.queue.append((op, rid, text, limit, poll))
+        elif op in ("complete", "is_complete"):
+            if type(req.get("code")) is not str:
+                return self.reject(rid, "%s needs a string 'code'" % op, True)
+            # Never behind a snippet: the prompt asking must not wait for it.
+            if (self.running is not None or not self.kernel_up or self.killing is not None
+                    or any(q[0] == "exec" for q in self.queue)):
+                return self.send(self.busy_reply(op, rid, req))
+            self.queue.append((op, rid, text, 0, 0))
         elif op == "ping":
             self.queue.append((op, rid, None, 0, 0))
         elif op == "shutdown":
@@ -851,6 +867,64 @@ class Relay:
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
+
+    @staticmethod
+    def busy_reply(op, rid, req):
+        if op == "is_complete":
+            return {"type": "reply", "id": rid, "status": "unknown", "indent": "", "busy": True}
+        cursor = req.get("cursor")
+        if type(cursor) is not int or cursor < 0:
+            cursor = 0
+        return {"type": "reply", "id": rid, "matches": [], "cursor_start": cursor,
+                "cursor_end": cursor, "busy": True}
+
+    def reply(self, m):
+        """The running query's reply, from the kernel's message m (bounded and
+        checked here), or an empty one when m is None (it took too long)."""
+        seq, sid, req, t0, poll = self.running
+        op = req["op"]
+        frame = self.busy_reply(op, None, req)
+        del frame["busy"]
+        if m is None:
+            frame["timeout"] = True
+        elif op == "is_complete":
+            if m.get("status") in ("complete", "incomplete", "invalid", "unknown"):
+                frame["status"] = m["status"]
+            indent = m.get("indent")
+            if type(indent) is str and len(indent) <= 256 and not indent.strip(" \t"):
+                frame["indent"] = indent
+        else:
+            matches = m.get("matches")
+            if type(matches) is list:
+                frame["matches"] = [x[:QUERY_MATCH_LEN] for x in matches[:QUERY_MATCHES]
+                                    if type(x) is str]
+            for k in ("cursor_start", "cursor_end"):
+                if type(m.get(k)) is int and 0 <= m[k] <= 1 << 40:
+                    frame[k] = m[k]
+        if not self.query_told:
+            self.query_told = True
+            self.write(self.start, _payload(frame).replace(b'"id":null', b'"id":' + sid, 1),
+                       END)
+        if m is not None:                    # the kernel is free again
+            self.running, self.query, self.query_by = None, None, None
+            self.next()
+
+    def query_late(self):
+        """A query past its time: ^C (user code in __getattr__ may hang), then,
+        if even that does not end it, our own empty reply; the kernel stays
+        busy with it (what is queued waits, as behind a snippet)."""
+        if not self.sigint:
+            self.sigint = True
+            self.wbuf += b"I%d\n" % self.running[0]
+            self.flush_req()
+            try:
+                os.killpg(self.kernel, _signal.SIGINT)
+            except (OSError, TypeError):
+                pass
+            self.query_by = time.monotonic() + QUERY_WAIT
+        else:
+            self.query_by = None
+            self.reply(None)
 
     def resize(self, cols, rows):
         """The client's terminal size: the kernel's COLUMNS and LINES, set
@@ -896,6 +970,16 @@ class Relay:
                 continue
             if op == "shutdown":
                 self.exit(0)
+            if op != "exec":                 # a query: no output period of its own
+                self.seq += 1
+                sid = b"%d" % rid if type(rid) is int else _payload(rid)
+                self.running = (self.seq, sid, _loads(text.decode("utf-8")), _perf_ns(), 0)
+                self.sigint, self.query, self.query_told = False, op, False
+                self.query_by = time.monotonic() + QUERY_WAIT
+                self.wbuf += b"X%d %d\n" % (self.seq, len(text))
+                self.wbuf += text
+                self.flush_req()
+                continue
             if self.dumpable:                # before any user code runs
                 self.dumpable = not _no_dump()
             self.seq += 1
@@ -1108,7 +1192,7 @@ class Relay:
         kind = line[:1]
         running = self.running
         if kind == b"R":
-            if running is not None and line == b"R%d" % running[0]:
+            if running is not None and line == b"R%d" % running[0] and not self.query:
                 self.result(b'"status":"ok"', None)
             return
         if kind == b"T":                     # (--tty: before a display) "have you read
@@ -1143,7 +1227,9 @@ class Relay:
             return
         t, seq = m.get("t"), m.get("seq")
         limit = _frame_cap(self.max_output) // 2
-        if t == "result" and running is not None and seq == running[0]:
+        if t == "reply" and running is not None and seq == running[0] and self.query:
+            self.reply(m)
+        elif t == "result" and running is not None and seq == running[0] and not self.query:
             self.result(None, m)
         elif t == "display" and type(seq) is int:
             sid = self.ids.get(seq)
@@ -1283,7 +1369,7 @@ class Relay:
                     poller, timeout = self.poller_held, left / 1e6
                 else:
                     self.hold_until = 0
-            deadline = self.killing or self.hello_by
+            deadline = self.killing or self.hello_by or self.query_by
             if deadline is not None and timeout is None:
                 timeout = max(0, deadline - time.monotonic()) * 1000 + 1
             try:
@@ -1304,6 +1390,8 @@ class Relay:
                 if self.hello_by is not None and now >= self.hello_by:
                     self.hello_by = None
                     self.kill()
+                if self.query_by is not None and now >= self.query_by and self.query:
+                    self.query_late()
                 continue
             self.spin_until = 0
             handlers = self.handlers

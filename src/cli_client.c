@@ -498,6 +498,23 @@ static int client_simple_within(struct client *cl, const char *cmd, cJSON *req, 
 	return 0;
 }
 
+int cli_client_dial(const char *cmd, const char *label, const char *spath, const char *host,
+		    struct cli_client_link *out)
+{
+	struct client cl;
+	struct client_target t = {.label = label, .spath = spath, .host = host};
+	if (client_open(&cl, cmd, &t, false) < 0)
+		return CLI_EXIT_FAILED;
+	out->rfd = cl.rfd;
+	out->wfd = cl.wfd;
+	out->ssh = cl.ssh;
+	snprintf(out->where, sizeof(out->where), "%s", cl.where);
+	cl.rfd = cl.wfd = -1; /* (handed over: client_close lets go of the rest) */
+	cl.ssh = 0;
+	client_close(&cl);
+	return 0;
+}
+
 static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
 {
 	return client_simple_within(cl, cmd, req, out, 0);

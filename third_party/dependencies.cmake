@@ -5,6 +5,8 @@ pkg_check_modules(VTERM REQUIRED IMPORTED_TARGET vterm>=0.1)
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson>=1.7)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp>=2.5)
+# The prompt of repl and attach: line editing and history (readline callback interface).
+pkg_check_modules(EDIT REQUIRED IMPORTED_TARGET libedit>=3.1)
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka>=1.1)
 # Optional: sixel pictures in human modes (cli_sixel.c); without it, none.
 pkg_check_modules(SIXEL IMPORTED_TARGET libsixel>=1.8)
