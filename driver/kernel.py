@@ -53,6 +53,10 @@ SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
 SOURCE_COUNT = 1 << 14            # ... and snippets (a dict of them grows slow)
 MAX_FIGURES = 1000                # pyplot figures shown after a snippet, at most
+QUERY_CODE = 1 << 20              # is_complete, complete: longer code is not parsed ("unknown")
+QUERY_MATCHES = 200               # complete: matches sent, at most
+QUERY_NAMES = 100000              # ... and names looked at (a dir() of millions stops there)
+QUERY_BUDGET = 500 * 10 ** 6      # ns a completion spends at most (the relay interrupts at 1 s)
 CODE_CACHE = 256                  # compiled snippets kept, keyed by their source ...
 CODE_CACHE_SOURCE = 16 << 10      # ... if it is at most this long
 THOROUGH_EVERY = 10 ** 7          # ns: the thorough check at least this often (see _check)
@@ -171,6 +175,17 @@ def _fit_error(error, limit):
             "value": _cap_text(error.get("value", ""), limit), "traceback": lines}
 
 
+def _exit_status(code):
+    """The status python3 exits with for SystemExit(code): None is 0, an int
+    its low byte (one past a C long is -1: 255, as CPython makes it), anything
+    else 1 (its text goes to stderr)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xff if -(1 << 63) <= code < 1 << 63 else 255
+    return 1
+
+
 def _strip_driver_frames(exc):
     """exc's traceback without the frames of the driver (its SIGINT handler)."""
     kept, tb = [], exc.__traceback__
@@ -250,6 +265,7 @@ class Channel:
         self.wake_r, self.wake_w = _private(r), _private(w)
 
         def watchdog():
+            _WATCHDOG[0] = _get_ident()
             _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
             poll = select.poll()
             poll.register(self.req, 0)      # (POLLHUP and POLLNVAL come anyway)
@@ -490,6 +506,8 @@ class _FdSink(io.RawIOBase):
 
 
 _LAST = [None]                    # the fd that our streams wrote to last
+_TTY = [False]                    # fds 1 and 2 are a terminal of ours (--tty)
+_WATCHDOG = [None]                # the thread ident of Channel.watch's watchdog
 _BEFORE_WRITE = {}                # fd -> what to flush before our stream writes to it
 
 
@@ -565,6 +583,8 @@ class _OutStream(io.TextIOWrapper):
 def _writer(stream, driver, name):
     """The write() method of an _OutStream, as a closure."""
     main, buf = driver.main_ident, stream._ptybox_buf
+    other = "stderr" if name == "stdout" else "stdout"
+    streams = driver.streams
 
     def write(s):
         if driver.running is None or _get_ident() != main:
@@ -580,6 +600,9 @@ def _writer(stream, driver, name):
             s = str(s)
         if buf.closed:
             raise ValueError("I/O operation on closed file.")
+        o = streams.get(other)               # what the other stream holds is older:
+        if o is not None and o._ptybox_buf.dirty:   # out first, or a flush of the two
+            driver._flush_held(other)        # (the watchdog's) could put it after
         buf.chunks.append(s)
         buf.size += len(s)
         if buf.size >= TEXT_BUFFER or buf.eager and (buf.eager == 2 or "\n" in s or "\r" in s) \
@@ -653,6 +676,7 @@ class Kernel:
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
+        self.codeop = self.warnings = None  # imported for the first is_complete
         self.late_lock = _RLock()   # (its owner is known: _late_write)
         self.sources, self.source_bytes = deque(), 0
         self.unregistered = {}               # linecache entries, once it is imported
@@ -881,9 +905,19 @@ class Kernel:
         return done
 
     def _flush_held(self, name):
-        """Before our other stream writes: this one's buffered text first (not
-        if another thread is at it, which cannot wait for us: no deadlock)."""
-        self._flush_quietly(self.streams.get(name))
+        """Before our other stream writes: this one's buffered text first.  If
+        another thread is at it (the watchdog's idle flush, say), its write
+        goes first: waited for, up to SETTLE_WAIT (two threads that wait for
+        each other's stream give up then: no deadlock)."""
+        s = self.streams.get(name)
+        if _get_ident() != _WATCHDOG[0]:     # (which never waits: its flush is the
+            try:                             # older text, the one to go first)
+                lock = s._ptybox_buf.lock
+                if lock.acquire(True, SETTLE_WAIT / 1e9):
+                    lock.release()
+            except BaseException:            # (none, or taken apart by user code)
+                pass
+        self._flush_quietly(s)
 
     def _flush_all(self):
         for s in tuple(self.streams.values()):
@@ -1131,6 +1165,8 @@ class Kernel:
             self.display_cut = True          # the running snippet's result says truncated
         if where is _PIPE:
             _settle(None)                    # the relay has read the text before it
+            if _TTY[0]:
+                self._tty_sync()
         if _get_ident() != self.main_ident or not self.armed:
             self.chan.write(line + b"\n")
             _LAST[0] = self.chan.msg
@@ -1144,6 +1180,19 @@ class Kernel:
         if self.sigint_deferred:
             self.sigint_deferred = False
             raise KeyboardInterrupt
+
+    def _tty_sync(self):
+        """On a terminal, FIONREAD (_settle) cannot tell whether the relay read
+        our text: ask it (T), and wait (up to SETTLE_WAIT) for the byte it
+        types on our terminal once it has read everything before."""
+        try:
+            while select.select([1], [], [], 0)[0] and os.read(1, 256):
+                pass                         # (an old answer, too late then)
+            self.chan.write(b"T\n")
+            if select.select([1], [], [], SETTLE_WAIT / 1e9)[0]:
+                os.read(1, 256)
+        except (OSError, ValueError):
+            pass
 
     def _mime(self, obj, limit):
         """obj's MIME bundle, as IPython's display formatter makes it: repr()
@@ -1282,7 +1331,7 @@ class Kernel:
     def _exit_forked_child(self, exc):
         code = 0
         if isinstance(exc, SystemExit):
-            code = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+            code = _exit_status(exc.code)    # (os._exit takes no int past a C int)
         elif exc is not None:
             import traceback
             traceback.print_exception(type(exc), exc, exc.__traceback__)
@@ -1415,9 +1464,9 @@ class Kernel:
                  "traceback": [_cap_text(line, self.max_output) for line in lines]}
         if self.exec_main and isinstance(exc, SystemExit):
             code = exc.code                  # python3 FILE's exit status for it
-            if isinstance(code, int):        # (True: "1")
-                error["value"] = str(int(code))
-            error["exit"] = int(code) & 0xff if isinstance(code, int) else 1
+            if isinstance(code, int):        # (True: "1"; past 4300 digits str() raises)
+                error["value"] = str(int(code)) if -(1 << 63) <= code < 1 << 63 else "-1"
+            error["exit"] = _exit_status(code)
         return error
 
     def execute(self, sid, code, max_output):
@@ -1574,6 +1623,130 @@ class Kernel:
             self._flush_user_stdio()
         return status, result, error
 
+    # -- queries: is_complete and complete (ptybox-protocol(7))
+    def query(self, seq, req):
+        """A reply for query seq, whatever happens: one that fails (user code
+        raising or interrupted in __getattr__ or __dir__) is an empty one."""
+        op = req.get("op")
+        code = req.get("code")
+        reply = ({"status": "unknown", "indent": ""} if op == "is_complete"
+                 else {"matches": [], "cursor_start": 0, "cursor_end": 0})
+        try:
+            if type(code) is str and len(code) <= QUERY_CODE:
+                if op == "is_complete":
+                    reply = self._is_complete(code)
+                else:
+                    cursor = req.get("cursor")
+                    if type(cursor) is not int or not 0 <= cursor <= len(code):
+                        cursor = len(code)
+                    reply["cursor_start"] = reply["cursor_end"] = cursor
+                    self.running = seq       # (a ^C now raises, in user code only)
+                    try:
+                        reply = self._complete(code, cursor)
+                    finally:
+                        self.running = None
+        except BaseException:
+            pass
+        reply["t"], reply["seq"] = "reply", seq
+        try:
+            self.chan.send(reply)
+        except BaseException:
+            pass
+
+    def _is_complete(self, code):
+        """As codeop sees it (Jupyter's is_complete_reply): a block that goes on
+        (def f():, an open bracket, a backslash) is incomplete until a blank
+        line ends it; several statements pasted at once are one input."""
+        codeop = self.codeop
+        if codeop is None:
+            import codeop, warnings
+            self.codeop = codeop
+            self.warnings = warnings
+        lines = code.split("\n")
+        last = lines[-1] if lines[-1].strip() or len(lines) < 2 else lines[-2]
+        indent = last[:len(last) - len(last.lstrip())]
+        if last.rstrip().endswith(":"):
+            indent += "    "
+        status = "complete"
+        with self.warnings.catch_warnings():
+            self.warnings.simplefilter("ignore")
+            try:
+                if codeop.compile_command(code, "<input>", "single") is None:
+                    status = "incomplete"
+            except (SyntaxError, OverflowError, ValueError, MemoryError, RecursionError) as e:
+                status = "invalid"
+                if "multiple statements" in str(e):
+                    try:
+                        if codeop.compile_command(code, "<input>", "exec") is None:
+                            status = "incomplete"
+                        elif lines[-1][:1] in (" ", "\t"):
+                            status = "incomplete"    # (in a block: a blank line ends it)
+                        else:
+                            status = "complete"
+                    except (SyntaxError, OverflowError, ValueError, MemoryError,
+                            RecursionError):
+                        pass
+        return {"status": status, "indent": indent if status == "incomplete" else ""}
+
+    def _complete(self, code, cursor):
+        """Names of the live namespace, builtins and keywords, or attributes
+        of a dotted name (obj.att), as rlcompleter finds them, but without
+        evaluating anything but the attribute lookups of that name."""
+        t0 = _perf_ns()
+        text = code[:cursor]
+        start = cursor
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
+            start -= 1
+        word = text[start:]
+        if not word or word[0].isdigit():
+            return {"matches": [], "cursor_start": cursor, "cursor_end": cursor}
+        names = set()
+        if "." in word:
+            path, prefix = word.rsplit(".", 1)
+            start = cursor - len(prefix)
+            parts = path.split(".")
+            if not all(p.isidentifier() for p in parts):
+                return {"matches": [], "cursor_start": cursor, "cursor_end": cursor}
+            value, exc = self._call_user(self._lookup, parts)
+            if exc is None:
+                found, exc = self._call_user(self._attributes, value, prefix, t0)
+                if exc is None:
+                    names = found
+        else:
+            prefix = word
+            import keyword
+            for source in (keyword.kwlist, self.ns, _BUILTINS):
+                for n in source:
+                    if type(n) is str and n.startswith(prefix):
+                        names.add(n)
+                        if len(names) >= QUERY_NAMES:
+                            break
+        matches = sorted(n for n in names if not (n.startswith("__") and not prefix.startswith("_")))
+        return {"matches": matches[:QUERY_MATCHES], "cursor_start": start, "cursor_end": cursor}
+
+    def _lookup(self, parts):
+        """The value a dotted name names: user code (properties, __getattr__)."""
+        ns = self.ns
+        if parts[0] in ns:
+            value = ns[parts[0]]
+        else:
+            value = _BUILTINS[parts[0]]
+        for p in parts[1:]:
+            value = getattr(value, p)
+        return value
+
+    def _attributes(self, value, prefix, t0):
+        names = set()
+        found = dir(value)
+        if type(found) is not list:
+            found = list(found)[:QUERY_NAMES]
+        for i, n in enumerate(found[:QUERY_NAMES]):
+            if type(n) is str and n.startswith(prefix):
+                names.add(n)
+            if i % 1024 == 0 and _perf_ns() - t0 > QUERY_BUDGET:
+                break
+        return names
+
     # -- requests
     def serve(self):
         """Main loop: read requests and run them in order, whatever user code does.
@@ -1619,6 +1792,10 @@ class Kernel:
                     chan.parts = rest        # an interrupt line for a snippet that is over
                     continue
                 req = _loads(body.decode("utf-8"))
+                if req.get("op") in ("complete", "is_complete"):
+                    chan.parts = rest        # (a query owes a reply, not a result)
+                    self.query(seq, req)
+                    continue
                 # Taken, and from here on an exception (a user's signal
                 # handler) ends in a result: _stray sends it.  Until here one
                 # makes the request read again.
@@ -1811,6 +1988,7 @@ def standby():
     kernel.warm()
 
     def start(req, msg, out, err):
+        _TTY[0] = os.isatty(out)             # (--tty: a terminal of its own)
         chan.attach(req, msg)
         kernel.attach(out, err)
         chan.watch(kernel.flush_idle)

@@ -36,6 +36,8 @@ Kernel protocol (relay -> kernel, on the request pipe):
 Kernel -> relay (message pipe), one line each:
     H<pid> <python version>                 the kernel is up
     R<seq>                                  result: ok, no value
+    T                                       (--tty) read my terminal, then type a
+                                            byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
     {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
@@ -76,6 +78,9 @@ DEAD_STARTS = 3                   # kernels in a row that die before hello: give
 TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
 ARGV_CAP = 4096                   # strings in an exec request's argv
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
+QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
+QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
+QUERY_MATCH_LEN = 1024            # ... this many characters
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
 Z_MIN = 64 << 10                  # bytes of stream text from which a frame may be deflated ...
 Z_MAX = 1 << 20                   # ... and up to which (PROTOCOL_STREAM_Z_MAX on the client)
@@ -561,6 +566,9 @@ class Relay:
         self.hold_until = 0                  # _perf_ns(): the capture pipes wait until then
         self.dumpable = True
         self.poller = None
+        self.query = None                    # the running request is this query op ...
+        self.query_by = None                 # ... whose ^C (then our own reply) is due then
+        self.query_told = False              # ... and whether we replied for it already
         self.size = None                     # b"COLSxROWS": the client's terminal, if it has one
         self.size_sent = False               # ... told to this kernel
         self.tty_mode = False                # the tty request: kernels get a terminal
@@ -568,6 +576,7 @@ class Relay:
         self.tty_spare = None                # ... and the stderr pipe's writer, unused
         self.retty_due = False               # the tty request came before the hello
         self.quiet_hello = False             # the hello of a kernel the tty request made
+        self.tty_synced = False              # a T answered in this read of messages
 
     # -- the terminal
     def write(self, *parts):
@@ -655,12 +664,15 @@ class Relay:
         """--tty: a terminal of the kernel's own (master, slave), never ours:
         the kernel gets the slave as fds 1 and 2 (not as its controlling
         terminal: /dev/tty still cannot be opened), we read the master as a
-        capture pipe.  Output as written (no CR added), no echo."""
+        capture pipe.  Output as written (no CR added), no echo; reads end at once."""
         master, slave = os.openpty()
         try:
             attrs = termios.tcgetattr(slave)
             attrs[1] &= ~termios.OPOST
             attrs[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+            # A read of it (no one writes to the master) ends at once with
+            # nothing, as a read of the terminal must: never a hang.
+            attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 0, 0
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
         except termios.error:
             pass
@@ -741,10 +753,14 @@ class Relay:
         """The kernel is gone: what it wrote is sent, the snippet it ran ends
         with a died frame (the client tells its result), a fresh one starts."""
         self.drain()
+        if self.tty_master is not None:
+            self.drain_tty()                 # (what it wrote last is not there yet)
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None
-        self.running = None
+        if self.query and not self.query_told:
+            self.query_told = True           # (the client's session answers it: died)
+        self.running, self.query, self.query_by = None, None, None
         if self.start is not None:
             self.send({"type": "died", "status": status})
         self.dead_starts = 0 if was_up else self.dead_starts + 1
@@ -847,6 +863,14 @@ class Relay:
                 self.gap_ns += (gap - self.gap_ns) >> 2
                 self.result_at = 0
             self.queue.append((op, rid, text, limit, poll))
+        elif op in ("complete", "is_complete"):
+            if type(req.get("code")) is not str:
+                return self.reject(rid, "%s needs a string 'code'" % op, True)
+            # Never behind a snippet: the prompt asking must not wait for it.
+            if (self.running is not None or not self.kernel_up or self.killing is not None
+                    or any(q[0] == "exec" for q in self.queue)):
+                return self.send(self.busy_reply(op, rid, req))
+            self.queue.append((op, rid, text, 0, 0))
         elif op == "ping":
             self.queue.append((op, rid, None, 0, 0))
         elif op == "shutdown":
@@ -878,12 +902,78 @@ class Relay:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
 
+    @staticmethod
+    def busy_reply(op, rid, req):
+        if op == "is_complete":
+            return {"type": "reply", "id": rid, "status": "unknown", "indent": "", "busy": True}
+        cursor = req.get("cursor")
+        if type(cursor) is not int or cursor < 0:
+            cursor = 0
+        return {"type": "reply", "id": rid, "matches": [], "cursor_start": cursor,
+                "cursor_end": cursor, "busy": True}
+
+    def reply(self, m):
+        """The running query's reply, from the kernel's message m (bounded and
+        checked here), or an empty one when m is None (it took too long)."""
+        seq, sid, req, t0, poll = self.running
+        op = req["op"]
+        frame = self.busy_reply(op, None, req)
+        del frame["busy"]
+        if m is None:
+            frame["timeout"] = True
+        elif op == "is_complete":
+            if m.get("status") in ("complete", "incomplete", "invalid", "unknown"):
+                frame["status"] = m["status"]
+            indent = m.get("indent")
+            if type(indent) is str and len(indent) <= 256 and not indent.strip(" \t"):
+                frame["indent"] = indent
+        else:
+            matches = m.get("matches")
+            if type(matches) is list:
+                frame["matches"] = [x[:QUERY_MATCH_LEN] for x in matches[:QUERY_MATCHES]
+                                    if type(x) is str]
+            for k in ("cursor_start", "cursor_end"):
+                if type(m.get(k)) is int and 0 <= m[k] <= 1 << 40:
+                    frame[k] = m[k]
+        if not self.query_told:
+            self.query_told = True
+            self.write(self.start, _payload(frame).replace(b'"id":null', b'"id":' + sid, 1),
+                       END)
+        if m is not None:                    # the kernel is free again
+            self.running, self.query, self.query_by = None, None, None
+            self.next()
+
+    def query_late(self):
+        """A query past its time: ^C (user code in __getattr__ may hang), then,
+        if even that does not end it, our own empty reply; the kernel stays
+        busy with it (what is queued waits, as behind a snippet)."""
+        if not self.sigint:
+            self.sigint = True
+            self.wbuf += b"I%d\n" % self.running[0]
+            self.flush_req()
+            try:
+                os.killpg(self.kernel, _signal.SIGINT)
+            except (OSError, TypeError):
+                pass
+            self.query_by = time.monotonic() + QUERY_WAIT
+        else:
+            self.query_by = None
+            self.reply(None)
+
     def resize(self, cols, rows):
         """The client's terminal size: the kernel's COLUMNS and LINES, set
-        before its next snippet (the X line carries it)."""
+        before its next snippet (the X line carries it); with a tty, its
+        terminal's size at once, and a SIGWINCH."""
         self.size = b"%dx%d" % (cols, rows)
         self.size_sent = False
         self.size_tty()
+        if self.tty_master is not None and self.kernel and self.kernel_up:
+            # The kernel's terminal is not its controlling one, so the
+            # kernel gets no SIGWINCH from it: sent as a terminal would.
+            try:
+                os.killpg(self.kernel, _signal.SIGWINCH)
+            except OSError:
+                pass
 
     def reject(self, rid, message, broken=False):
         frame = {"type": "error", "id": rid, "message": message}
@@ -914,6 +1004,16 @@ class Relay:
                 continue
             if op == "shutdown":
                 self.exit(0)
+            if op != "exec":                 # a query: no output period of its own
+                self.seq += 1
+                sid = b"%d" % rid if type(rid) is int else _payload(rid)
+                self.running = (self.seq, sid, _loads(text.decode("utf-8")), _perf_ns(), 0)
+                self.sigint, self.query, self.query_told = False, op, False
+                self.query_by = time.monotonic() + QUERY_WAIT
+                self.wbuf += b"X%d %d\n" % (self.seq, len(text))
+                self.wbuf += text
+                self.flush_req()
+                continue
             if self.dumpable:                # before any user code runs
                 self.dumpable = not _no_dump()
             self.seq += 1
@@ -1134,6 +1234,7 @@ class Relay:
         self.msg_lines.cap = _frame_cap(self.max_output)
         lines, cut = self.msg_lines.feed(data)
         self.cut = self.cut or cut           # (an oversize message: dropped)
+        self.tty_synced = False
         for line in lines:
             self.message(line)
 
@@ -1141,8 +1242,21 @@ class Relay:
         kind = line[:1]
         running = self.running
         if kind == b"R":
-            if running is not None and line == b"R%d" % running[0]:
+            if running is not None and line == b"R%d" % running[0] and not self.query:
                 self.result(b'"status":"ok"', None)
+            return
+        if kind == b"T":                     # (--tty: before a display) "have you read
+            # my terminal?": yes, once it is quiet.  One a read of messages (ours
+            # waits for the answer before the next): a flood of them would keep
+            # us here, deaf to the client, 2 ms each.
+            if self.tty_master is not None and not self.tty_synced:
+                self.tty_synced = True
+                self.drain()
+                self.drain_tty()
+                try:
+                    os.write(self.tty_master, b"\0")
+                except OSError:
+                    pass
             return
         if kind == b"H":
             if self.kernel_up:
@@ -1163,7 +1277,9 @@ class Relay:
             return
         t, seq = m.get("t"), m.get("seq")
         limit = _frame_cap(self.max_output) // 2
-        if t == "result" and running is not None and seq == running[0]:
+        if t == "reply" and running is not None and seq == running[0] and self.query:
+            self.reply(m)
+        elif t == "result" and running is not None and seq == running[0] and not self.query:
             self.result(None, m)
         elif t == "display" and type(seq) is int:
             sid = self.ids.get(seq)
@@ -1306,7 +1422,7 @@ class Relay:
                     poller, timeout = self.poller_held, left / 1e6
                 else:
                     self.hold_until = 0
-            deadline = self.killing or self.hello_by
+            deadline = self.killing or self.hello_by or self.query_by
             if deadline is not None and timeout is None:
                 timeout = max(0, deadline - time.monotonic()) * 1000 + 1
             try:
@@ -1327,6 +1443,8 @@ class Relay:
                 if self.hello_by is not None and now >= self.hello_by:
                     self.hello_by = None
                     self.kill()
+                if self.query_by is not None and now >= self.query_by and self.query:
+                    self.query_late()
                 continue
             self.spin_until = 0
             handlers = self.handlers

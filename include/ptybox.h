@@ -131,6 +131,10 @@ struct ptybox_callbacks {
 	 * session's log too. Optional: without it, each warning goes to stderr
 	 * once per process, prefixed "ptybox: ". */
 	void (*on_warning)(ptybox_session *s, const char *message, void *data);
+	/* The answer to ptybox_session_is_complete() or _complete() named id: a
+	 * JSON object, valid during the call (ptybox-protocol(7), "complete").
+	 * Optional. */
+	void (*on_reply)(ptybox_session *s, uint64_t id, const char *reply, void *data);
 };
 
 PTYBOX_API void ptybox_options_init(struct ptybox_options *o);
@@ -157,6 +161,21 @@ PTYBOX_API int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const ch
  * session's PTY takes the size at once, the code's COLUMNS and LINES (and
  * its terminal, with tty) before its next snippet. */
 PTYBOX_API int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows);
+/* Asks the interpreter about code without running it, for a prompt:
+ * is_complete says whether code is a whole input ({"status": "complete",
+ * "incomplete", "invalid" or "unknown", "indent": what the next line starts
+ * with}, as Python's codeop decides); complete gives the names that could go
+ * at cursor (in characters) from the live namespace ({"matches": [...],
+ * "cursor_start": K, "cursor_end": N}: each match replaces code[K:N]). The
+ * answer comes in on_reply, never inside this call, within 5 s: at once with
+ * "busy": true while a snippet runs or waits (never behind it), the status
+ * "unknown" or no matches; with "timeout": true when the code's own
+ * __getattr__ or __dir__ took over a second and ignored ^C. -ENOBUFS past 64
+ * in flight, -EPIPE after on_fatal. */
+PTYBOX_API int ptybox_session_is_complete(ptybox_session *s, uint64_t id, const char *code,
+					  size_t len);
+PTYBOX_API int ptybox_session_complete(ptybox_session *s, uint64_t id, const char *code, size_t len,
+				       size_t cursor);
 /* Interrupts the running snippet (keeping state if the code lets itself be
  * interrupted, else killing and restarting). While the interpreter starts,
  * the snippet waiting for it ends unrun, as PTYBOX_INTERRUPTED. -ENOENT when

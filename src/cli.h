@@ -121,5 +121,7 @@ char *cli_read_code(const char *cmd, const char *path, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_repl(int argc, char **argv);
+int cli_attach(int argc, char **argv);
 
 #endif

@@ -57,6 +57,8 @@ struct client {
  * that accepted and then hangs must not hang its clients (ssh also logs in). */
 #define CLIENT_REPLY_MS	    5000
 #define CLIENT_SSH_HELLO_MS 60000
+/* How long kill-server waits for the server to be gone (it has said yes). */
+#define CLIENT_STOP_MS 30000
 
 static int64_t client_now_ms(void)
 {
@@ -496,6 +498,23 @@ static int client_simple_within(struct client *cl, const char *cmd, cJSON *req, 
 	return 0;
 }
 
+int cli_client_dial(const char *cmd, const char *label, const char *spath, const char *host,
+		    struct cli_client_link *out)
+{
+	struct client cl;
+	struct client_target t = {.label = label, .spath = spath, .host = host};
+	if (client_open(&cl, cmd, &t, false) < 0)
+		return CLI_EXIT_FAILED;
+	out->rfd = cl.rfd;
+	out->wfd = cl.wfd;
+	out->ssh = cl.ssh;
+	snprintf(out->where, sizeof(out->where), "%s", cl.where);
+	cl.rfd = cl.wfd = -1; /* (handed over: client_close lets go of the rest) */
+	cl.ssh = 0;
+	client_close(&cl);
+	return 0;
+}
+
 static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
 {
 	return client_simple_within(cl, cmd, req, out, 0);
@@ -627,6 +646,15 @@ static int verb_simple(struct client *cl, const char *op, const char *name, cons
 		rc = CLI_EXIT_FAILED;
 	}
 	cJSON_Delete(reply);
+	if (rc == 0 && strcmp(op, "kill-server") == 0) {
+		/* The server closes its connections once its sessions are gone and
+		 * its socket removed: kill-server returns then, so that the next
+		 * command finds no server (or starts a fresh one). */
+		cl->deadline_ms = client_now_ms() + CLIENT_STOP_MS;
+		while ((reply = client_next(cl, false, NULL)))
+			cJSON_Delete(reply);
+		cl->deadline_ms = 0;
+	}
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* `ptybox server` could not start because one runs already. */
 #define CLI_EXIT_SERVER_RUNNING 3
@@ -17,6 +18,19 @@
  * when autostart and none runs), or -errno with err filled. */
 int cli_client_connect_local(const char *label, const char *spath, bool autostart, char *err,
 			     size_t errlen);
+
+/* A connection to a server, hello said, for a client with a loop of its own
+ * (attach): it reads rfd and writes wfd (the same socket, or ssh's pipes). */
+struct cli_client_link {
+	int rfd, wfd;
+	pid_t ssh; /* -H: the ssh process (the caller waits for it), else 0 */
+	char where[4160];
+};
+/* label, spath or host as -L, -S and -H give them (all NULL: the default
+ * server, not started if none runs). 0, or an exit status with the message
+ * printed. */
+int cli_client_dial(const char *cmd, const char *label, const char *spath, const char *host,
+		    struct cli_client_link *out);
 
 /* The verbs; argv[0] is the verb. */
 int cli_client(int argc, char **argv);

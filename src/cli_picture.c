@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +102,11 @@ void cli_pictures_init(struct cli_pictures *p, const char *dir, bool inline_ok)
 	if (!inline_ok || !isatty(0) || !isatty(1) || tcgetpgrp(0) != getpgrp() || !term ||
 	    !term[0] || strcmp(term, "dumb") == 0 || strcmp(term, "linux") == 0)
 		return; /* (the Linux console shows no images, and an APC as text) */
+	/* one terminal: one whose answer would go unread (stdout another one)
+	 * would hand it to whatever reads there next, as if typed */
+	struct stat in, out;
+	if (fstat(0, &in) < 0 || fstat(1, &out) < 0 || in.st_rdev != out.st_rdev)
+		return;
 	/* (inside tmux, iTerm2's sequences would need wrapping: ask instead) */
 	if (!getenv("TMUX") && picture_env_iterm(getenv("TERM_PROGRAM"), getenv("LC_TERMINAL")))
 		p->inline_mode = PICTURE_INLINE_ITERM;
@@ -143,8 +149,13 @@ static void pictures_inline(struct cli_pictures *p, enum picture_kind k, const u
 		seq = picture_kitty(data, len, &n);
 	else if (p->inline_mode == PICTURE_INLINE_ITERM)
 		seq = picture_iterm(data, len, &n);
-	else if (p->inline_mode == PICTURE_INLINE_SIXEL && cli_sixel_show(data, len) == 0)
-		cli_render_out(1, "\n", 1);
+	else if (p->inline_mode == PICTURE_INLINE_SIXEL && picture_sixel_fits(k, data, len)) {
+		int rc = cli_sixel_show(data, len);
+		if (rc == 0)
+			cli_render_out(1, "\n", 1);
+		else if (rc == -ETIMEDOUT) /* (each would cost the whole deadline again) */
+			p->inline_mode = PICTURE_INLINE_NONE;
+	}
 	if (!seq)
 		return;
 	cli_render_out(1, seq, n);

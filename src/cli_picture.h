@@ -12,8 +12,11 @@
 
 #include "picture.h"
 
-/* How long the terminal has to answer the probe. */
-#define CLI_PICTURE_PROBE_MS 150
+/* How long the terminal has to answer the probe. Every terminal worth
+ * asking answers DA1, which ends the wait at once: the deadline is for the
+ * rare one that does not, and long enough for an answer over ssh, which
+ * would otherwise come late and be read as typed. */
+#define CLI_PICTURE_PROBE_MS 1000
 
 struct cli_pictures {
 	const char *dir; /* where they go; NULL: the current folder */

@@ -15,6 +15,7 @@ static const char main_usage[] =
 	"\n"
 	"Commands:\n"
 	"  run      run snippets in one session: ptybox run -c 'x = 1' -c 'x + 1'\n"
+	"  repl     a stateful prompt on a fresh session (Ctrl-D leaves)\n"
 	"  serve    drive sessions with JSON lines: ptybox serve --stdio\n"
 	"\n"
 	"Sessions in a server, which outlive their client (as tmux's do):\n"
@@ -23,6 +24,7 @@ static const char main_usage[] =
 	"  result NAME [ID]            an execution's result, kept for later\n"
 	"  ls                          the sessions\n"
 	"  interrupt, cancel, restart, kill NAME;  kill-server\n"
+	"  attach NAME                 its prompt, live (Ctrl-D or Ctrl-\\ detaches)\n"
 	"  capture NAME                its screen as text\n"
 	"  watch NAME                  follow it live, as JSON lines\n"
 	"  -L NAME, -S PATH            another server;  -H ssh://HOST: one on HOST\n"
@@ -84,6 +86,10 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return cli_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "repl") == 0)
+		return cli_repl(argc - 1, argv + 1);
+	if (strcmp(cmd, "attach") == 0)
+		return cli_attach(argc - 1, argv + 1);
 	if (strcmp(cmd, "server") == 0)
 		return cli_server(argc - 1, argv + 1);
 	if (strcmp(cmd, "dial-stdio") == 0)

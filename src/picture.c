@@ -102,6 +102,65 @@ bool picture_looks_like(enum picture_kind k, const unsigned char *data, size_t l
 	}
 }
 
+static unsigned picture_be(const unsigned char *p, int n)
+{
+	unsigned v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int picture_size(enum picture_kind k, const unsigned char *data, size_t len, unsigned *w,
+		 unsigned *h)
+{
+	if (!picture_looks_like(k, data, len))
+		return -EINVAL;
+	if (k == PICTURE_PNG) { /* signature, length, "IHDR", width, height */
+		if (len < 24 || memcmp(data + 12, "IHDR", 4) != 0)
+			return -EINVAL;
+		*w = picture_be(data + 16, 4);
+		*h = picture_be(data + 20, 4);
+		return 0;
+	}
+	/* JPEG: segments after SOI until a start of frame (SOF0-15 but DHT,
+	 * JPG and DAC), which holds precision, height, width. */
+	size_t i = 2;
+	while (i + 4 <= len) {
+		if (data[i] != 0xff)
+			return -EINVAL;
+		unsigned char m = data[i + 1];
+		if (m == 0xff) { /* (fill bytes) */
+			i++;
+			continue;
+		}
+		if (m == 0xd8 || (m >= 0xd0 && m <= 0xd7) || m == 0x01) {
+			i += 2; /* (markers without a length) */
+			continue;
+		}
+		if (m == 0xd9 || m == 0xda)
+			return -EINVAL; /* (the image's end or its data, and no frame yet) */
+		unsigned seg = picture_be(data + i + 2, 2);
+		if (seg < 2)
+			return -EINVAL;
+		if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc) {
+			if (seg < 7 || i + 9 > len)
+				return -EINVAL;
+			*h = picture_be(data + i + 5, 2);
+			*w = picture_be(data + i + 7, 2);
+			return 0;
+		}
+		i += 2 + seg;
+	}
+	return -EINVAL;
+}
+
+bool picture_sixel_fits(enum picture_kind k, const unsigned char *data, size_t len)
+{
+	unsigned w, h;
+	return picture_size(k, data, len, &w, &h) == 0 && w && h && w <= PICTURE_SIXEL_MAX_SIDE &&
+	       h <= PICTURE_SIXEL_MAX_SIDE && (unsigned long long)w * h <= PICTURE_SIXEL_MAX_PIXELS;
+}
+
 int picture_path(char *buf, size_t cap, const char *dir, unsigned n, enum picture_kind k)
 {
 	const char *ext = picture_ext(k);

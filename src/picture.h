@@ -46,6 +46,17 @@ int picture_decode(enum picture_kind k, const char *text, size_t len, unsigned c
 /* Whether data starts as a file of kind k (PNG signature, JPEG SOI): what
  * an inline protocol would fail on is not sent to the terminal. */
 bool picture_looks_like(enum picture_kind k, const unsigned char *data, size_t len);
+/* The most pixels of a picture decoded on our side (sixel): a small PNG can
+ * claim a huge canvas (a "PNG bomb"), whose decoding and encoding would keep
+ * the client busy for seconds each; no terminal window is larger anyway. */
+#define PICTURE_SIXEL_MAX_SIDE	 8192u
+#define PICTURE_SIXEL_MAX_PIXELS ((unsigned long long)4096 * 4096)
+/* The width and height the file says it has (PNG's IHDR, JPEG's SOF): 0, or
+ * -EINVAL when data says none. */
+int picture_size(enum picture_kind k, const unsigned char *data, size_t len, unsigned *w,
+		 unsigned *h);
+/* Whether a picture is small enough to be decoded for sixel. */
+bool picture_sixel_fits(enum picture_kind k, const unsigned char *data, size_t len);
 /* "DIR/ptybox-N.EXT" in buf (DIR NULL or "" or ".": "ptybox-N.EXT"). 0, or
  * -ENAMETOOLONG when it does not fit in cap bytes. */
 int picture_path(char *buf, size_t cap, const char *dir, unsigned n, enum picture_kind k);

@@ -221,6 +221,31 @@ int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen)
 	return rc;
 }
 
+int protocol_query_line(uint64_t id, const char *op, const char *code, size_t len, long cursor,
+			char **out, size_t *outlen)
+{
+	if (memchr(code, '\0', len))
+		return -EINVAL;
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, code, len);
+	copy[len] = '\0';
+	cJSON *req = cJSON_CreateObject();
+	char *json = NULL;
+	if (req && protocol_json_add_uint(req, "id", id) &&
+	    cJSON_AddStringToObject(req, "op", op) && cJSON_AddStringToObject(req, "code", copy) &&
+	    (cursor < 0 || cJSON_AddNumberToObject(req, "cursor", (double)cursor)))
+		json = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	free(copy);
+	if (!json)
+		return -ENOMEM;
+	int rc = protocol_encode_text("", json, strlen(json), out, outlen);
+	cJSON_free(json);
+	return rc;
+}
+
 int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
 			    unsigned busy_poll_us, const char *filename, const char *const *argv,
 			    char **out, size_t *outlen)
@@ -322,7 +347,7 @@ static const struct {
 } protocol_frame_types[] = {
 	{"ready", FRAME_READY},	  {"stream", FRAME_STREAM}, {"display", FRAME_DISPLAY},
 	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
-	{"died", FRAME_DIED},
+	{"died", FRAME_DIED},	  {"reply", FRAME_REPLY},
 };
 
 size_t protocol_json_values(const char *json, size_t len, size_t max)

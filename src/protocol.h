@@ -93,7 +93,8 @@ enum protocol_frame_type {
 	FRAME_RESULT,
 	FRAME_PONG,
 	FRAME_ERROR,
-	FRAME_DIED, /* the kernel died under the relay; a ready frame follows its successor */
+	FRAME_DIED,  /* the kernel died under the relay; a ready frame follows its successor */
+	FRAME_REPLY, /* the answer to a query: complete, is_complete */
 };
 
 struct protocol_frame {
@@ -140,6 +141,11 @@ int protocol_tty_line(char **out, size_t *outlen);
 /* The interrupt request naming snippet id: the relay sends SIGINT to its
  * kernel if that snippet runs, or starts it interrupted. Caller frees. */
 int protocol_interrupt_line(uint64_t id, char **out, size_t *outlen);
+/* A query request (op "complete" or "is_complete"): the code, and for
+ * complete the cursor in characters (cursor < 0: left out). -EINVAL if code
+ * has a NUL byte. Caller frees. */
+int protocol_query_line(uint64_t id, const char *op, const char *code, size_t len, long cursor,
+			char **out, size_t *outlen);
 /* The restart request: the relay kills its kernel (died follows) and starts a
  * fresh one, whose ready frame carries "restart":id (a ready without it is
  * that of a kernel that replaced one that died by itself). Caller frees. */

@@ -391,8 +391,12 @@ int record_open(struct record **out, const struct record_config *cfg, char *err,
 	r->data = cfg->data;
 	term_safe_init(&r->safe);
 	/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting for one */
-	r->fd = open(cfg->path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-		     0600);
+	/* (truncated only once it is known to be ours to overwrite) */
+	r->fd = open(cfg->path, O_RDWR | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+	bool readable = r->fd >= 0;
+	if (r->fd < 0 && errno == EACCES) /* (a file we may write and not read) */
+		r->fd = open(cfg->path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+			     0600);
 	if (r->fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: %s", cfg->path,
@@ -403,6 +407,34 @@ int record_open(struct record **out, const struct record_config *cfg, char *err,
 	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		rc = -EINVAL;
 		snprintf(err, errlen, "%s: not a regular file", cfg->path);
+		goto fail_close;
+	}
+	/* `ptybox run --record out >> out`: both would write into one file */
+	for (int fd = 1; fd <= 2; fd++) {
+		struct stat o;
+		if (fstat(fd, &o) == 0 && o.st_dev == st.st_dev && o.st_ino == st.st_ino) {
+			rc = -EINVAL;
+			snprintf(err, errlen, "%s: it is the standard %s", cfg->path,
+				 fd == 1 ? "output" : "error");
+			goto fail_close;
+		}
+	}
+	/* `--record notes.py`, a slip for another option's value: only a
+	 * recording (or an empty file) is overwritten, as asciinema rec won't
+	 * overwrite without being told */
+	static const char magic[] = "{\"version\"";
+	char head[sizeof(magic) - 1];
+	if (readable && st.st_size > 0 &&
+	    (pread(r->fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	     memcmp(head, magic, sizeof(head)) != 0)) {
+		rc = -EEXIST;
+		snprintf(err, errlen, "%s: exists and is not a recording: remove it first",
+			 cfg->path);
+		goto fail_close;
+	}
+	if (ftruncate(r->fd, 0) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", cfg->path, strerror(-rc));
 		goto fail_close;
 	}
 	fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) & ~O_NONBLOCK);

@@ -25,7 +25,7 @@ static const char srv_nul_msg[] =
 
 static const char srv_ops[] =
 	"hello, new, exec, result, ls, interrupt, cancel, restart, kill, watch, capture, "
-	"resize, kill-server or ping";
+	"complete, is_complete, resize, kill-server or ping";
 
 static void srv_send_line(struct server_client *c, char *s, size_t n)
 {
@@ -429,6 +429,7 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 			 strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
 			 strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
 			 strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0 ||
+			 strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0 ||
 			 strcmp(op, "resize") == 0))
 		srv_reply_error(c, id, "no_session", "no session '%.*s'",
 				(int)protocol_utf8_prefix(name, strlen(name), 64), name);
@@ -448,6 +449,8 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_session_watch(ss, c, id);
 	else if (strcmp(op, "capture") == 0)
 		srv_session_capture(ss, c, req, id);
+	else if (strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0)
+		srv_session_query(ss, c, req, id, op[0] == 'i');
 	else if (strcmp(op, "resize") == 0)
 		srv_session_resize(ss, c, req, id);
 	else

@@ -20,6 +20,7 @@ struct srv_waiter {
 	struct server_client *client;
 	cJSON *id; /* the client's, owned */
 	bool stream;
+	uint64_t query; /* a query's (complete, is_complete): its id for the session */
 };
 
 enum srv_exec_state { X_QUEUED, X_RUNNING, X_DONE };
@@ -62,6 +63,8 @@ struct srv_session {
 	size_t live, done, done_bytes; /* execs queued/running; kept results */
 	size_t queued_bytes;	       /* the code of those queued or running */
 	struct srv_waiter *new_waiters, *kill_waiters, *watchers;
+	struct srv_waiter *queries; /* (each answered within seconds: session.c) */
+	uint64_t next_query;
 	size_t nwatchers;
 	struct screen *screen;
 	char *tail; /* output not yet fed to the screen (server_session.c) */
@@ -153,6 +156,10 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 void srv_session_resize(struct srv_session *ss, struct server_client *c, const cJSON *req,
 			const cJSON *id);
 void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id);
+/* complete and is_complete: answered from the interpreter, never behind a
+ * snippet (ptybox_session_complete). */
+void srv_session_query(struct srv_session *ss, struct server_client *c, const cJSON *req,
+		       const cJSON *id, bool is_complete);
 void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
 			 const cJSON *id);
 cJSON *srv_session_describe(const struct srv_session *ss);

@@ -510,6 +510,7 @@ static void srv_session_free(struct srv_session *ss)
 	srv_waiters_free(&ss->new_waiters);
 	srv_waiters_free(&ss->kill_waiters);
 	srv_waiters_free(&ss->watchers);
+	srv_waiters_free(&ss->queries);
 	for (size_t i = 0; i < ss->nstrings; i++)
 		free(ss->strings[i]);
 	if (ss->screen)
@@ -523,6 +524,9 @@ static void srv_on_closed(ptybox_session *ps, void *data)
 {
 	struct srv_session *ss = data;
 	struct server *sv = ss->server;
+	/* (all in the file before kill answers: its client may read it at once) */
+	record_close(ss->rec);
+	ss->rec = NULL;
 	for (struct srv_waiter *w = ss->kill_waiters; w; w = w->next)
 		srv_reply_ok(w->client, w->id, NULL);
 	for (struct srv_session **p = &sv->closing; *p; p = &(*p)->next)
@@ -547,7 +551,27 @@ static void srv_on_warning(ptybox_session *ps, const char *message, void *data)
 		cli_error("session '%s': %s", ss->name, message);
 }
 
+static void srv_on_reply(ptybox_session *ps, uint64_t qid, const char *reply, void *data)
+{
+	struct srv_session *ss = data;
+	struct srv_waiter **link = &ss->queries, *w;
+	while ((w = *link) && w->query != qid)
+		link = &w->next;
+	if (!w)
+		return;
+	*link = w->next;
+	cJSON *o = cJSON_Parse(reply);
+	if (cJSON_IsObject(o))
+		srv_reply_ok(w->client, w->id, o);
+	else
+		srv_reply_error(w->client, w->id, "nomem", "out of memory");
+	if (!cJSON_IsObject(o))
+		cJSON_Delete(o);
+	srv_waiter_free(w);
+}
+
 static const struct ptybox_callbacks srv_callbacks = {
+	.on_reply = srv_on_reply,
 	.on_warning = srv_on_warning,
 	.on_ready = srv_on_ready,
 	.on_stream = srv_on_stream,
@@ -957,6 +981,9 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 	else
 		snprintf(why, sizeof(why), "session '%s' was killed", ss->name);
 	srv_answer_live(ss, "killed", why);
+	for (struct srv_waiter *w = ss->queries; w; w = w->next)
+		srv_reply_error(w->client, w->id, "killed", "%s", why);
+	srv_waiters_free(&ss->queries);
 	for (struct srv_waiter *w = ss->new_waiters; w; w = w->next)
 		srv_reply_error(w->client, w->id, "killed", "%s", why);
 	srv_waiters_free(&ss->new_waiters);
@@ -985,6 +1012,45 @@ void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJ
 	cJSON_AddStringToObject(o, "session", ss->name);
 	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
 	srv_reply_ok(c, id, o);
+}
+
+void srv_session_query(struct srv_session *ss, struct server_client *c, const cJSON *req,
+		       const cJSON *id, bool is_complete)
+{
+	const char *op = is_complete ? "is_complete" : "complete";
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(req, "code");
+	const cJSON *cursor = cJSON_GetObjectItemCaseSensitive(req, "cursor");
+	if (!cJSON_IsString(code))
+		return srv_reply_error(c, id, "usage", "%s needs \"code\": a string", op);
+	size_t len = strlen(code->valuestring);
+	if (cursor && (is_complete || !cJSON_IsNumber(cursor) || cursor->valuedouble < 0 ||
+		       cursor->valuedouble > (double)len ||
+		       cursor->valuedouble != (double)(size_t)cursor->valuedouble))
+		return srv_reply_error(c, id, "usage",
+				       is_complete ? "is_complete takes no \"cursor\""
+						   : "\"cursor\" must be a position in \"code\", "
+						     "in characters: 0 to its length");
+	if (ss->state == SS_DEAD)
+		return srv_reply_error(c, id, "dead",
+				       "session '%s' is dead (its interpreter cannot start): "
+				       "restart or kill it",
+				       ss->name);
+	struct srv_waiter *w = srv_waiter_new(c, id, false);
+	if (!w)
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	w->query = ++ss->next_query;
+	size_t at = cursor ? (size_t)cursor->valuedouble : len;
+	int rc = is_complete
+			 ? ptybox_session_is_complete(ss->ps, w->query, code->valuestring, len)
+			 : ptybox_session_complete(ss->ps, w->query, code->valuestring, len, at);
+	if (rc < 0) {
+		srv_waiter_free(w);
+		return srv_reply_error(c, id, rc == -ENOBUFS ? "busy" : "not_running",
+				       rc == -ENOBUFS ? "too many queries in flight"
+						      : "the session is not running");
+	}
+	w->next = ss->queries;
+	ss->queries = w;
 }
 
 void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
@@ -1051,6 +1117,7 @@ void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
 	}
 	srv_waiters_drop_client(&ss->new_waiters, c);
 	srv_waiters_drop_client(&ss->kill_waiters, c);
+	srv_waiters_drop_client(&ss->queries, c);
 	size_t before = 0, after = 0;
 	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
 		before++;

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -71,6 +72,22 @@ struct exec {
 	bool cut; /* the driver cut its value, error or a display's text */
 };
 
+/* Queries (complete, is_complete) in flight per session; their wire ids are
+ * apart from snippets' (the relay's interrupt names an id). A query is
+ * answered within SESSION_QUERY_MS whatever the interpreter does. */
+#define SESSION_QUERY_CAP  64
+#define SESSION_QUERY_WIRE ((uint64_t)1 << 52)
+#define SESSION_QUERY_MS   5000
+
+struct query {
+	struct query *next;
+	uint64_t id, wire;
+	bool is_complete;
+	long cursor;
+	uint64_t deadline_ms;
+	char *reply; /* the answer, told on the next loop turn; NULL: awaited */
+};
+
 /* Sessions of this process with a snippet sent and its result not yet in.
  * Busy polling pays for one (nobody else wants the CPU); with more, their
  * loop would spin for someone at all times, taking a CPU from the very
@@ -101,7 +118,11 @@ struct ptybox_session {
 	 * sample capped at twice the poll): the loop spins only for results that tend
 	 * to come within busy_poll_us; for later ones spinning takes a CPU for nothing. */
 	int64_t result_ns;
-	int closing_parts; /* the timer, the spin and the instance, once closing */
+	int closing_parts; /* the timers, the spin and the instance, once closing */
+	struct query *queries;
+	size_t nqueries;
+	uint64_t next_query;
+	uv_timer_t query_timer; /* the next query due: answered, or past its time */
 
 	bool awaiting;		  /* counted in session_awaiting */
 	struct exec *head, *tail; /* head is the running one in S_RUNNING */
@@ -126,6 +147,7 @@ static const char session_restarted[] = "; restarted with fresh state";
 static const char session_and_restarted[] = " and restarted with fresh state";
 
 static void session_start(ptybox_session *s);
+static void session_query_timer_cb(uv_timer_t *t);
 static void session_pump(ptybox_session *s);
 static void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
 			    const char *done);
@@ -570,6 +592,142 @@ static bool session_ready_answers(const struct protocol_frame *f, uint64_t id)
 	return cJSON_IsNumber(r) && r->valuedouble == (double)id;
 }
 
+/* The answer given when the interpreter cannot: busy (a snippet runs or
+ * waits), or gone, or too slow. */
+static char *session_query_fallback(const struct query *q, const char *why)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (q->is_complete) {
+		cJSON_AddStringToObject(o, "status", "unknown");
+		cJSON_AddStringToObject(o, "indent", "");
+	} else {
+		long c = q->cursor < 0 ? 0 : q->cursor;
+		cJSON_AddItemToObject(o, "matches", cJSON_CreateArray());
+		cJSON_AddNumberToObject(o, "cursor_start", (double)c);
+		cJSON_AddNumberToObject(o, "cursor_end", (double)c);
+	}
+	cJSON_AddBoolToObject(o, why, 1);
+	char *json = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return json;
+}
+
+static void session_query_arm(ptybox_session *s)
+{
+	uint64_t now = uv_now(s->loop), due = UINT64_MAX;
+	for (struct query *q = s->queries; q; q = q->next) {
+		uint64_t at = q->reply ? now : q->deadline_ms;
+		if (at < due)
+			due = at;
+	}
+	if (due == UINT64_MAX)
+		uv_timer_stop(&s->query_timer);
+	else
+		uv_timer_start(&s->query_timer, session_query_timer_cb, due > now ? due - now : 0,
+			       0);
+}
+
+/* Tells (and frees) every query that has its answer or is past its time. */
+static void session_query_timer_cb(uv_timer_t *t)
+{
+	ptybox_session *s = t->data;
+	uint64_t now = uv_now(s->loop);
+	struct query **link = &s->queries;
+	while (*link && s->state != S_CLOSING) {
+		struct query *q = *link;
+		if (!q->reply && q->deadline_ms > now) {
+			link = &q->next;
+			continue;
+		}
+		*link = q->next;
+		s->nqueries--;
+		char *reply = q->reply ? q->reply : session_query_fallback(q, "timeout");
+		if (s->cb.on_reply && reply)
+			s->cb.on_reply(s, q->id, reply, s->data);
+		cJSON_free(reply);
+		free(q);
+		link = &s->queries; /* (the callback may have added or told some) */
+	}
+	if (s->state != S_CLOSING)
+		session_query_arm(s);
+}
+
+/* The interpreter went: what it was asked is answered without it. */
+static void session_queries_fail(ptybox_session *s)
+{
+	for (struct query *q = s->queries; q; q = q->next)
+		if (!q->reply)
+			q->reply = session_query_fallback(q, "busy");
+	if (s->queries)
+		session_query_arm(s);
+}
+
+static void session_on_reply(ptybox_session *s, struct protocol_frame *f)
+{
+	struct query **link = &s->queries, *q;
+	while ((q = *link) && !(f->has_id && q->wire == f->id && !q->reply))
+		link = &q->next;
+	if (!q)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(f->root, "type");
+	cJSON_DeleteItemFromObjectCaseSensitive(f->root, "id");
+	q->reply = cJSON_PrintUnformatted(f->root);
+	if (!q->reply)
+		q->reply = session_query_fallback(q, "busy");
+	session_query_arm(s);
+}
+
+static int session_query(ptybox_session *s, uint64_t id, bool is_complete, const char *code,
+			 size_t len, long cursor)
+{
+	if (s->state == S_FATAL || s->state == S_CLOSING)
+		return -EPIPE;
+	if (s->nqueries >= SESSION_QUERY_CAP)
+		return -ENOBUFS;
+	struct query *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->id = id;
+	q->wire = SESSION_QUERY_WIRE + ++s->next_query;
+	q->is_complete = is_complete;
+	q->cursor = cursor;
+	q->deadline_ms = uv_now(s->loop) + SESSION_QUERY_MS;
+	/* Never behind a snippet: a prompt that asks must not wait for one. */
+	bool busy = s->state != S_IDLE || s->head || !s->in || s->in->state == I_DYING;
+	if (busy) {
+		q->reply = session_query_fallback(q, "busy");
+	} else {
+		char *line = NULL;
+		size_t n = 0;
+		int rc = protocol_query_line(q->wire, is_complete ? "is_complete" : "complete",
+					     code, len, cursor, &line, &n);
+		if (rc == 0)
+			rc = instance_write(s->in, line, n);
+		if (rc < 0) {
+			free(q);
+			return rc;
+		}
+	}
+	struct query **tail = &s->queries; /* (in order: answered as asked) */
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = q;
+	s->nqueries++;
+	session_query_arm(s);
+	return 0;
+}
+
+int ptybox_session_is_complete(ptybox_session *s, uint64_t id, const char *code, size_t len)
+{
+	return session_query(s, id, true, code, len, -1);
+}
+
+int ptybox_session_complete(ptybox_session *s, uint64_t id, const char *code, size_t len,
+			    size_t cursor)
+{
+	return session_query(s, id, false, code, len, cursor > LONG_MAX ? LONG_MAX : (long)cursor);
+}
+
 static void session_on_frame(struct instance *in, const char *payload, size_t len)
 {
 	ptybox_session *s = in->data;
@@ -586,7 +744,11 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 	case FRAME_DISPLAY: session_on_display_frame(s, &f); break;
 	case FRAME_RESULT: session_on_result(s, &f); break;
 	case FRAME_ERROR: session_on_driver_error(s, &f); break;
-	case FRAME_DIED: session_on_died(s, &f); break;
+	case FRAME_DIED:
+		session_queries_fail(s);
+		session_on_died(s, &f);
+		break;
+	case FRAME_REPLY: session_on_reply(s, &f); break;
 	case FRAME_READY:
 		if (s->state == S_STARTING && s->kernel_restarting &&
 		    (!s->restart_awaited || session_ready_answers(&f, s->restart_awaited))) {
@@ -790,6 +952,7 @@ static void session_on_died(ptybox_session *s, struct protocol_frame *f)
 static void session_on_dead(struct instance *in, const char *why, bool during_boot)
 {
 	ptybox_session *s = in->data;
+	session_queries_fail(s);
 	if (during_boot && in->boot_late) { /* a deadline of ours says so */
 		session_fatal(s, "the interpreter %s", why);
 		return;
@@ -939,6 +1102,8 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	s->timer.data = s;
 	uv_idle_init(loop, &s->spin);
 	s->spin.data = s;
+	uv_timer_init(loop, &s->query_timer);
+	s->query_timer.data = s;
 	/* Start on the next loop turn: callbacks never run inside the caller's call. */
 	s->state = S_STARTING;
 	uv_timer_start(&s->timer, session_first_start_cb, 0, 0);
@@ -1183,7 +1348,14 @@ void ptybox_session_close(ptybox_session *s)
 	cJSON_Delete(s->held.error);
 	s->held.error = NULL;
 	s->held.on = false;
-	s->closing_parts = 2;
+	while (s->queries) { /* (dropped untold, as the snippets are) */
+		struct query *q = s->queries;
+		s->queries = q->next;
+		cJSON_free(q->reply);
+		free(q);
+	}
+	s->nqueries = 0;
+	s->closing_parts = 3;
 	if (s->in) {
 		s->closing_parts++;
 		instance_close_notify(s->in, session_instance_closed, s);
@@ -1192,6 +1364,7 @@ void ptybox_session_close(ptybox_session *s)
 	s->told = NULL;
 	uv_close((uv_handle_t *)&s->timer, session_handle_closed_cb);
 	uv_close((uv_handle_t *)&s->spin, session_handle_closed_cb);
+	uv_close((uv_handle_t *)&s->query_timer, session_handle_closed_cb);
 }
 
 const char *ptybox_version(void)

@@ -7,6 +7,8 @@ pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium>=1.0.18)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp>=2.5)
 # Deflated stream frames (stream_frame.c; the relay deflates big ones with Python's zlib).
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib>=1.2)
+# The prompt of repl and attach: line editing and history (readline callback interface).
+pkg_check_modules(EDIT REQUIRED IMPORTED_TARGET libedit>=3.1)
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka>=1.1)
 # Optional: sixel pictures in human modes (cli_sixel.c); without it, none.
 pkg_check_modules(SIXEL IMPORTED_TARGET libsixel>=1.8)

@@ -118,6 +118,46 @@ class TerminalRequestsTest(unittest.TestCase):
         finally:
             d.close()
 
+    def test_a_resize_while_a_tty_snippet_runs_sends_sigwinch(self):
+        d = Driver()
+        try:
+            d.send({"op": "tty"})
+            d.send({"id": 1, "op": "exec",
+                    "code": "import os, signal, threading\ngot = threading.Event()\n"
+                            "signal.signal(signal.SIGWINCH, lambda *a: got.set())\n"
+                            "print('waiting', flush=True)\n"
+                            "(got.wait(10), tuple(os.get_terminal_size(1)))"})
+            f = d.frame()
+            self.assertEqual((f["type"], f.get("text")), ("stream", "waiting\n"), f)
+            d.send({"op": "resize", "cols": 101, "rows": 33})
+            while f["type"] != "result":
+                f = d.frame()
+            self.assertEqual(f["result"]["text/plain"], "(True, (101, 33))")
+        finally:
+            d.close()
+
+    def test_a_flood_of_tty_syncs_does_not_make_the_relay_deaf(self):
+        # T ("have you read my terminal?") costs the relay a 2 ms wait: a
+        # snippet that writes thousands into its message pipe must not keep
+        # the relay from its client (it was 40 s for 20000).
+        d = Driver()
+        try:
+            d.send({"op": "tty"})
+            code = ("import os, fcntl\nfor fd in map(int, os.listdir('/proc/self/fd')):\n"
+                    "    try:\n"
+                    "        if (fd > 2 and os.readlink('/proc/self/fd/%d' % fd)"
+                    ".startswith('pipe:')\n"
+                    "                and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE"
+                    " == os.O_WRONLY):\n"
+                    "            os.write(fd, b'T\\n' * 20000)\n"
+                    "    except OSError:\n        pass\n")
+            d.send({"id": 1, "op": "exec", "code": code}, {"id": 2, "op": "ping"})
+            t0 = time.monotonic()
+            self.assertEqual([f["type"] for f in d.replies(2)], ["result", "pong"])
+            self.assertLess(time.monotonic() - t0, 10)
+        finally:
+            d.close()
+
     def test_file_members_are_checked(self):
         d = Driver()
         try:

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import tempfile
 import termios
+import threading
 import time
 import tty
 import unittest
@@ -338,6 +339,20 @@ class InlineImages(TestCase):
                                      after_probe),
                         after_probe)
 
+    def test_a_png_bomb_is_saved_and_not_decoded_for_sixel(self):
+        # A PNG of a few hundred KiB whose canvas is 8192 x 4097 pixels: the
+        # sixel child would take seconds for each, and the terminal gets an
+        # image larger than any window. It is saved; the small one is shown.
+        code = (PNG_CLASS + "display(Png(8192, 4097))\nprint('a')\ndisplay(Png(5, 4))")
+        rc, got, before, after = run_on_terminal(["--output-dir", self.dir, "-c", code],
+                                                 answer=b"\033[?62;4;22c")
+        self.assertEqual(rc, 0, got[-2000:])
+        self.assertEqual(before, after)
+        sixels = re.findall(rb"\033P[0-9;]*q([^\033]*)\033\\", got[got.index(b"\033[c") + 3:])
+        self.assertEqual(len(sixels), 1, [x[:40] for x in sixels])
+        self.assertTrue(sixels[0].startswith(b'"1;1;5;4'), sixels[0][:40])
+        self.assertEqual(png_size(self.saved(1)), (8192, 4097))
+
     def test_no_inline_images_asks_nothing_and_sends_no_image(self):
         rc, got, before, after = run_on_terminal(
             ["--no-inline-images", "--output-dir", self.dir, "-c", self.CODE],
@@ -372,6 +387,50 @@ class InlineImages(TestCase):
         data = base64.b64decode(m.group(2), validate=True)
         self.assertEqual(data, self.saved())
         self.assertEqual(int(m.group(1)), len(data))
+
+    def test_stdout_on_another_terminal_is_not_asked(self):
+        # The answer would come on that terminal's input, which nothing of
+        # ours reads: its shell would get it as if typed.
+        m_in, s_in = os.openpty()
+        m_out, s_out = os.openpty()
+        env = dict(os.environ, TERM="xterm-256color")
+        for k in ("TMUX", "TERM_PROGRAM", "LC_TERMINAL"):
+            env.pop(k, None)
+
+        def own_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        try:
+            p = subprocess.Popen([PTYBOX, "run", "--via", VIA, "--output-dir", self.dir, "-c",
+                                  self.CODE], stdin=s_in, stdout=s_out, stderr=s_out, env=env,
+                                 preexec_fn=own_terminal)
+            got, deadline = b"", time.monotonic() + 60
+            while p.poll() is None and time.monotonic() < deadline:
+                if select.select([m_out], [], [], 0.2)[0]:
+                    got += os.read(m_out, 1 << 16)
+            while select.select([m_out], [], [], 0.2)[0]:
+                got += os.read(m_out, 1 << 16)
+            self.assertEqual(p.wait(timeout=10), 0, got)
+            self.assertNotIn(b"\033[c", got)
+            self.assertIn(os.path.join(self.dir, "ptybox-1.png").encode(), got)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for fd in (m_in, s_in, m_out, s_out):
+                os.close(fd)
+
+    def test_a_terminal_that_answers_late_leaves_nothing_behind(self):
+        # Over ssh the answer takes a round trip: one 300 ms late came after
+        # the probe gave up, was echoed amid the output ("^[[?62;22c") and
+        # left for the shell (or the repl's line editor) to read as typed.
+        def late(pid, master):
+            threading.Timer(0.3, lambda: os.write(master, DA1)).start()
+        rc, got, before, after = run_on_terminal(
+            ["--output-dir", self.dir, "-c", "import time; time.sleep(1); print('done')"],
+            during_probe=late, raw=False, timeout=60)
+        self.assertEqual((rc, before), (0, after))
+        self.assertNotIn(b"62;22c", got)
 
     def test_signals_during_the_probe_leave_the_terminal_as_it_was(self):
         for sig in (signal.SIGINT, signal.SIGTERM):

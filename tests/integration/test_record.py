@@ -175,6 +175,44 @@ class RunRecordTest(TestCase, CastChecks):
             self.assertEqual(len(p.stderr.splitlines()), 1 if "--record-max" in bad else 2,
                              p.stderr)
 
+    def test_our_own_output_file_is_refused_and_kept(self):
+        # `ptybox run --record out.txt ... >> out.txt`: it was truncated, and
+        # the recording and the output then wrote over each other.
+        out = os.path.join(self.dir, "out.txt")
+        with open(out, "w") as f:
+            f.write("earlier\n")
+        for fd in (1, 2):
+            with open(out, "a") as f:
+                argv = [PTYBOX, "run", "--via", VIA, "--record", out, "-c", "print('ran')"]
+                p = subprocess.run(argv, stdout=f if fd == 1 else subprocess.PIPE,
+                                   stderr=f if fd == 2 else subprocess.PIPE, timeout=60)
+            self.assertEqual(p.returncode, 2)
+            with open(out) as f:
+                kept = f.read()
+            self.assertTrue(kept.startswith("earlier\n"), kept)
+            self.assertNotIn("ran", kept)
+            self.assertIn("it is the standard %s" % ("output" if fd == 1 else "error"),
+                          kept if fd == 2 else p.stderr.decode())
+
+    def test_a_file_that_is_not_a_recording_is_not_overwritten(self):
+        # `--record notes.py -c 1`: a slip that cost the user notes.py
+        notes = os.path.join(self.dir, "notes.py")
+        with open(notes, "w") as f:
+            f.write("x = 1\n")
+        p = run("run", "--record", notes, "-c", "print('ran')")
+        self.assertEqual((p.returncode, p.stdout), (2, ""))
+        self.assertIn("exists and is not a recording: remove it first", p.stderr)
+        with open(notes) as f:
+            self.assertEqual(f.read(), "x = 1\n")
+        # an earlier recording, or an empty file, is written over
+        for i in range(2):
+            p = run("run", "--record", self.cast, "-c", "print('take %d')" % i)
+            self.assertEqual(p.returncode, 0, p.stderr)
+        with open(self.cast) as f:
+            text = f.read()
+        self.assertIn("take 1", text)
+        self.assertNotIn("take 0", text)
+
     def test_the_cap_ends_the_recording_and_not_the_run(self):
         p = run("run", "--record", self.cast, "--record-max", "8K", "-c",
                 "for i in range(2000): print('line', i)", "-c", "print('after')")

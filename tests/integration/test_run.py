@@ -573,6 +573,21 @@ class RunFileTest(TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("SystemExit", p.stderr)
 
+    def test_sys_exit_past_a_c_long_is_255_as_python3_says(self):
+        for code in ("2**64", "-2**64", "10**5000"):
+            p = run("run", self.file("import sys\nsys.exit(%s)\n" % code))
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (255, "", ""), code)
+
+    def test_a_forked_child_that_exits_with_a_huge_status_ends_as_a_child(self):
+        # os._exit takes no int past a C int: the child must still end, not
+        # go on as a second kernel that answers for the snippet.
+        path = self.file("import os, sys\npid = os.fork()\nif pid == 0:\n"
+                         "    sys.exit(2**70)\n"
+                         "print('child status', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+        p = run("run", path)
+        self.assertEqual((p.returncode, p.stdout), (0, "child status 255\n"), p.stderr)
+        self.assertNotIn("OverflowError", p.stderr)
+
     def test_options_after_file_go_before_it(self):
         path = self.file("import sys\nprint(sys.argv[1:])\n")
         for opt in ("--json", "--timeout=3", "-c", "--via"):
@@ -642,6 +657,21 @@ class TtyTest(TestCase):
         want = "".join("o%d\ne%d\n" % (i, i) for i in range(30)).encode()
         self.assertEqual((rc, got, piped), (0, want, b""))
 
+    def test_order_holds_when_the_idle_flush_meets_the_other_stream(self):
+        # A print every 5 ms: sys.stdout's text waits for the watchdog's idle
+        # flush, which flushed stderr's newer text first ("e21o21"), with a
+        # terminal of the kernel's own and with pipes alike.
+        code = ("import sys, time\nfor i in range(300):\n    print('o%d' % i)\n"
+                "    time.sleep(0.0049)\n    print('e%d' % i, file=sys.stderr)\n")
+        want = "".join("o%d\ne%d\n" % (i, i) for i in range(300)).encode()
+        for args in (["--tty"], []):
+            rc, got, _ = run_tty("run", *args, "-c", code, timeout=120)
+            self.assertEqual(rc, 0)
+            if got != want:
+                at = next(i for i in range(len(want)) if got[i:i + 1] != want[i:i + 1])
+                self.fail("%s: %r where %r was due" % (args, got[at - 20:at + 20],
+                                                       want[at - 20:at + 20]))
+
     def test_no_controlling_terminal_and_a_fresh_kernel_keeps_it(self):
         rc, got, _ = run_tty("run", "--tty", "-c",
                              "try:\n    open('/dev/tty')\nexcept OSError as e:\n"
@@ -650,6 +680,33 @@ class TtyTest(TestCase):
         self.assertEqual(rc, 1)  # (the os._exit snippet crashed)
         self.assertTrue(got.startswith(b"6\n"), got)  # ENXIO
         self.assertTrue(got.endswith(b"True\n"), got)
+
+    def test_what_a_dying_kernel_wrote_last_is_shown(self):
+        # A terminal hands its bytes over a moment after they were written:
+        # the kernel's death must not come before them.
+        code = ("import os, sys\nfor i in range(2000):\n    sys.stdout.write('line %d\\n' % i)\n"
+                "sys.stdout.flush()\nos._exit(3)")
+        for attempt in range(10):
+            rc, got, _ = run_tty("run", "--tty", "--max-output", "10M", "-c", code)
+            self.assertEqual(rc, 1)
+            self.assertIn(b"line 1999\n", got, (attempt, got[-200:]))
+
+    def test_a_picture_comes_after_the_text_written_before_it(self):
+        # FIONREAD cannot tell the kernel that the relay read its terminal:
+        # the relay says so (T), or the picture's path came amid the text.
+        code = ("class P:\n    def _repr_png_(self): return b'\\x89PNG\\r\\n\\x1a\\n'\n"
+                "for i in range(300): print('line', i)\ndisplay(P())\nprint('after')\n")
+        with tempfile.TemporaryDirectory() as d:
+            for attempt in range(5):
+                rc, got, _ = run_tty("run", "--tty", "--output-dir", d, "-c", code)
+                want = b"line 299\n%s/ptybox-%d.png\nafter\n" % (d.encode(), attempt + 1)
+                self.assertEqual(rc, 0)
+                self.assertTrue(got.endswith(want), (attempt, got[-120:]))
+
+    def test_reading_the_terminal_ends_at_once(self):
+        rc, got, _ = run_tty("run", "--tty", "--timeout", "5", "-c",
+                             "import os; print(repr(os.read(1, 5)), repr(open(2).read()))")
+        self.assertEqual((rc, got), (0, b"b'' ''\n"))
 
     def test_tty_is_refused_with_json(self):
         p = run("run", "--tty", "--json", "-c", "1")

@@ -480,3 +480,107 @@ class PoolTest(TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QueryTest(TestCase):
+    """is_complete and complete: what a prompt asks the live session."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = Serve("--timeout", "10")
+        cls.n = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+
+    def ask(self, **req):
+        QueryTest.n += 1
+        req["id"] = "q%d" % self.n
+        self.s.send(req)
+        r = self.s.recv_result(req["id"], timeout=15)
+        self.assertTrue(r.get("ok"), r)
+        return r
+
+    def is_complete(self, code):
+        r = self.ask(op="is_complete", code=code)
+        return r["status"], r["indent"]
+
+    def test_is_complete_decides_as_codeop_does(self):
+        self.assertOk(self.s.exec("pass", id="warm"))
+        self.assertEqual(self.is_complete("x = 1"), ("complete", ""))
+        self.assertEqual(self.is_complete("def f():"), ("incomplete", "    "))
+        self.assertEqual(self.is_complete("def f():\n    if x:"), ("incomplete", "        "))
+        self.assertEqual(self.is_complete("def f():\n    return 1"), ("incomplete", "    "))
+        self.assertEqual(self.is_complete("def f():\n    return 1\n"), ("complete", ""))
+        self.assertEqual(self.is_complete("x = (1,"), ("incomplete", ""))
+        self.assertEqual(self.is_complete("s = '''abc"), ("incomplete", ""))
+        self.assertEqual(self.is_complete("x = 1\ny = 2"), ("complete", ""))
+        self.assertEqual(self.is_complete("1 +")[0], "invalid")
+        self.assertEqual(self.is_complete("a b")[0], "invalid")
+        # nothing ran: x is not defined
+        self.assertEqual(self.s.exec("'x' in dir()", id="nx")["result"],
+                         {"text/plain": "False"})
+        # deep nesting or a huge input cannot take anything down
+        self.assertIn(self.is_complete("(" * 100000)[0], ("invalid", "incomplete"))
+        self.assertEqual(self.is_complete("x = 1\n" * 300000)[0], "unknown")
+        self.assertOk(self.s.exec("pass", id="alive"))
+
+    def test_complete_names_and_attributes_of_the_live_namespace(self):
+        self.assertOk(self.s.exec("class K:\n  pass\nk = K(); k.alpha_beta = 1; k.alpha_gamma = 2\n"
+                                  "my_variable_xyz = 42", id="setup"))
+        r = self.ask(op="complete", code="my_var", cursor=6)
+        self.assertEqual((r["matches"], r["cursor_start"], r["cursor_end"]),
+                         (["my_variable_xyz"], 0, 6))
+        r = self.ask(op="complete", code="print(k.alp)", cursor=11)
+        self.assertEqual((r["matches"], r["cursor_start"], r["cursor_end"]),
+                         (["alpha_beta", "alpha_gamma"], 8, 11))
+        self.assertIn("print", self.ask(op="complete", code="pri")["matches"])
+        self.assertIn("while", self.ask(op="complete", code="whi")["matches"])
+        # the cursor counts characters, not bytes
+        r = self.ask(op="complete", code="é = my_v", cursor=8)
+        self.assertEqual((r["matches"], r["cursor_start"]), (["my_variable_xyz"], 4))
+        self.assertEqual(self.ask(op="complete", code="nosuch.x")["matches"], [])
+
+    def test_a_completion_that_raises_or_hangs_is_empty_and_the_state_stays(self):
+        self.assertOk(self.s.exec(
+            "class Raises:\n  def __dir__(self): raise ValueError('no')\n"
+            "class Hangs:\n  def __dir__(self):\n    while True: pass\n"
+            "class Stubborn:\n  def __getattr__(self, name):\n    while True:\n"
+            "      try:\n        while True: pass\n      except KeyboardInterrupt: pass\n"
+            "r, h, st = Raises(), Hangs(), Stubborn(); kept = 'yes'", id="objs"))
+        self.assertEqual(self.ask(op="complete", code="r.x")["matches"], [])
+        t0 = time.monotonic()
+        self.assertEqual(self.ask(op="complete", code="h.x")["matches"], [])
+        self.assertLess(time.monotonic() - t0, 5)
+        r = self.ask(op="complete", code="st.a.b")
+        self.assertEqual(r["matches"], [])
+        self.assertLess(time.monotonic() - t0, 10)
+        # the stubborn one still holds the interpreter: a snippet ends the
+        # way a snippet that ignores ^C does, and the session lives on
+        self.s.send({"id": "after", "op": "exec", "code": "kept", "timeout": 1})
+        r = self.s.recv_result("after", timeout=30)
+        self.assertIn(r["status"], ("ok", "timeout", "crashed"), r)
+        self.assertOk(self.s.exec("1", id="alive"))
+
+    def test_asked_while_a_snippet_runs_the_answer_is_busy_at_once(self):
+        self.s.send({"id": "long", "op": "exec", "code": "import time; time.sleep(10)"})
+        time.sleep(0.3)  # (let it start: a query queued behind it is the case too)
+        t0 = time.monotonic()
+        r = self.ask(op="complete", code="pri")
+        self.assertEqual((r["matches"], r.get("busy")), ([], True))
+        r = self.ask(op="is_complete", code="def f():")
+        self.assertEqual((r["status"], r.get("busy")), ("unknown", True))
+        self.assertLess(time.monotonic() - t0, 5)  # (not behind the snippet's 10 s)
+        self.s.send({"id": "stop", "op": "interrupt"})
+        self.assertEqual(self.s.recv_result("long", timeout=30)["status"], "interrupted")
+
+    def test_bad_queries_get_one_line_errors(self):
+        self.s.send({"id": "b1", "op": "complete"})
+        self.assertEqual(self.s.recv_result("b1")["code"], "usage")
+        self.s.send({"id": "b2", "op": "complete", "code": "x", "cursor": 9})
+        self.assertEqual(self.s.recv_result("b2")["code"], "usage")
+        self.s.send({"id": "b3", "op": "is_complete", "code": 5})
+        self.assertEqual(self.s.recv_result("b3")["code"], "usage")
+        self.s.send({"id": "b4", "op": "complete", "code": "x", "session": "nosuch"})
+        self.assertEqual(self.s.recv_result("b4")["code"], "no_session")

@@ -203,6 +203,31 @@ class RemoteServerTest(TestCase):
         p = self.ptybox("-H", self.host, "-L", self.label, "kill", "far")
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    @unittest.skipUnless(shutil.which("tmux"), "tmux is not installed")
+    def test_attach_through_ssh_shows_the_far_session_and_runs_in_it(self):
+        from test_repl import Terminal
+        self.assertEqual(self.ptybox("-H", self.host, "-L", self.label, "new", "att").returncode,
+                         0)
+        self.ptybox("exec", "att", "-H", self.host, "-L", self.label, "-c",
+                    "z = 3; print('far side', z)")
+        folder = tempfile.mkdtemp(prefix="ptybox-ssh-attach-")
+        env = dict(self.env, XDG_STATE_HOME=folder, TERM="xterm-256color")
+        t = Terminal([PTYBOX, "-H", self.host, "-L", self.label, "attach", "att"], env, folder)
+        try:
+            t.wait("far side 3")
+            t.wait(">>>", count=2)
+            t.tmux("send-keys", "-t", "0", "-l", "z * 2")
+            t.tmux("send-keys", "-t", "0", "Enter")
+            t.wait("\n6\n")
+            t.tmux("send-keys", "-t", "0", "C-d")
+            self.assertEqual(t.exit_status(), 0)
+        finally:
+            t.close()
+            shutil.rmtree(folder, ignore_errors=True)
+        p = self.ptybox("-H", self.host, "-L", self.label, "ls")
+        self.assertIn("att", p.stdout)
+        self.ptybox("-H", self.host, "-L", self.label, "kill", "att")
+
     def test_transports_that_run_commands_are_refused_through_dial_stdio(self):
         for via in ("exec:sh", self.host):
             p = self.ptybox("-H", self.host, "-L", self.label, "new", "t", "--via", via)

@@ -194,6 +194,39 @@ static void test_sixel_output_is_checked_before_it_goes_out(void **state)
 }
 
 /* The answer fed whole and byte by byte gives the same. */
+static void test_sizes_are_read_and_bombs_are_not_decoded(void **state)
+{
+	(void)state;
+	unsigned w = 0, h = 0;
+	unsigned char png[33] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x01\x02\0\0\0\x03";
+	assert_int_equal(picture_size(PICTURE_PNG, png, sizeof(png), &w, &h), 0);
+	assert_int_equal(w, 258);
+	assert_int_equal(h, 3);
+	assert_true(picture_sixel_fits(PICTURE_PNG, png, sizeof(png)));
+	assert_int_equal(picture_size(PICTURE_PNG, png, 20, &w, &h), -EINVAL);
+	/* a few hundred KiB that say 30000 x 30000 */
+	memcpy(png + 16, "\0\0\x75\x30\0\0\x75\x30", 8);
+	assert_false(picture_sixel_fits(PICTURE_PNG, png, sizeof(png)));
+	memcpy(png + 16, "\0\0\x10\0\0\0\x10\x01", 8); /* 4096 x 4097 */
+	assert_false(picture_sixel_fits(PICTURE_PNG, png, sizeof(png)));
+	memcpy(png + 16, "\0\0\0\0\0\0\0\x01", 8); /* no width */
+	assert_false(picture_sixel_fits(PICTURE_PNG, png, sizeof(png)));
+	/* JPEG: SOI, APP0 (skipped), fill, SOF2 with height 480 and width 640 */
+	static const unsigned char jpg[] = "\xff\xd8\xff\xe0\0\x04"
+					   "ab\xff\xff\xc2\0\x11\x08"
+					   "\x01\xe0\x02\x80\x03";
+	assert_int_equal(picture_size(PICTURE_JPEG, jpg, sizeof(jpg) - 1, &w, &h), 0);
+	assert_int_equal(w, 640);
+	assert_int_equal(h, 480);
+	assert_true(picture_sixel_fits(PICTURE_JPEG, jpg, sizeof(jpg) - 1));
+	/* DHT is no frame; the scan before any frame, or the data's end: no size */
+	static const unsigned char nosize[] = "\xff\xd8\xff\xc4\0\x02\xff\xda\0\x02";
+	assert_int_equal(picture_size(PICTURE_JPEG, nosize, sizeof(nosize) - 1, &w, &h), -EINVAL);
+	assert_int_equal(picture_size(PICTURE_JPEG, jpg, 12, &w, &h), -EINVAL);
+	assert_int_equal(picture_size(PICTURE_JPEG, jpg, 16, &w, &h), -EINVAL);
+	assert_false(picture_sixel_fits(PICTURE_SVG, jpg, sizeof(jpg) - 1));
+}
+
 static enum picture_inline probe(const char *answer, bool sixel_ok, bool *done)
 {
 	struct picture_probe whole, bytes;
@@ -289,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_kitty_sends_png_in_chunks_of_4096),
 		cmocka_unit_test(test_iterm_inline_file),
 		cmocka_unit_test(test_sixel_output_is_checked_before_it_goes_out),
+		cmocka_unit_test(test_sizes_are_read_and_bombs_are_not_decoded),
 		cmocka_unit_test(test_probe_reads_kitty_then_da1),
 		cmocka_unit_test(test_probe_reads_sixel_from_da1),
 		cmocka_unit_test(test_probe_skips_noise),
