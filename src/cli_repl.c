@@ -193,7 +193,7 @@ int cli_repl(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	pid_t pid;
-	int rfd, wfd;
+	int rfd = -1, wfd = -1; /* (set by repl_spawn; gcc -O2 cannot tell) */
 	/* (the options as given: serve parses them again, to the same effect) */
 	int rc = repl_spawn(child, nchild, &pid, &rfd, &wfd);
 	free(child);
