@@ -30,6 +30,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -804,6 +806,13 @@ int prompt_run(const struct prompt_config *cfg)
 		p.tty_run.c_cc[VTIME] = 0;
 	}
 	if (p.tty) {
+		/* libedit reads multibyte keys only in a UTF-8 LC_CTYPE: without
+		 * one, "é" typed was dropped. Everything past the prompt is UTF-8
+		 * (JSON), so a C or unset locale is taken as C.UTF-8, as Python
+		 * coerces it. */
+		setlocale(LC_CTYPE, "");
+		if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
+			setlocale(LC_CTYPE, "C.UTF-8");
 		rl_catch_signals = 0; /* (ours: the pipe above) */
 		rl_catch_sigwinch = 0;
 		rl_readline_name = "ptybox";

@@ -164,6 +164,24 @@ class ReplTest(TestCase):
         s = t.wait("alpha_beta2")
         self.assertIn(">>> some_long_name.alpha_beta", s.rsplit("alpha_beta2", 1)[1])
 
+    def test_non_ascii_typed_is_kept_whatever_the_locale_says(self):
+        # libedit drops multibyte keys outside a UTF-8 LC_CTYPE: "héllo"
+        # typed became "hllo", with LANG=C.UTF-8 too, before setlocale
+        for lang in ("C.UTF-8", None):
+            env = dict(self.env)
+            for k in ("LANG", "LC_ALL", "LC_CTYPE"):
+                env.pop(k, None)
+            if lang:
+                env["LANG"] = lang
+            t = self.repl(env=env)
+            t.type('s = "h\u00e9llo \u2713 \u65e5\u672c"')
+            t.keys("Enter")
+            t.type("len(s), s.encode()")
+            t.keys("Enter")
+            t.wait("(10, b'h\\xc3\\xa9llo \\xe2\\x9c\\x93 \\xe6\\x97\\xa5\\xe6\\x9c\\xac')")
+            t.keys("C-d")
+            self.assertEqual(t.exit_status(), 0)
+
     def test_ctrl_c_interrupts_the_code_and_keeps_the_state(self):
         t = self.repl()
         t.type("kept = 'still here'")
