@@ -217,7 +217,7 @@ def run_on_terminal(args, answer=None, env_extra=None, during_probe=None, raw=Tr
         tty.setraw(slave)
     before = termios.tcgetattr(slave)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("TMUX", "TERM_PROGRAM", "LC_TERMINAL")}
+           if k not in ("TMUX", "STY", "TERM_PROGRAM", "LC_TERMINAL")}
     env["TERM"] = "xterm-256color"
     env.update(env_extra or {})
 
@@ -312,6 +312,17 @@ class InlineImages(TestCase):
         p1, p2 = (os.path.join(self.dir, "ptybox-%d.png" % n).encode() for n in (1, 2))
         self.assertTrue(text.endswith(b"a\n<img>\n%s\nb\n<img>\n%s\n" % (p1, p2)), text)
 
+    def test_inside_tmux_or_screen_only_da1_is_asked(self):
+        # tmux takes an APC (kitty's query) as the pane's title: every run in
+        # a pane renamed it "Gi=31,s=1,v=1,a=q,..."
+        for extra in ({"TMUX": "/tmp/tmux-0/default,1,0"}, {"STY": "1.pts-0.host"},
+                      {"TERM": "tmux-256color"}, {"TERM": "screen"}):
+            rc, got, before, after = run_on_terminal(
+                ["--output-dir", self.dir, "-c", self.CODE], answer=DA1, env_extra=extra)
+            self.assertEqual((rc, before), (0, after), extra)
+            self.assertNotIn(b"\033_G", got, extra)
+            self.assertEqual(got.count(b"\033[c"), 1, extra)
+
     def test_a_terminal_that_answers_only_da1_gets_no_image_bytes(self):
         rc, got, before, after = run_on_terminal(["--output-dir", self.dir, "-c", self.CODE],
                                                  answer=DA1)
@@ -394,7 +405,7 @@ class InlineImages(TestCase):
         m_in, s_in = os.openpty()
         m_out, s_out = os.openpty()
         env = dict(os.environ, TERM="xterm-256color")
-        for k in ("TMUX", "TERM_PROGRAM", "LC_TERMINAL"):
+        for k in ("TMUX", "STY", "TERM_PROGRAM", "LC_TERMINAL"):
             env.pop(k, None)
 
         def own_terminal():
