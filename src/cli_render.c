@@ -39,6 +39,12 @@ void cli_render_init(struct cli_render *r, bool json, bool raw, const char *what
 	}
 }
 
+void cli_render_pass_cr(struct cli_render *r)
+{
+	for (int fd = 1; fd <= 2; fd++)
+		term_safe_pass_cr(&r->safe_state[fd]);
+}
+
 void cli_render_out(int fd, const char *s, size_t len)
 {
 	int rc = cli_write_all(fd, s, len);

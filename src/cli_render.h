@@ -35,6 +35,8 @@ struct cli_render_result {
 };
 
 void cli_render_init(struct cli_render *r, bool json, bool raw, const char *what);
+/* The code's output may redraw its line with a CR (--tty: progress bars). */
+void cli_render_pass_cr(struct cli_render *r);
 /* Writes all of s to fd; if that fails the output is lost: says so and exits 1. */
 void cli_render_out(int fd, const char *s, size_t len);
 /* Text the sandbox wrote, to fd: through its filter when fd takes one. */

@@ -558,6 +558,8 @@ int cli_run(int argc, char **argv)
 	cli_warn_unsandboxed(&so.o);
 	cli_warn_unenforced(&so);
 	cli_render_init(&r.out, json, raw, "snippet");
+	if (tty)
+		cli_render_pass_cr(&r.out);
 	r.loop = uv_default_loop();
 	char err[512] = "";
 	int rc = ptybox_session_new(r.loop, &so.o,

@@ -30,6 +30,12 @@ static const char term_safe_hexdigits[] = "0123456789abcdef";
 void term_safe_init(struct term_safe *t)
 {
 	t->nheld = 0;
+	t->pass_cr = false;
+}
+
+void term_safe_pass_cr(struct term_safe *t)
+{
+	t->pass_cr = true;
 }
 
 bool term_safe_hidden(uint32_t cp)
@@ -146,7 +152,7 @@ static size_t term_safe_byte(struct term_safe *t, unsigned char c, char *out)
 		}
 		o = term_safe_release(t, out);
 	}
-	if ((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t') {
+	if ((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' || (c == '\r' && t->pass_cr)) {
 		out[o++] = (char)c;
 	} else if (c == '\r' || c == TERM_SAFE_ESC || term_safe_utf8_len(c, &lo, &hi)) {
 		t->held[0] = c;

@@ -21,9 +21,15 @@
 struct term_safe {
 	unsigned char held[TERM_SAFE_HOLD_MAX]; /* the start of an unfinished sequence */
 	size_t nheld;
+	bool pass_cr; /* a CR alone passes (see term_safe_pass_cr) */
 };
 
 void term_safe_init(struct term_safe *t);
+/* From now on a CR alone passes as it is: a progress bar redraws its line
+ * (--tty, where the user asked for the terminal's behaviour). It moves the
+ * cursor to the start of the line and nothing else: it can overwrite what
+ * this line showed, never another line, a title or the clipboard. */
+void term_safe_pass_cr(struct term_safe *t);
 /* Filters len bytes of in into out (room: TERM_SAFE_OUT_MAX(len)); returns
  * the bytes written. Printable UTF-8, newline, tab, CR LF and SGR colour
  * sequences pass; any other byte shows as \xNN (ESC as \x1b, a CR alone as

@@ -646,6 +646,13 @@ class TtyTest(TestCase):
         self.assertEqual((rc, got),
                          (0, b"True True True os.terminal_size(columns=90, lines=30)\n"))
 
+    def test_a_progress_bar_redraws_its_line(self):
+        # (without --tty a CR alone shows as \x0d: see TerminalTest)
+        rc, got, _ = run_tty("run", "--tty", "-c",
+                             "import sys\nfor i in range(3): sys.stdout.write('\\r%d%%' % (i * 50));"
+                             " sys.stdout.flush()\nprint()")
+        self.assertEqual((rc, got), (0, b"\r0%\r50%\r100%\n"))
+
     def test_colours_pass_and_hostile_sequences_are_still_filtered(self):
         rc, got, _ = run_tty("run", "--tty", "-c", "print(%r)" % TerminalTest.HOSTILE)
         self.assertEqual((rc, got), (0, TerminalTest.SHOWN + b"\n"))

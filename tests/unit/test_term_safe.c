@@ -119,6 +119,27 @@ static void test_controls_and_a_lone_cr_show(void **state)
 	check_len("a\0b", 3, "a\\x00b");
 }
 
+static void test_a_lone_cr_passes_when_asked(void **state)
+{
+	(void)state;
+	static const char in[] = "\r0%\r50%\r\x1b]0;title\x07\r\n";
+	struct term_safe t;
+	term_safe_init(&t);
+	term_safe_pass_cr(&t);
+	char out[TERM_SAFE_OUT_MAX(sizeof(in))];
+	size_t n = 0;
+	for (size_t i = 0; i + 1 < sizeof(in); i++) /* (byte by byte) */
+		n += term_safe_feed(&t, in + i, 1, out + n);
+	n += term_safe_end(&t, out + n);
+	out[n] = '\0';
+	assert_string_equal(out, "\r0%\r50%\r\\x1b]0;title\\x07\r\n");
+	term_safe_init(&t); /* (and fresh again: escaped) */
+	n = term_safe_feed(&t, "\r", 1, out);
+	n += term_safe_end(&t, out + n);
+	out[n] = '\0';
+	assert_string_equal(out, "\\x0d");
+}
+
 static void test_invalid_utf8_shows_as_bytes(void **state)
 {
 	check("\xff\xfe", "\\xff\\xfe");
@@ -186,6 +207,7 @@ int main(void)
 		cmocka_unit_test(test_text_newlines_tabs_and_utf8_pass),
 		cmocka_unit_test(test_colours_pass_and_other_sequences_show),
 		cmocka_unit_test(test_controls_and_a_lone_cr_show),
+		cmocka_unit_test(test_a_lone_cr_passes_when_asked),
 		cmocka_unit_test(test_invalid_utf8_shows_as_bytes),
 		cmocka_unit_test(test_c1_and_bidi_controls_show_as_code_points),
 		cmocka_unit_test(test_random_bytes_stay_in_bounds_and_come_out_safe),
