@@ -41,7 +41,7 @@ _ptybox()
 		--cpus --tmp-size --nofile --max-file-size --net --env --python --log --busy-poll'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
-	local human_opts='--record --output-dir --no-inline-images --tty'
+	local human_opts='--record --record-max --output-dir --no-inline-images'
 
 	# The subcommand is the first word after "ptybox".
 	local cmd='' i
@@ -135,7 +135,7 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --raw --record-max --help $human_opts $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --tty --help $human_opts $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
@@ -156,7 +156,7 @@ _ptybox()
 			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error'
 			[[ $cmd == result ]] && o+=' --json --raw --no-wait'
 			[[ $cmd == capture ]] && o='--help -L -H -e -S'
-			[[ $cmd == attach ]] && o+=' --record'
+			[[ $cmd == attach ]] && o+=" $human_opts"
 			COMPREPLY=($(compgen -W "$o" -- "$cur"))
 		else
 			# The first word that is no option is the session; after it

@@ -85,7 +85,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from result' -l no-wait -d 'Say ru
 complete -c ptybox -n '__fish_seen_subcommand_from capture' -s e -d 'Keep colours'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l foreground -d 'Do not daemonize; log on standard error'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l allow-remote-transports -d 'Let dial-stdio clients start ssh:, exec:, none sessions'
-complete -c ptybox -n '__fish_seen_subcommand_from new attach' -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
+complete -c ptybox -n '__fish_seen_subcommand_from new' -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
 complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach server dial-stdio' -s L -x -d 'The server named NAME'
 complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach server dial-stdio' -s S -r -F -d 'The server at socket PATH'
 complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach' -s H -x -a 'ssh://' -d 'The server on another machine'
@@ -103,15 +103,16 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -F -d 'File to run (- fo
 complete -c ptybox -n '__fish_seen_subcommand_from run new' -l record-max -x -d "The recording's largest size (default 64M)"
 
 # What the human modes show: pictures, recordings, a terminal
-set -l human '__fish_seen_subcommand_from run repl'
+set -l human '__fish_seen_subcommand_from run repl attach'
 complete -c ptybox -n $human -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
+complete -c ptybox -n '__fish_seen_subcommand_from repl attach' -l record-max -x -d "The recording's largest size (default 64M)"
 complete -c ptybox -n $human -l output-dir -x -a '(__fish_complete_directories)' -d 'Folder for the pictures (default: the current one)'
 complete -c ptybox -n $human -l no-inline-images -d 'Do not show pictures inline on the terminal'
-complete -c ptybox -n $human -l tty -d "The code's stdout is a terminal"
+complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "The code's stdout is a terminal"
 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
-complete -c ptybox -n '__fish_seen_subcommand_from serve' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
+complete -c ptybox -n '__fish_seen_subcommand_from serve new' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
 
 # Options of both
 set -l in_cmd '__fish_seen_subcommand_from run repl serve new'

@@ -21,7 +21,7 @@ BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 SUBCOMMANDS = {"run", "repl", "serve", "new", "exec", "result", "ls", "interrupt", "cancel",
                "restart", "kill", "kill-server", "capture", "watch", "attach", "server",
                "dial-stdio"}
-HUMAN = {"--record", "--output-dir", "--no-inline-images", "--tty"}
+HUMAN = {"--record", "--record-max", "--output-dir", "--no-inline-images"}
 
 
 class Shells:
@@ -78,6 +78,17 @@ class Shells:
         self.assertIn("--no-wait", self.complete("ptybox exec work --"))
         self.assertIn("--foreground", self.complete("ptybox server --"))
         self.assertIn("--json", self.complete("ptybox ls --"))
+
+    def test_the_options_offered_are_those_the_help_lists(self):
+        # repl offered run's --tty, which it refuses; attach lacked --output-dir
+        for cmd, line in (("run", "ptybox run --"), ("repl", "ptybox repl --"),
+                          ("attach", "ptybox attach work --"), ("new", "ptybox new work --")):
+            helped = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", subprocess.run(
+                [PTYBOX, cmd, "--help"], capture_output=True, text=True).stdout))
+            offered = {w.split("=")[0] for w in self.complete(line) if w.startswith("--")}
+            with self.subTest(command=cmd):
+                self.assertEqual(offered - helped - {"--help"}, set())
+                self.assertEqual(helped - offered - {"--help"}, set())
 
     def test_values(self):
         self.assertTrue({"local", "none"} <= set(self.complete("ptybox run --via ")))
