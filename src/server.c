@@ -176,11 +176,16 @@ void srv_session_unlink(struct server *sv, struct srv_session *ss)
 		}
 }
 
+/* What is owed a reply that will come by itself (each within its op's own
+ * deadline): executions, starts, queries, and kills whose sessions still
+ * close. A watch is not: it lasts as long as its session. */
 size_t server_pending(const struct server *sv)
 {
 	size_t n = 0;
 	for (const struct srv_session *ss = sv->sessions; ss; ss = ss->next)
-		n += ss->live + (ss->new_waiters ? 1 : 0);
+		n += ss->live + (ss->new_waiters ? 1 : 0) + (ss->queries ? 1 : 0);
+	for (const struct srv_session *ss = sv->closing; ss; ss = ss->next)
+		n += ss->kill_waiters ? 1 : 0;
 	return n;
 }
 

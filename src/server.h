@@ -78,7 +78,8 @@ bool server_client_eof(struct server_client *c);
 void server_client_set_drained(struct server_client *c, void (*drained)(void *conn));
 /* The connection is closed: nothing more is sent to it. Its executions run on. */
 void server_client_gone(struct server_client *c);
-/* Executions queued or running, in every session. */
+/* Replies still to come by themselves, in every session: executions queued
+ * or running, starts (new), queries (complete, is_complete), kills. */
 size_t server_pending(const struct server *sv);
 /* Closes every session (what waits on one is answered with why); on_stopped
  * follows once all are gone. Clients still connected are sent nothing more. */

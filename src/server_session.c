@@ -568,6 +568,7 @@ static void srv_on_reply(ptybox_session *ps, uint64_t qid, const char *reply, vo
 	if (!cJSON_IsObject(o))
 		cJSON_Delete(o);
 	srv_waiter_free(w);
+	srv_maybe_idle(ss->server);
 }
 
 static const struct ptybox_callbacks srv_callbacks = {
