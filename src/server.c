@@ -247,8 +247,14 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 	return c;
 }
 
+/* Its watches end with its input: one who can send nothing more is no one
+ * attached (ls counts them; attach's ^D is such an end), and nothing else
+ * would end them before the session. Before eof is set, so that letting
+ * them go does not close the connection under the caller. */
 bool server_client_eof(struct server_client *c)
 {
+	for (struct srv_session *ss = c->server->sessions; ss; ss = ss->next)
+		srv_session_unwatch(ss, c);
 	c->eof = true;
 	return c->owed == 0;
 }

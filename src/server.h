@@ -71,9 +71,9 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 void server_client_line(struct server_client *c, const char *line, size_t len);
 /* A request line passed SERVER_MAX_LINE and was skipped. */
 void server_client_too_long(struct server_client *c);
-/* The client's input ended: true when nothing is owed to it (close now);
- * else drained(conn) comes once the last reply owed is sent (a watch is
- * owed until its session ends). */
+/* The client's input ended: its watches end; true when nothing else is
+ * owed to it (close now), else drained(conn) comes once the last reply owed
+ * is sent. */
 bool server_client_eof(struct server_client *c);
 void server_client_set_drained(struct server_client *c, void (*drained)(void *conn));
 /* The connection is closed: nothing more is sent to it. Its executions run on. */

@@ -1119,6 +1119,11 @@ void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
 	srv_waiters_drop_client(&ss->new_waiters, c);
 	srv_waiters_drop_client(&ss->kill_waiters, c);
 	srv_waiters_drop_client(&ss->queries, c);
+	srv_session_unwatch(ss, c);
+}
+
+void srv_session_unwatch(struct srv_session *ss, struct server_client *c)
+{
 	size_t before = 0, after = 0;
 	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
 		before++;
