@@ -414,8 +414,15 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 	if (!name && !sname && (c->flags & SERVER_CLIENT_STDIO))
 		name = "default";
 	struct srv_session *ss = name ? srv_find(sv, name) : NULL;
+	const char *takes = "";
+	const char *extra = op ? server_request_unknown_member(req, op, &takes) : NULL;
 	if (!op)
 		srv_reply_error(c, id, "usage", "request needs \"op\": %s", srv_ops);
+	else if (extra) /* (a typo must not pass in silence: "timout" would run 30 s) */
+		srv_reply_error(c, id, "usage", "%s: unknown member '%.*s' (%s takes %s%.*s)", op,
+				(int)protocol_utf8_prefix(extra, strlen(extra), 64), extra, op,
+				*takes ? "id, op, " : "only id and op",
+				*takes ? (int)strlen(takes) - 2 : 0, takes);
 	else if (strcmp(op, "hello") == 0)
 		srv_hello(c, req, id);
 	else if (strcmp(op, "ping") == 0)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
 #include <uv.h>
 
 #include "ptybox.h"
@@ -88,6 +89,11 @@ void server_shutdown(struct server *sv, const char *why);
 void server_free(struct server *sv);
 /* {"id":null,"error":msg,"code":code} to c. */
 void server_client_notice(struct server_client *c, const char *code, const char *msg);
+
+/* The first member of req (an object) that op does not take, or NULL (none,
+ * or op is not one of the protocol's); *takes (may be NULL): what op takes
+ * beside id and op, as "a, b, " (empty: nothing). Pure. */
+const char *server_request_unknown_member(const cJSON *req, const char *op, const char **takes);
 
 /* Whether name may name a session: 1..64 bytes of printable UTF-8, no '/',
  * not "." or "..", not starting with '-'. NULL, or why not. Pure. */

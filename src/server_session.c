@@ -1024,13 +1024,13 @@ void srv_session_query(struct srv_session *ss, struct server_client *c, const cJ
 	if (!cJSON_IsString(code))
 		return srv_reply_error(c, id, "usage", "%s needs \"code\": a string", op);
 	size_t len = strlen(code->valuestring);
-	if (cursor && (is_complete || !cJSON_IsNumber(cursor) || cursor->valuedouble < 0 ||
+	/* (is_complete's "cursor" is an unknown member: server.c) */
+	if (cursor && (!cJSON_IsNumber(cursor) || cursor->valuedouble < 0 ||
 		       cursor->valuedouble > (double)len ||
 		       cursor->valuedouble != (double)(size_t)cursor->valuedouble))
 		return srv_reply_error(c, id, "usage",
-				       is_complete ? "is_complete takes no \"cursor\""
-						   : "\"cursor\" must be a position in \"code\", "
-						     "in characters: 0 to its length");
+				       "\"cursor\" must be a position in \"code\", in characters: "
+				       "0 to its length");
 	if (ss->state == SS_DEAD)
 		return srv_reply_error(c, id, "dead",
 				       "session '%s' is dead (its interpreter cannot start): "

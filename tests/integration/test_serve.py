@@ -345,6 +345,29 @@ class ServeTest(TestCase):
         self.assertEqual(got, ["%d\n" % i for i in range(5)])
         self.assertEqual(self.s.p.wait(30), 0)
 
+    def test_an_unknown_member_is_a_usage_error_naming_it(self):
+        # (they passed in silence: "timout":0.5 ran for the default 10 s)
+        for req, op, name in (
+                ({"id": 1, "op": "exec", "code": "import time; time.sleep(3)", "timout": 0.5},
+                 "exec", "timout"),
+                ({"id": 2, "op": "exec", "code": "1", "streem": True}, "exec", "streem"),
+                ({"id": 3, "op": "new", "session": "t", "via": "none"}, "new", "via"),
+                ({"id": 4, "op": "is_complete", "code": "x", "cursor": 1}, "is_complete",
+                 "cursor"),
+                ({"id": 5, "op": "ping", "session": "default"}, "ping", "session"),
+                ({"id": 6, "op": "resize", "cols": 80, "rows": 24, "colour": True}, "resize",
+                 "colour")):
+            self.s.send(req)
+            r = self.s.recv(timeout=15)
+            self.assertEqual((r["id"], r["code"]), (req["id"], "usage"), r)
+            self.assertTrue(r["error"].startswith("%s: unknown member '%s' (" % (op, name)), r)
+        # nothing of them ran or was made: the next reply is the next request's
+        self.s.send({"id": 7, "op": "ls"})
+        self.assertEqual([x["name"] for x in self.s.recv(timeout=15)["sessions"]], ["default"])
+        r = self.s.exec("1", id=8, timeout=5, stream=False, wait=True)
+        self.assertEqual((r["status"], r["exec"]), ("ok", 1))
+        self.assertEqual(self.s.close(), 0)
+
     def test_eof_right_after_queries_answers_them_then_exits_0(self):
         # (they were answered "shutting down": nothing but executions held serve)
         self.assertOk(self.s.exec("import os", id=1))
