@@ -5,8 +5,9 @@
  * program that knows one session needs no more; every other op of the server
  * works too (new, ls, watch...), so one program can hold many sessions here.
  *
- * At the end of input, what is queued still runs and is answered; then every
- * session ends and so does serve.
+ * At the end of input, every request read is still answered (server_pending:
+ * executions, starts, queries, kills); then every session ends and so does
+ * serve.
  */
 #define _GNU_SOURCE
 #include <errno.h>

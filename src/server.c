@@ -176,11 +176,16 @@ void srv_session_unlink(struct server *sv, struct srv_session *ss)
 		}
 }
 
+/* What is owed a reply that will come by itself (each within its op's own
+ * deadline): executions, starts, queries, and kills whose sessions still
+ * close. A watch is not: it lasts as long as its session. */
 size_t server_pending(const struct server *sv)
 {
 	size_t n = 0;
 	for (const struct srv_session *ss = sv->sessions; ss; ss = ss->next)
-		n += ss->live + (ss->new_waiters ? 1 : 0);
+		n += ss->live + (ss->new_waiters ? 1 : 0) + (ss->queries ? 1 : 0);
+	for (const struct srv_session *ss = sv->closing; ss; ss = ss->next)
+		n += ss->kill_waiters ? 1 : 0;
 	return n;
 }
 
@@ -242,8 +247,14 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 	return c;
 }
 
+/* Its watches end with its input: one who can send nothing more is no one
+ * attached (ls counts them; attach's ^D is such an end), and nothing else
+ * would end them before the session. Before eof is set, so that letting
+ * them go does not close the connection under the caller. */
 bool server_client_eof(struct server_client *c)
 {
+	for (struct srv_session *ss = c->server->sessions; ss; ss = ss->next)
+		srv_session_unwatch(ss, c);
 	c->eof = true;
 	return c->owed == 0;
 }
@@ -403,8 +414,15 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 	if (!name && !sname && (c->flags & SERVER_CLIENT_STDIO))
 		name = "default";
 	struct srv_session *ss = name ? srv_find(sv, name) : NULL;
+	const char *takes = "";
+	const char *extra = op ? server_request_unknown_member(req, op, &takes) : NULL;
 	if (!op)
 		srv_reply_error(c, id, "usage", "request needs \"op\": %s", srv_ops);
+	else if (extra) /* (a typo must not pass in silence: "timout" would run 30 s) */
+		srv_reply_error(c, id, "usage", "%s: unknown member '%.*s' (%s takes %s%.*s)", op,
+				(int)protocol_utf8_prefix(extra, strlen(extra), 64), extra, op,
+				*takes ? "id, op, " : "only id and op",
+				*takes ? (int)strlen(takes) - 2 : 0, takes);
 	else if (strcmp(op, "hello") == 0)
 		srv_hello(c, req, id);
 	else if (strcmp(op, "ping") == 0)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
 #include <uv.h>
 
 #include "ptybox.h"
@@ -71,14 +72,15 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 void server_client_line(struct server_client *c, const char *line, size_t len);
 /* A request line passed SERVER_MAX_LINE and was skipped. */
 void server_client_too_long(struct server_client *c);
-/* The client's input ended: true when nothing is owed to it (close now);
- * else drained(conn) comes once the last reply owed is sent (a watch is
- * owed until its session ends). */
+/* The client's input ended: its watches end; true when nothing else is
+ * owed to it (close now), else drained(conn) comes once the last reply owed
+ * is sent. */
 bool server_client_eof(struct server_client *c);
 void server_client_set_drained(struct server_client *c, void (*drained)(void *conn));
 /* The connection is closed: nothing more is sent to it. Its executions run on. */
 void server_client_gone(struct server_client *c);
-/* Executions queued or running, in every session. */
+/* Replies still to come by themselves, in every session: executions queued
+ * or running, starts (new), queries (complete, is_complete), kills. */
 size_t server_pending(const struct server *sv);
 /* Closes every session (what waits on one is answered with why); on_stopped
  * follows once all are gone. Clients still connected are sent nothing more. */
@@ -87,6 +89,11 @@ void server_shutdown(struct server *sv, const char *why);
 void server_free(struct server *sv);
 /* {"id":null,"error":msg,"code":code} to c. */
 void server_client_notice(struct server_client *c, const char *code, const char *msg);
+
+/* The first member of req (an object) that op does not take, or NULL (none,
+ * or op is not one of the protocol's); *takes (may be NULL): what op takes
+ * beside id and op, as "a, b, " (empty: nothing). Pure. */
+const char *server_request_unknown_member(const cJSON *req, const char *op, const char **takes);
 
 /* Whether name may name a session: 1..64 bytes of printable UTF-8, no '/',
  * not "." or "..", not starting with '-'. NULL, or why not. Pure. */

@@ -167,6 +167,8 @@ void srv_pools_close(struct server *sv);
 void srv_screens_sweep(struct server *sv);
 void srv_pools_free(struct server *sv);
 void srv_session_client_gone(struct srv_session *ss, struct server_client *c);
+/* c's watches of ss end (the count ls shows with them). */
+void srv_session_unwatch(struct srv_session *ss, struct server_client *c);
 const char *srv_state_name(enum srv_state st);
 
 /* server_request.c: a request line as a JSON object, or NULL with the reply

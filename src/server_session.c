@@ -568,6 +568,7 @@ static void srv_on_reply(ptybox_session *ps, uint64_t qid, const char *reply, vo
 	if (!cJSON_IsObject(o))
 		cJSON_Delete(o);
 	srv_waiter_free(w);
+	srv_maybe_idle(ss->server);
 }
 
 static const struct ptybox_callbacks srv_callbacks = {
@@ -1023,13 +1024,13 @@ void srv_session_query(struct srv_session *ss, struct server_client *c, const cJ
 	if (!cJSON_IsString(code))
 		return srv_reply_error(c, id, "usage", "%s needs \"code\": a string", op);
 	size_t len = strlen(code->valuestring);
-	if (cursor && (is_complete || !cJSON_IsNumber(cursor) || cursor->valuedouble < 0 ||
+	/* (is_complete's "cursor" is an unknown member: server.c) */
+	if (cursor && (!cJSON_IsNumber(cursor) || cursor->valuedouble < 0 ||
 		       cursor->valuedouble > (double)len ||
 		       cursor->valuedouble != (double)(size_t)cursor->valuedouble))
 		return srv_reply_error(c, id, "usage",
-				       is_complete ? "is_complete takes no \"cursor\""
-						   : "\"cursor\" must be a position in \"code\", "
-						     "in characters: 0 to its length");
+				       "\"cursor\" must be a position in \"code\", in characters: "
+				       "0 to its length");
 	if (ss->state == SS_DEAD)
 		return srv_reply_error(c, id, "dead",
 				       "session '%s' is dead (its interpreter cannot start): "
@@ -1118,6 +1119,11 @@ void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
 	srv_waiters_drop_client(&ss->new_waiters, c);
 	srv_waiters_drop_client(&ss->kill_waiters, c);
 	srv_waiters_drop_client(&ss->queries, c);
+	srv_session_unwatch(ss, c);
+}
+
+void srv_session_unwatch(struct srv_session *ss, struct server_client *c)
+{
 	size_t before = 0, after = 0;
 	for (struct srv_waiter *w = ss->watchers; w; w = w->next)
 		before++;

@@ -345,6 +345,61 @@ class ServeTest(TestCase):
         self.assertEqual(got, ["%d\n" % i for i in range(5)])
         self.assertEqual(self.s.p.wait(30), 0)
 
+    def test_an_unknown_member_is_a_usage_error_naming_it(self):
+        # (they passed in silence: "timout":0.5 ran for the default 10 s)
+        for req, op, name in (
+                ({"id": 1, "op": "exec", "code": "import time; time.sleep(3)", "timout": 0.5},
+                 "exec", "timout"),
+                ({"id": 2, "op": "exec", "code": "1", "streem": True}, "exec", "streem"),
+                ({"id": 3, "op": "new", "session": "t", "via": "none"}, "new", "via"),
+                ({"id": 4, "op": "is_complete", "code": "x", "cursor": 1}, "is_complete",
+                 "cursor"),
+                ({"id": 5, "op": "ping", "session": "default"}, "ping", "session"),
+                ({"id": 6, "op": "resize", "cols": 80, "rows": 24, "colour": True}, "resize",
+                 "colour")):
+            self.s.send(req)
+            r = self.s.recv(timeout=15)
+            self.assertEqual((r["id"], r["code"]), (req["id"], "usage"), r)
+            self.assertTrue(r["error"].startswith("%s: unknown member '%s' (" % (op, name)), r)
+        # nothing of them ran or was made: the next reply is the next request's
+        self.s.send({"id": 7, "op": "ls"})
+        self.assertEqual([x["name"] for x in self.s.recv(timeout=15)["sessions"]], ["default"])
+        r = self.s.exec("1", id=8, timeout=5, stream=False, wait=True)
+        self.assertEqual((r["status"], r["exec"]), ("ok", 1))
+        self.assertEqual(self.s.close(), 0)
+
+    def test_eof_right_after_queries_answers_them_then_exits_0(self):
+        # (they were answered "shutting down": nothing but executions held serve)
+        self.assertOk(self.s.exec("import os", id=1))
+        self.s.send({"id": 8, "op": "is_complete", "code": "def f():"})
+        self.s.send({"id": 9, "op": "complete", "code": "os.pa", "cursor": 5})
+        self.s.p.stdin.close()
+        replies = {}
+        for _ in range(2):
+            r = self.s.recv(timeout=15)
+            replies[r["id"]] = r
+        self.assertEqual((replies[8].get("ok"), replies[8].get("status")), (True, "incomplete"),
+                         replies[8])
+        self.assertTrue(replies[9].get("ok"), replies[9])  # (busy, or os.path: never killed)
+        self.assertEqual(self.s.p.wait(30), 0)
+
+    def test_eof_right_after_a_kill_answers_it_then_exits_0(self):
+        self.s.send({"id": 1, "op": "new", "session": "two"})
+        self.assertEqual(self.s.recv_result(1, timeout=30), {"id": 1, "ok": True,
+                                                             "session": "two"})
+        self.s.send({"id": 4, "op": "kill", "session": "two"})
+        self.s.p.stdin.close()
+        self.assertEqual(self.s.recv_result(4, timeout=30), {"id": 4, "ok": True})
+        self.assertEqual(self.s.p.wait(30), 0)
+
+    def test_eof_right_after_new_and_kill_answers_both_in_order_of_completion(self):
+        self.s.send({"id": 1, "op": "new", "session": "two"})
+        self.s.send({"id": 4, "op": "kill", "session": "two"})
+        self.s.p.stdin.close()
+        self.assertEqual(self.s.recv(timeout=30)["id"], 1)  # (killed before it started)
+        self.assertEqual(self.s.recv(timeout=30), {"id": 4, "ok": True})
+        self.assertEqual(self.s.p.wait(30), 0)
+
     def test_eof_while_the_interpreter_starts_exits_0(self):
         # The interpreter may not lead its process group yet when it is
         # killed: it must die all the same, not leave serve waiting for it.

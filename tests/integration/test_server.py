@@ -507,6 +507,40 @@ class ProtocolTest(TestCase):
             c.recv()
         c.close()
 
+    def clients_of(self, name, want, timeout=10):
+        """ls's clients of session name, once it is want (or at the deadline)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = map(json.loads, self.srv("ls", "--json").stdout.splitlines())
+            got = {r["name"]: r["clients"] for r in rows}.get(name)
+            if got == want or time.monotonic() > deadline:
+                return got
+            time.sleep(0.05)  # (ls is polled: the server's count has no event)
+
+    def test_a_client_that_ends_its_input_stops_watching_at_once(self):
+        # (attach's ^D: the watch stayed until the session ended, and ls said 1)
+        w = Client(self.srv.sock)
+        w.send({"id": 2, "op": "watch", "session": "b"})
+        self.assertEqual(w.reply(2)["state"], "idle")
+        self.assertEqual(self.clients_of("b", 1), 1)
+        w.close()
+        self.assertEqual(self.clients_of("b", 0), 0)
+        # its input ended, what it asked for before still comes, and no event
+        w = Client(self.srv.sock)
+        w.send({"id": 2, "op": "watch", "session": "b"})
+        self.assertEqual(w.reply(2)["state"], "idle")
+        w.send({"id": 3, "op": "exec", "session": "b",
+                "code": "import time; time.sleep(0.3); 'owed'"})
+        w.s.shutdown(socket.SHUT_WR)
+        self.assertEqual(self.clients_of("b", 0), 0)
+        got = []
+        with self.assertRaises(EOFError):  # then the server closes
+            while True:
+                got.append(w.recv())
+        self.assertEqual([(g["id"], g.get("event"), g.get("result")) for g in got],
+                         [(2, "exec", None), (3, None, {"text/plain": "'owed'"})])
+        w.close()
+
     def test_garbage_never_harms_the_server(self):
         c = Client(self.srv.sock)
         for bad in [b"not json\n", b"\xff\xfe\n", b"[1,2]\n", b'{"op":"exec"\n',
