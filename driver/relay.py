@@ -87,6 +87,7 @@ Z_MAX = 1 << 20                   # ... and up to which (PROTOCOL_STREAM_Z_MAX o
 Z_SAMPLE = 4096                   # bytes tried first: output that does not shrink is sent as is
 END = b":ptybox>>>"
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_pidfd_open = getattr(os, "pidfd_open", None)   # (Python 3.9 and later)
 _perf_ns = time.perf_counter_ns
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
@@ -577,6 +578,8 @@ class Relay:
         self.retty_due = False               # the tty request came before the hello
         self.quiet_hello = False             # the hello of a kernel the tty request made
         self.tty_synced = False              # a T answered in this read of messages
+        self.orphan = False                  # the template is gone (orphaned())
+        self.kernel_fd = None                # ... and then a pidfd of the kernel, if any
 
     # -- the terminal
     def write(self, *parts):
@@ -712,6 +715,8 @@ class Relay:
     def kill(self):
         """SIGKILL to the kernel and its process group; its exit comes from
         the template (died())."""
+        if self.orphan:
+            self.orphan_died()
         if self.kernel and self.killing is None:
             try:
                 os.killpg(self.kernel, _signal.SIGKILL)
@@ -774,7 +779,7 @@ class Relay:
         if data is None:
             return
         if not data:
-            self.exit(EXIT_NO_KERNEL)        # the template died (user code killed it)
+            return self.orphaned()           # the template died (user code killed it)
         self.ctl_buf += data
         while b"\n" in self.ctl_buf:
             line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)
@@ -800,6 +805,38 @@ class Relay:
                 pass
         if len(self.ctl_buf) > 4096:
             self.ctl_buf = b""
+
+    def orphaned(self):
+        """The template is gone: no kernel can be forked any more, but the
+        one we have lives on (it is the template's orphan now), and so does
+        its state.  It runs what comes until it dies or must go; then we exit
+        (EXIT_NO_KERNEL) and the client replaces us.  Exiting at once would
+        blame the snippet after the one that killed the template: its result
+        may be on its way, the next snippet sent on it."""
+        self.orphan = True
+        self.poller = None                   # (the socket is not polled any more)
+        if not self.kernel:
+            self.exit(EXIT_NO_KERNEL)        # (none to go on with)
+        try:                                 # (not our child: no X will tell its exit)
+            self.kernel_fd = _pidfd_open(self.kernel)
+        except (OSError, TypeError):
+            self.kernel_fd = None
+
+    def orphan_died(self):
+        """The orphaned kernel is gone (or must go): its output is sent, then
+        we exit, once it is dead (up to KILL_WAIT)."""
+        try:
+            os.killpg(self.kernel, _signal.SIGKILL)
+        except OSError:
+            pass
+        if self.kernel_fd is not None:
+            select.select([self.kernel_fd], [], [], KILL_WAIT)
+        self.drain()
+        if self.tty_master is not None:
+            self.drain_tty()
+        self.finish()
+        self.kernel = None
+        self.exit(EXIT_NO_KERNEL)
 
     # -- requests
     def on_tty(self):
@@ -1388,7 +1425,11 @@ class Relay:
             if poller is None:
                 poller = self.poller = select.poll()
                 self.poller_held = held = select.poll()   # (without the capture pipes)
-                fds = {self.tty: self.on_tty, self.ctl.fileno(): self.on_ctl}
+                fds = {self.tty: self.on_tty}
+                if not self.orphan:
+                    fds[self.ctl.fileno()] = self.on_ctl
+                elif self.kernel_fd is not None:
+                    fds[self.kernel_fd] = self.orphan_died
                 if self.msg is not None:
                     fds[self.msg] = self.on_msg
                 for fd in fds:
