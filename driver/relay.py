@@ -75,6 +75,7 @@ STANDBY_DELAY = 0.0               # ... and after any later one's
 STANDBY_RETRY = 1.0               # s between tries when no process can be forked
 FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
+TTY_SIZE = b"80x24"                # the kernel's terminal while the client has none
 TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
 ARGV_CAP = 4096                   # strings in an exec request's argv
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
@@ -684,9 +685,11 @@ class Relay:
         return master, _private(slave)
 
     def size_tty(self):
-        if self.tty_master is None or self.size is None:
+        """The kernel's terminal takes the client's size; without one 80x24,
+        as a terminal without a size is taken to be (not 0x0)."""
+        if self.tty_master is None:
             return
-        cols, rows = map(int, self.size.split(b"x"))
+        cols, rows = map(int, (self.size or TTY_SIZE).split(b"x"))
         try:
             fcntl.ioctl(self.tty_master, termios.TIOCSWINSZ,
                         rows.to_bytes(2, sys.byteorder) + cols.to_bytes(2, sys.byteorder)

@@ -722,6 +722,13 @@ class TtyTest(TestCase):
                              "import os; print(repr(os.read(1, 5)), repr(open(2).read()))")
         self.assertEqual((rc, got), (0, b"b'' ''\n"))
 
+    def test_without_a_users_terminal_the_codes_terminal_is_80x24(self):
+        code = "import os, shutil; print(tuple(os.get_terminal_size()), os.isatty(1))"
+        p = run("run", "--tty", "-c", code)           # (stdout and stderr: pipes)
+        self.assertEqual((p.returncode, p.stdout), (0, "(80, 24) True\n"), p.stderr)
+        rc, got, _ = run_tty("run", "--tty", "-c", code, size=(100, 30))
+        self.assertEqual((rc, got), (0, b"(100, 30) True\n"))
+
     def test_tty_is_refused_with_json(self):
         p = run("run", "--tty", "--json", "-c", "1")
         self.assertEqual((p.returncode, p.stdout), (2, ""))
