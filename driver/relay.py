@@ -26,7 +26,8 @@ output never lands in another snippet.
 When the kernel dies (a crash, os._exit, the kill of a snippet that ignored
 ^C, a restart request), the template reports it, a died frame says how, and
 a fresh kernel is forked at once: the transport stays up, so over ssh no new
-connection is made.
+connection is made.  When the template dies, the kernel lives on (and runs
+what comes) until it dies or must go; only then does this program exit.
 
 Kernel protocol (relay -> kernel, on the request pipe):
     X<seq> <len>\\n<the client's request JSON, len bytes>   run a snippet
@@ -830,7 +831,7 @@ class Relay:
         we exit, once it is dead (up to KILL_WAIT)."""
         try:
             os.killpg(self.kernel, _signal.SIGKILL)
-        except OSError:
+        except (OSError, TypeError):
             pass
         if self.kernel_fd is not None:
             select.select([self.kernel_fd], [], [], KILL_WAIT)

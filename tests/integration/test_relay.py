@@ -210,6 +210,23 @@ class KillTheFarSideTest(TestCase):
         finally:
             self.assertEqual(s.close(), 0, s.stderr)
 
+    def test_without_its_template_a_kill_or_restart_still_gets_a_fresh_kernel(self):
+        results, p = run_json(
+            KILL_TEMPLATE, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "time.sleep(60)", "print('x' in dir())",
+            extra=["--timeout", "1", "--kill-grace", "0.5"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "timeout", "ok"], p.stderr)
+        self.assertIn("did not stop on ^C; killed", results[1]["message"])
+        self.assertEqual(results[2]["stdout"], "False\n")
+        s = Serve()
+        try:
+            self.assertOk(s.exec(KILL_TEMPLATE, id=1))
+            self.assertEqual(s.restart(2), {"id": 2, "ok": True})
+            r = s.exec("print('x' in dir())", id=3)
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "False\n"), r)
+        finally:
+            self.assertEqual(s.close(), 0, s.stderr)
+
     def test_killing_the_relay_is_the_crash_of_that_snippet(self):
         kill_relay = ("import os; os.kill(int(open('/proc/%d/stat' % os.getppid()).read()"
                       ".rsplit(')', 1)[1].split()[1]), 9)")
