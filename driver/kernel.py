@@ -1505,7 +1505,9 @@ class Kernel:
         t0 = _perf_ns()
         value, exc = self._call_user(self._run_code, sid, code)
         if self.exec_main:
-            if exc is None or isinstance(exc, SystemExit):
+            # python3 FILE waits for its threads however FILE ended (a raise,
+            # sys.exit(N)), but for a ^C: ours is a timeout or an interrupt.
+            if not isinstance(exc, KeyboardInterrupt):
                 exc = self._call_user(self._join_threads)[1] or exc
             if isinstance(exc, SystemExit) and (exc.code is None or exc.code is False
                                                  or type(exc.code) is int and exc.code == 0):

@@ -26,7 +26,8 @@ output never lands in another snippet.
 When the kernel dies (a crash, os._exit, the kill of a snippet that ignored
 ^C, a restart request), the template reports it, a died frame says how, and
 a fresh kernel is forked at once: the transport stays up, so over ssh no new
-connection is made.
+connection is made.  When the template dies, the kernel lives on (and runs
+what comes) until it dies or must go; only then does this program exit.
 
 Kernel protocol (relay -> kernel, on the request pipe):
     X<seq> <len>\\n<the client's request JSON, len bytes>   run a snippet
@@ -75,6 +76,7 @@ STANDBY_DELAY = 0.0               # ... and after any later one's
 STANDBY_RETRY = 1.0               # s between tries when no process can be forked
 FORK_WAIT = 1.0                   # s a kernel's start keeps trying to fork
 DEAD_STARTS = 3                   # kernels in a row that die before hello: give up
+TTY_SIZE = b"80x24"                # the kernel's terminal while the client has none
 TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
 ARGV_CAP = 4096                   # strings in an exec request's argv
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
@@ -87,6 +89,7 @@ Z_MAX = 1 << 20                   # ... and up to which (PROTOCOL_STREAM_Z_MAX o
 Z_SAMPLE = 4096                   # bytes tried first: output that does not shrink is sent as is
 END = b":ptybox>>>"
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_pidfd_open = getattr(os, "pidfd_open", None)   # (Python 3.9 and later)
 _perf_ns = time.perf_counter_ns
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
@@ -577,6 +580,8 @@ class Relay:
         self.retty_due = False               # the tty request came before the hello
         self.quiet_hello = False             # the hello of a kernel the tty request made
         self.tty_synced = False              # a T answered in this read of messages
+        self.orphan = False                  # the template is gone (orphaned())
+        self.kernel_fd = None                # ... and then a pidfd of the kernel, if any
 
     # -- the terminal
     def write(self, *parts):
@@ -681,9 +686,11 @@ class Relay:
         return master, _private(slave)
 
     def size_tty(self):
-        if self.tty_master is None or self.size is None:
+        """The kernel's terminal takes the client's size; without one 80x24,
+        as a terminal without a size is taken to be (not 0x0)."""
+        if self.tty_master is None:
             return
-        cols, rows = map(int, self.size.split(b"x"))
+        cols, rows = map(int, (self.size or TTY_SIZE).split(b"x"))
         try:
             fcntl.ioctl(self.tty_master, termios.TIOCSWINSZ,
                         rows.to_bytes(2, sys.byteorder) + cols.to_bytes(2, sys.byteorder)
@@ -712,6 +719,8 @@ class Relay:
     def kill(self):
         """SIGKILL to the kernel and its process group; its exit comes from
         the template (died())."""
+        if self.orphan:
+            self.orphan_died()
         if self.kernel and self.killing is None:
             try:
                 os.killpg(self.kernel, _signal.SIGKILL)
@@ -774,7 +783,7 @@ class Relay:
         if data is None:
             return
         if not data:
-            self.exit(EXIT_NO_KERNEL)        # the template died (user code killed it)
+            return self.orphaned()           # the template died (user code killed it)
         self.ctl_buf += data
         while b"\n" in self.ctl_buf:
             line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)
@@ -800,6 +809,38 @@ class Relay:
                 pass
         if len(self.ctl_buf) > 4096:
             self.ctl_buf = b""
+
+    def orphaned(self):
+        """The template is gone: no kernel can be forked any more, but the
+        one we have lives on (it is the template's orphan now), and so does
+        its state.  It runs what comes until it dies or must go; then we exit
+        (EXIT_NO_KERNEL) and the client replaces us.  Exiting at once would
+        blame the snippet after the one that killed the template: its result
+        may be on its way, the next snippet sent on it."""
+        self.orphan = True
+        self.poller = None                   # (the socket is not polled any more)
+        if not self.kernel:
+            self.exit(EXIT_NO_KERNEL)        # (none to go on with)
+        try:                                 # (not our child: no X will tell its exit)
+            self.kernel_fd = _pidfd_open(self.kernel)
+        except (OSError, TypeError):
+            self.kernel_fd = None
+
+    def orphan_died(self):
+        """The orphaned kernel is gone (or must go): its output is sent, then
+        we exit, once it is dead (up to KILL_WAIT)."""
+        try:
+            os.killpg(self.kernel, _signal.SIGKILL)
+        except (OSError, TypeError):
+            pass
+        if self.kernel_fd is not None:
+            select.select([self.kernel_fd], [], [], KILL_WAIT)
+        self.drain()
+        if self.tty_master is not None:
+            self.drain_tty()
+        self.finish()
+        self.kernel = None
+        self.exit(EXIT_NO_KERNEL)
 
     # -- requests
     def on_tty(self):
@@ -1388,7 +1429,11 @@ class Relay:
             if poller is None:
                 poller = self.poller = select.poll()
                 self.poller_held = held = select.poll()   # (without the capture pipes)
-                fds = {self.tty: self.on_tty, self.ctl.fileno(): self.on_ctl}
+                fds = {self.tty: self.on_tty}
+                if not self.orphan:
+                    fds[self.ctl.fileno()] = self.on_ctl
+                elif self.kernel_fd is not None:
+                    fds[self.kernel_fd] = self.orphan_died
                 if self.msg is not None:
                     fds[self.msg] = self.on_msg
                 for fd in fds:

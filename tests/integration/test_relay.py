@@ -172,6 +172,69 @@ class KernelRestartTest(TestCase):
         self.assertLess(results[1]["duration_ms"], 5000)
 
 
+# The kernel's parent is the fork template: killing it leaves the kernel (and
+# its state) alive, with no one to fork the next.
+KILL_TEMPLATE = "import os; os.kill(os.getppid(), 9); x = 1"
+
+
+class KillTheFarSideTest(TestCase):
+    """Whatever a snippet kills, that snippet is the one reported, and the next
+    ones run (issue 15, finding A1)."""
+
+    def check(self, results, stderr):
+        self.assertEqual([(r["id"], r["status"]) for r in results],
+                         [(1, "ok"), (2, "ok"), (3, "crashed"), (4, "ok")], stderr)
+        self.assertEqual(results[1]["stdout"], "1\n")          # the kernel lived on
+        self.assertEqual([r["state_lost"] for r in results], [False, False, True, False])
+        self.assertEqual(results[3]["stdout"], "ran\n")
+
+    def test_killing_the_template_blames_no_innocent_snippet(self):
+        for via in (VIA, "exec:env", VIA):            # (a race lost in 3 runs of 4)
+            with self.subTest(via=via):
+                results, p = run_json(KILL_TEMPLATE, "print(x)", "import os; os._exit(3)",
+                                      "print('ran')", extra=["--via", via], timeout=60)
+                self.check(results, p.stderr)
+
+    def test_killing_the_template_under_serve(self):
+        s = Serve()
+        try:
+            s.send("\n".join(json.dumps({"id": i + 1, "op": "exec", "code": c}) for i, c in
+                             enumerate((KILL_TEMPLATE, "print(x)", "import os; os._exit(3)",
+                                        "print('ran')"))))   # (one write: all queued)
+            results = []
+            for i in range(1, 5):
+                r = s.recv_result(i)
+                r["id"], r["stdout"] = i, r.get("stdout", "")
+                results.append(r)
+            self.check(results, results)
+        finally:
+            self.assertEqual(s.close(), 0, s.stderr)
+
+    def test_without_its_template_a_kill_or_restart_still_gets_a_fresh_kernel(self):
+        results, p = run_json(
+            KILL_TEMPLATE, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "time.sleep(60)", "print('x' in dir())",
+            extra=["--timeout", "1", "--kill-grace", "0.5"], timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "timeout", "ok"], p.stderr)
+        self.assertIn("did not stop on ^C; killed", results[1]["message"])
+        self.assertEqual(results[2]["stdout"], "False\n")
+        s = Serve()
+        try:
+            self.assertOk(s.exec(KILL_TEMPLATE, id=1))
+            self.assertEqual(s.restart(2), {"id": 2, "ok": True})
+            r = s.exec("print('x' in dir())", id=3)
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "False\n"), r)
+        finally:
+            self.assertEqual(s.close(), 0, s.stderr)
+
+    def test_killing_the_relay_is_the_crash_of_that_snippet(self):
+        kill_relay = ("import os; os.kill(int(open('/proc/%d/stat' % os.getppid()).read()"
+                      ".rsplit(')', 1)[1].split()[1]), 9)")
+        results, p = run_json("x = 1", kill_relay, "print('ran')", timeout=60)
+        self.assertEqual([r["status"] for r in results], ["ok", "crashed", "ok"], p.stderr)
+        self.assertEqual(results[2]["stdout"], "ran\n")
+
+
 class ReportTest(TestCase):
     def test_a_snippet_that_catches_the_timeouts_ctrl_c_is_a_timeout(self):
         results, _ = run_json("import time\ntry:\n    time.sleep(3)\n"

@@ -529,6 +529,20 @@ class RunFileTest(TestCase):
         results, p = run_json(extra=[path])
         self.assertEqual(results[0]["stdout"], "main done\nthread done\n")
 
+    def test_non_daemon_threads_are_waited_for_also_when_file_raised_or_exited(self):
+        for end, status in (("raise ValueError(sys.argv[1:])", 1), ("sys.exit(4)", 4)):
+            with self.subTest(end=end):
+                path = self.file("import sys, threading, time\n"
+                                 "def work():\n    time.sleep(0.3)\n    print('thread done')\n"
+                                 "threading.Thread(target=work).start()\n%s\n" % end)
+                p = run("run", path, "a", "b")
+                self.assertEqual((p.returncode, p.stdout), (status, "thread done\n"), p.stderr)
+                results, p = run_json(extra=[path, "a", "b"])
+                self.assertEqual((results[0]["status"], results[0]["stdout"]),
+                                 ("error", "thread done\n"), results)
+        p = run("run", self.file("raise ValueError(1)\n"), "a", "b")
+        self.assertIn("ValueError: 1", p.stderr)
+
     def test_an_executor_left_open_does_not_hang_the_end(self):
         path = self.file("from concurrent.futures import ThreadPoolExecutor\n"
                          "ex = ThreadPoolExecutor(2)\nf = ex.submit(print, 'pooled')\n")
@@ -714,6 +728,13 @@ class TtyTest(TestCase):
         rc, got, _ = run_tty("run", "--tty", "--timeout", "5", "-c",
                              "import os; print(repr(os.read(1, 5)), repr(open(2).read()))")
         self.assertEqual((rc, got), (0, b"b'' ''\n"))
+
+    def test_without_a_users_terminal_the_codes_terminal_is_80x24(self):
+        code = "import os, shutil; print(tuple(os.get_terminal_size()), os.isatty(1))"
+        p = run("run", "--tty", "-c", code)           # (stdout and stderr: pipes)
+        self.assertEqual((p.returncode, p.stdout), (0, "(80, 24) True\n"), p.stderr)
+        rc, got, _ = run_tty("run", "--tty", "-c", code, size=(100, 30))
+        self.assertEqual((rc, got), (0, b"(100, 30) True\n"))
 
     def test_tty_is_refused_with_json(self):
         p = run("run", "--tty", "--json", "-c", "1")
