@@ -434,6 +434,23 @@ static int client_error_exit(const char *cmd, struct client *cl, const cJSON *re
 						    : CLI_EXIT_FAILED;
 }
 
+/* Whether ssh itself failed (its status 255: it could not connect or log in;
+ * it has said why on our stderr), once the connection ended: reaped here, so
+ * that client_close does not wait for it again. */
+static bool client_ssh_failed(struct client *cl)
+{
+	if (cl->ssh <= 0 || !cl->eof)
+		return false;
+	int st;
+	pid_t r;
+	while ((r = waitpid(cl->ssh, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (r != cl->ssh)
+		return false;
+	cl->ssh = 0;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 255;
+}
+
 static int client_open(struct client *cl, const char *cmd, const struct client_target *t,
 		       bool autostart)
 {
@@ -465,7 +482,9 @@ static int client_open(struct client *cl, const char *cmd, const struct client_t
 	cJSON *reply =
 		id ? client_reply(cl, id, t->host ? CLIENT_SSH_HELLO_MS : CLIENT_REPLY_MS) : NULL;
 	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
-		if (!reply && t->host)
+		if (!reply && t->host && client_ssh_failed(cl))
+			cli_error("%s: %s: ssh could not connect (exit status 255)", cmd, t->host);
+		else if (!reply && t->host)
 			cli_error("%s: %s: no answer through ssh (is ptybox installed there, on "
 				  "the PATH of a non-interactive shell?)",
 				  cmd, t->host);
@@ -1079,9 +1098,10 @@ int cli_client(int argc, char **argv)
 			struct cli_render r;
 			cli_render_init(&r, a.json, a.raw, "execution");
 			rc = client_show_result(&r, reply, true);
-		} else if (rc == 0) {
+		} else if (rc == 0) { /* --no-wait: it has not ended, which is not "ok" */
 			printf("%s\n",
 			       protocol_str(reply, "state") ? protocol_str(reply, "state") : "?");
+			rc = CLI_EXIT_NOT_ENDED;
 		}
 		cJSON_Delete(reply);
 	} else if (strcmp(cmd, "interrupt") == 0 || strcmp(cmd, "cancel") == 0) {

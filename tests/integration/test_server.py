@@ -227,6 +227,22 @@ class VerbsTest(TestCase):
         got = json.loads(r.stdout)
         self.assertEqual((got["stdout"], got["result"]), ("done\n", {"text/plain": "7"}))
 
+    def test_result_no_wait_of_an_execution_not_ended_exits_4(self):
+        n = int(self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(60)").stdout)
+        m = int(self.srv("exec", "main", "--no-wait", "-c", "'after'").stdout)
+        try:
+            r = self.srv("result", "main", str(n), "--no-wait")
+            self.assertEqual((r.returncode, r.stdout), (4, "running\n"), r.stderr)
+            r = self.srv("result", "main", str(m), "--no-wait")
+            self.assertEqual((r.returncode, r.stdout), (4, "queued\n"), r.stderr)
+        finally:
+            self.srv("cancel", "main", str(m))
+            self.srv("interrupt", "main", str(n))
+        r = self.srv("result", "main", str(n))  # (waits for it: ended, not ok)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        r = self.srv("result", "main", str(n), "--no-wait")
+        self.assertEqual(r.returncode, 1, r.stderr)
+
     def test_a_client_that_falls_behind_loses_no_line(self):
         # stopped while the output piles up in its socket: one read then
         # holds hundreds of lines, every one of them kept (the result too)
