@@ -824,8 +824,9 @@ static const char exec_usage[] =
 static const char *const verb_usages[][2] = {
 	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
 		"Create the session NAME in the server (started if none runs); returns once\n"
-		"it is ready. Takes every session option of `ptybox run`. --record: the\n"
-		"server records the session from now until it ends.\n"
+		"it is ready. Takes the session options of `ptybox run` but --log (the\n"
+		"server keeps its own log). --record: the server records the session\n"
+		"from now until it ends.\n"
 		"  --pool N            the server keeps N interpreters of these options started\n"
 		"                      ahead, so that the next new with them is ready at once\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
@@ -935,6 +936,7 @@ int cli_client(int argc, char **argv)
 	/* (capture's -S is its scrollback start, as tmux's capture-pane has it) */
 	/* (GNU order: the name first, options after it, as tmux takes them) */
 	const char *shortopts = is_capture ? ":L:H:c:ehS:" : ":L:S:H:c:h";
+	bool want_name = strcmp(cmd, "ls") != 0 && strcmp(cmd, "kill-server") != 0;
 	int li = -1;
 	while ((li = -1, opt = getopt_long(argc, argv, shortopts, longopts, &li)) != -1) {
 		if (opt != 'c' && optarg && cli_value_missing(cmd, longopts, li, opt, optarg))
@@ -953,7 +955,7 @@ int cli_client(int argc, char **argv)
 		case 'h':
 			printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
 			if (is_new)
-				printf("%s\n%s", cli_record_help, cli_session_help);
+				printf("%s\n%s", cli_record_help, cli_server_session_help);
 			return CLI_EXIT_OK;
 		case 'j': a.json = true; break;
 		case 'r': a.raw = true; break;
@@ -983,7 +985,21 @@ int cli_client(int argc, char **argv)
 			a.codes[a.ncodes++] = optarg;
 			break;
 		case '?':
-		case ':': cli_bad_option(cmd, opt, argv[optind - 1]); return CLI_EXIT_USAGE;
+			if (want_name && optopt && optopt != '?' &&
+			    strncmp(argv[optind - 1], "--", 2) != 0) {
+				/* ("new -bad": a name, or options? neither) */
+				cli_error("%s: unknown option '-%c' (a session's name cannot start "
+					  "with '-')",
+					  cmd, optopt);
+				fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+				return CLI_EXIT_USAGE;
+			}
+			cli_bad_option(cmd, opt, argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		case ':': /* (-c is exec's only) */
+			cli_bad_option(cmd, optopt == 'c' && !is_exec ? '?' : opt,
+				       argv[optind - 1]);
+			return CLI_EXIT_USAGE;
 		default:
 			if (is_exec && opt == 0x101) { /* --timeout: this snippet's */
 				if (options_parse_seconds(optarg, &a.timeout) < 0) {
@@ -1004,8 +1020,11 @@ int cli_client(int argc, char **argv)
 				const struct option *lo = longopts;
 				while (lo->name && lo->val != opt)
 					lo++;
-				cli_error("%s: option '--%s' is for new", cmd,
-					  lo->name ? lo->name : "?");
+				cli_error("%s: option '--%s' is for %s", cmd,
+					  lo->name ? lo->name : "?",
+					  opt == 0x120 || opt == 0x121 ? "run, repl and attach"
+					  : opt == 0x10c	       ? "run, repl and serve"
+								       : "new");
 				return CLI_EXIT_USAGE;
 			}
 			if (cli_session_opt(&so, opt, optarg, "new") != 1)

@@ -472,7 +472,7 @@ int cli_run(int argc, char **argv)
 		case 't': tty = true; break;
 		case 'h':
 			printf(run_usage, cli_record_help);
-			printf("%s%s", cli_session_help, run_usage_tail);
+			printf("%s%s%s", cli_session_help, cli_picture_help, run_usage_tail);
 			return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;

@@ -5,6 +5,7 @@ of its own, and leaves nothing running."""
 import json
 import os
 import pwd
+import re
 import select
 import shutil
 import signal
@@ -14,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from ptybox_test import PTYBOX, VIA, TestCase, kill_if_alive
+from ptybox_test import PTYBOX, VIA, TestCase, kill_if_alive, run
 
 
 def await_exit(pids, timeout=10):
@@ -351,6 +352,46 @@ class VerbsTest(TestCase):
             self.assertEqual((p.returncode, p.stderr), (1, "ptybox: exec: no session 'nosuch'\n"))
         finally:
             self.srv("kill", "ir")
+
+
+class UsageTest(TestCase):
+    """What the server's verbs say before they connect (no server is needed)."""
+
+    def opts(self, *args):
+        return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", run(*args, via=False).stdout))
+
+    def test_each_help_lists_what_its_command_takes(self):
+        pictures = {"--output-dir", "--no-inline-images"}
+        new, serve = self.opts("new", "--help"), self.opts("serve", "--help")
+        self.assertFalse(pictures & new, new)
+        self.assertFalse(pictures & serve, serve)
+        self.assertIn("--memory", new)
+        self.assertIn("--log", serve)
+        self.assertLessEqual(pictures | {"--log"}, self.opts("run", "--help"))
+        self.assertNotIn("--log FILE", run("new", "--help", via=False).stdout)
+        for opt, val in (("--output-dir", "."), ("--no-inline-images", None), ("--log", "x")):
+            p = run("new", "n", opt, *([val] if val else []), via=False)
+            self.assertEqual(p.returncode, 2, opt)  # (new refuses them: its help does not list them)
+
+    def test_a_refused_option_points_where_it_is_taken(self):
+        for opt, val, where in (("--output-dir", "plots", "run, repl and attach"),
+                                ("--no-inline-images", None, "run, repl and attach"),
+                                ("--log", "x", "run, repl and serve"),
+                                ("--memory", "1G", "new")):
+            p = run("exec", "a", opt, *([val] if val else []), "-c", "1", via=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertEqual(p.stderr, "ptybox: exec: option '%s' is for %s\n" % (opt, where))
+        with tempfile.TemporaryDirectory() as d:  # and there it is taken
+            p = run("run", "--output-dir", d, "--no-inline-images", "-c", "1")
+            self.assertEqual((p.returncode, p.stdout), (0, "1\n"), p.stderr)
+        p = run("new", "n", "-c", "1", via=False)
+        self.assertEqual(p.stderr.splitlines()[0], "ptybox: new: unknown option '-c'")
+
+    def test_a_name_cannot_start_with_a_dash(self):
+        for verb in ("new", "exec", "kill"):
+            p = run(verb, "-bad", via=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("a session's name cannot start with '-'", p.stderr.splitlines()[0])
 
 
 class ScreenTest(TestCase):
