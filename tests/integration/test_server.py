@@ -228,6 +228,40 @@ class VerbsTest(TestCase):
         got = json.loads(r.stdout)
         self.assertEqual((got["stdout"], got["result"]), ("done\n", {"text/plain": "7"}))
 
+    def test_exec_runs_a_file_as_run_does(self):
+        with tempfile.TemporaryDirectory() as d:
+            prog = os.path.join(d, "prog.py")
+            with open(prog, "w") as f:
+                f.write("import sys\nprint(sys.argv, __file__ == sys.argv[0], __name__)\n"
+                        "if sys.argv[1:] == ['boom']:\n    1/0\n"
+                        "if sys.argv[1:2] == ['exit']:\n    sys.exit(sys.argv[2])\n"
+                        "if sys.argv[1:2] == ['code']:\n    sys.exit(int(sys.argv[2]))\n")
+            p = self.srv("exec", "main", prog, "x", "-y", "--", "--json")
+            self.assertEqual((p.returncode, p.stdout, p.stderr),
+                             (0, "[%r, 'x', '-y', '--json'] True __main__\n" % prog, ""))
+            p = self.srv("exec", "main", prog, "boom")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn('File "%s", line 4, in <module>' % prog, p.stderr)
+            p = self.srv("exec", "main", "-c", "'before'", prog, "code", "0")
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+            p = self.srv("exec", "main", prog, "code", "3")  # as python3 FILE: no traceback
+            self.assertEqual((p.returncode, p.stderr), (3, ""))
+            p = self.srv("exec", "main", prog, "exit", "why")
+            self.assertEqual((p.returncode, p.stderr), (1, "why\n"))
+            p = self.srv("exec", "main", "--json", prog, "code", "3")
+            self.assertEqual(p.returncode, 3)
+            self.assertEqual(json.loads(p.stdout)["error"]["exit"], 3)
+            p = self.srv("exec", "main", prog, "x", "--json")
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(p.stderr.splitlines()[0],
+                             "ptybox: exec: options go before FILE (got '--json' after '%s'; "
+                             "-- before it passes it to FILE)" % prog)
+        p = self.srv("exec", "main", "-", "a1", input="import sys\nprint(__file__, sys.argv)\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "<stdin> ['-', 'a1']\n"), p.stderr)
+        p = self.srv("result", "main", "1", "2")
+        self.assertEqual((p.returncode, p.stderr.splitlines()[0]),
+                         (2, "ptybox: result: unexpected argument '2'"))
+
     def test_result_no_wait_of_an_execution_not_ended_exits_4(self):
         n = int(self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(60)").stdout)
         m = int(self.srv("exec", "main", "--no-wait", "-c", "'after'").stdout)
@@ -485,6 +519,22 @@ class ProtocolTest(TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.close()
+
+    def test_exec_takes_a_filename_and_argv(self):
+        c = Client(self.srv.sock)
+        try:
+            c.send({"id": 1, "op": "exec", "session": "a", "filename": "/x/prog.py",
+                    "argv": ["/x/prog.py", "1"], "code": "import sys\n(__file__, sys.argv)"})
+            m = c.reply(1)
+            self.assertEqual(m["result"]["text/plain"], "('/x/prog.py', ['/x/prog.py', '1'])", m)
+            for bad in ({"filename": ""}, {"filename": 1}, {"argv": ["a"]},
+                        {"filename": "f", "argv": "a"}, {"filename": "f", "argv": [1]},
+                        {"filename": "f", "argv": ["a"] * 4097}):
+                c.send(dict({"id": 2, "op": "exec", "session": "a", "code": "1"}, **bad))
+                m = c.reply(2)
+                self.assertEqual(m.get("code"), "usage", (bad, m))
+        finally:
+            c.close()
 
     def test_hello_first_and_the_protocol_version(self):
         c = Client(self.srv.sock, hello=False)
