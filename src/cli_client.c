@@ -1070,10 +1070,36 @@ int cli_client(int argc, char **argv)
 			if (is_new)
 				printf("%s\n%s", cli_record_help, cli_server_session_help);
 			return CLI_EXIT_OK;
-		case 'j': a.json = true; break;
-		case 'r': a.raw = true; break;
-		case 'n': a.no_wait = true; break;
-		case 'E': a.stop_on_error = true; break;
+		case 'j':
+		case 'r':
+		case 'n':
+		case 'E': {
+			/* (each where its help lists it, and only there) */
+			static const struct {
+				int opt;
+				const char *name, *takers, *said;
+			} only[] = {
+				{'j', "json", " exec result ls ", "exec, result and ls"},
+				{'r', "raw", " exec result ", "exec and result"},
+				{'n', "no-wait", " exec result ", "exec and result"},
+				{'E', "stop-on-error", " exec ", "exec"},
+			};
+			size_t i = 0;
+			while (only[i].opt != opt)
+				i++;
+			char word[32];
+			snprintf(word, sizeof(word), " %s ", cmd);
+			if (!strstr(only[i].takers, word)) {
+				cli_error("%s: option '--%s' is for %s", cmd, only[i].name,
+					  only[i].said);
+				return CLI_EXIT_USAGE;
+			}
+			a.json |= opt == 'j';
+			a.raw |= opt == 'r';
+			a.no_wait |= opt == 'n';
+			a.stop_on_error |= opt == 'E';
+			break;
+		}
 		case 'P':
 			if (!is_new) {
 				cli_error("%s: option '--pool' is for new", cmd);

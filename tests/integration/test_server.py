@@ -415,6 +415,12 @@ class UsageTest(TestCase):
             p = run("exec", "a", opt, *([val] if val else []), "-c", "1", via=False)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertEqual(p.stderr, "ptybox: exec: option '%s' is for %s\n" % (opt, where))
+        for args, said in ((("kill", "a", "--json"), "kill: option '--json' is for exec, result and ls"),
+                           (("ls", "--raw"), "ls: option '--raw' is for exec and result"),
+                           (("capture", "a", "--no-wait"), "capture: option '--no-wait' is for exec and result"),
+                           (("result", "a", "--stop-on-error"), "result: option '--stop-on-error' is for exec")):
+            p = run(*args, via=False)
+            self.assertEqual((p.returncode, p.stderr), (2, "ptybox: %s\n" % said))
         with tempfile.TemporaryDirectory() as d:  # and there it is taken
             p = run("run", "--output-dir", d, "--no-inline-images", "-c", "1")
             self.assertEqual((p.returncode, p.stdout), (0, "1\n"), p.stderr)
