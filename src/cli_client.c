@@ -934,7 +934,8 @@ static const char *const verb_usages[][2] = {
 		"                      ahead, so that the next new with them is ready at once\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
 		   "The result of execution ID of session NAME (default: the last), waiting\n"
-		   "for it if it runs.\n"},
+		   "for it if it runs (--no-wait: its state, running or queued, and exit\n"
+		   "status 4).\n"},
 	{"ls", "Usage: ptybox ls [--json]\nThe server's sessions, one per line.\n"},
 	{"interrupt", "Usage: ptybox interrupt NAME [ID]\n"
 		      "Interrupt what runs in session NAME (only if it is execution ID).\n"},

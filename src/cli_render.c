@@ -110,9 +110,6 @@ void cli_render_stream(struct cli_render *r, const char *name, const char *text,
 		cli_render_text(r, strcmp(name, "stderr") == 0 ? 2 : 1, text, len);
 }
 
-/* Rich output as a terminal can show it, like Jupyter's console: a picture
- * saved (with r->pictures), else its text/plain form (a figure's repr, say);
- * an image without one is named. */
 /* A picture for bundle, saved and its path printed: 1 (on_picture told), or 0. */
 static int render_picture(struct cli_render *r, const cJSON *bundle)
 {
@@ -122,6 +119,10 @@ static int render_picture(struct cli_render *r, const cJSON *bundle)
 		r->on_picture(r->on_picture_data, r->pictures->last);
 	return 1;
 }
+
+/* Rich output as a terminal can show it, like Jupyter's console: a picture
+ * saved (with r->pictures), else its text/plain form (a figure's repr, say);
+ * an image without one is named. */
 
 int cli_render_display(struct cli_render *r, const cJSON *bundle)
 {
