@@ -62,8 +62,12 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 /* Checks what can only be checked once all options are in (and opens the
  * --log file): 0, or -1 with the message printed. */
 int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
-/* Help text lines for the session options. */
+/* Help text lines for the session options (run, repl, serve); without --log
+ * (new: the server keeps its own log); --output-dir and --no-inline-images
+ * (run; repl and attach list them in their own words). */
 extern const char cli_session_help[];
+extern const char cli_server_session_help[];
+extern const char cli_picture_help[];
 
 /* --record FILE and --record-max SIZE: the commands that show a session (run, new; repl and
  * attach) take them, for getopt_long. */

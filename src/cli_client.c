@@ -434,6 +434,23 @@ static int client_error_exit(const char *cmd, struct client *cl, const cJSON *re
 						    : CLI_EXIT_FAILED;
 }
 
+/* Whether ssh itself failed (its status 255: it could not connect or log in;
+ * it has said why on our stderr), once the connection ended: reaped here, so
+ * that client_close does not wait for it again. */
+static bool client_ssh_failed(struct client *cl)
+{
+	if (cl->ssh <= 0 || !cl->eof)
+		return false;
+	int st;
+	pid_t r;
+	while ((r = waitpid(cl->ssh, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (r != cl->ssh)
+		return false;
+	cl->ssh = 0;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 255;
+}
+
 static int client_open(struct client *cl, const char *cmd, const struct client_target *t,
 		       bool autostart)
 {
@@ -465,7 +482,9 @@ static int client_open(struct client *cl, const char *cmd, const struct client_t
 	cJSON *reply =
 		id ? client_reply(cl, id, t->host ? CLIENT_SSH_HELLO_MS : CLIENT_REPLY_MS) : NULL;
 	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
-		if (!reply && t->host)
+		if (!reply && t->host && client_ssh_failed(cl))
+			cli_error("%s: %s: ssh could not connect (exit status 255)", cmd, t->host);
+		else if (!reply && t->host)
 			cli_error("%s: %s: no answer through ssh (is ptybox installed there, on "
 				  "the PATH of a non-interactive shell?)",
 				  cmd, t->host);
@@ -535,7 +554,8 @@ struct verb {
 	"  -H ssh://[user@]host[:port]  the server on another machine, through\n"                  \
 	"                      `ssh host ptybox dial-stdio` (ptybox must be installed there)\n"
 
-static int verb_bad_args(const char *cmd, int argc, int optind_, int want_min, int want_max)
+static int verb_bad_args(const char *cmd, int argc, char **argv, int optind_, int want_min,
+			 int want_max)
 {
 	int n = argc - optind_;
 	if (n < want_min) {
@@ -544,7 +564,7 @@ static int verb_bad_args(const char *cmd, int argc, int optind_, int want_min, i
 		return CLI_EXIT_USAGE;
 	}
 	if (n > want_max) {
-		cli_error("%s: unexpected argument", cmd);
+		cli_error("%s: unexpected argument '%s'", cmd, argv[optind_ + want_max]);
 		fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
 		return CLI_EXIT_USAGE;
 	}
@@ -694,10 +714,96 @@ struct exec_args {
 	size_t ncodes;
 	char *file_code;
 	size_t file_len;
+	const char *file;	/* FILE, or "-" */
+	const char **file_argv; /* sys.argv: FILE, its ARGS, NULL */
 	bool json, raw, no_wait, stop_on_error;
 	double timeout;
 	bool has_timeout;
 };
+
+/* Whether word is one of exec's own options (then it goes before FILE). */
+static bool exec_is_our_option(const struct option *longopts, const char *word)
+{
+	if (word[0] != '-' || !word[1])
+		return false;
+	if (word[1] != '-')
+		return strchr("LSHch", word[1]) != NULL;
+	size_t n = strcspn(word + 2, "=");
+	for (const struct option *o = longopts; o->name; o++)
+		if (strlen(o->name) == n && strncmp(o->name, word + 2, n) == 0)
+			return true;
+	return false;
+}
+
+/* FILE and its ARGS (argv[from..argc)), as run takes them: sys.argv is FILE, ARGS; one of
+ * our options among them was meant for us (it goes before FILE, or after -- for FILE). 0, or
+ * -1 with the message printed. */
+static int exec_file_args(struct exec_args *a, const char *file, int argc, char **argv, int from,
+			  const struct option *longopts)
+{
+	a->file = file;
+	if (!file) /* (nothing after NAME) */
+		return 0;
+	if (!protocol_utf8_valid(file, strlen(file))) {
+		cli_error("exec: %s: the file name is not valid UTF-8", file);
+		return -1;
+	}
+	a->file_argv = calloc((size_t)(argc - from) + 2, sizeof(*a->file_argv));
+	if (!a->file_argv)
+		abort(); /* out of memory is fatal (STYLE.md) */
+	size_t n = 0;
+	a->file_argv[n++] = file;
+	bool dashes = false;
+	for (int i = from; i < argc; i++) {
+		if (!dashes && strcmp(argv[i], "--") == 0) {
+			dashes = true;
+			continue;
+		}
+		if (!dashes && exec_is_our_option(longopts, argv[i])) {
+			cli_error("exec: options go before FILE (got '%s' after '%s'; -- before it "
+				  "passes it to FILE)",
+				  argv[i], file);
+			fprintf(stderr, "Try 'ptybox exec --help'.\n");
+			return -1;
+		}
+		if (!protocol_utf8_valid(argv[i], strlen(argv[i]))) {
+			cli_error("exec: argument %d: not valid UTF-8", i - from + 1);
+			return -1;
+		}
+		if (n == 4096) { /* (the driver's cap: sys.argv of 4096 strings) */
+			cli_error("exec: more than 4095 arguments for %s", file);
+			return -1;
+		}
+		a->file_argv[n++] = argv[i];
+	}
+	return 0;
+}
+
+/* FILE's result ended by sys.exit(N), N other than 0 (0 is ok): the status python3 FILE
+ * exits with, from the error's "exit" (-1 when it is no such end). In human form it then
+ * shows as python3 shows it: no traceback, a message (sys.exit("why")) alone on stderr. */
+static int exec_file_exit(cJSON *result, bool json)
+{
+	cJSON *error = cJSON_GetObjectItemCaseSensitive(result, "error");
+	const char *ename = protocol_str(error, "name"), *value = protocol_str(error, "value");
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(error, "exit");
+	const char *status = protocol_str(result, "status");
+	if (!status || strcmp(status, "error") != 0 || !ename || strcmp(ename, "SystemExit") != 0 ||
+	    !cJSON_IsNumber(st) || st->valueint < 0 || st->valueint > 255)
+		return -1;
+	int n = st->valueint;
+	if (json)
+		return n;
+	const char *v = value ? value + (value[0] == '-') : "";
+	if (v[0] && strspn(v, "0123456789") == strlen(v)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(result, "error");
+	} else {
+		cJSON *why = cJSON_CreateObject();
+		cJSON_AddStringToObject(why, "name", value ? value : "");
+		cJSON_ReplaceItemInObjectCaseSensitive(result, "error", why);
+	}
+	return n;
+}
 
 static int verb_exec_run(struct client *cl, const char *name, struct exec_args *a)
 {
@@ -708,6 +814,13 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 	for (size_t i = 0; i < n; i++) {
 		cJSON *req = client_request("exec", name);
 		cJSON_AddStringToObject(req, "code", i < a->ncodes ? a->codes[i] : a->file_code);
+		if (i == a->ncodes && a->file_argv) { /* FILE, run as python3 FILE ARGS runs it */
+			cJSON_AddStringToObject(req, "filename",
+						strcmp(a->file, "-") == 0 ? "<stdin>" : a->file);
+			cJSON *args = cJSON_AddArrayToObject(req, "argv");
+			for (size_t k = 0; a->file_argv[k]; k++)
+				cJSON_AddItemToArray(args, cJSON_CreateString(a->file_argv[k]));
+		}
 		if (a->has_timeout)
 			cJSON_AddNumberToObject(req, "timeout", a->timeout);
 		if (a->no_wait) {
@@ -725,6 +838,7 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			first = id;
 	}
 	size_t done = 0, failed = 0;
+	int file_exit = -1;   /* FILE's sys.exit(N), N not 0 */
 	uint64_t running = 0; /* the execution ids, as the acks tell them */
 	uint64_t execs[4096] = {0};
 	bool interrupted_once = false;
@@ -774,7 +888,10 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			failed++;
 			done++;
 		} else if (!event) {
-			if (client_show_result(&r, o, false) != CLI_EXIT_OK)
+			int fx = k == a->ncodes && a->file_argv ? exec_file_exit(o, a->json) : -1;
+			if (fx >= 0) /* (a failure of its own kind) */
+				file_exit = fx;
+			if (client_show_result(&r, o, false) != CLI_EXIT_OK && fx < 0)
 				failed++;
 			done++;
 			running = done < n ? execs[done] : 0;
@@ -785,16 +902,21 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 	cli_render_text_end(&r, 1);
 	cli_render_text_end(&r, 2);
 	fflush(stdout);
-	return interrupted_once ? 130 : failed ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+	return interrupted_once ? 130
+	       : failed		? CLI_EXIT_FAILED
+	       : file_exit >= 0 ? file_exit
+				: CLI_EXIT_OK;
 }
 
 static const char exec_usage[] =
-	"Usage: ptybox exec NAME [OPTIONS] [-c CODE]... [FILE | -]\n"
+	"Usage: ptybox exec NAME [OPTIONS] [-c CODE]... [FILE | - [ARGS...]]\n"
 	"Run snippets in the session NAME of the server, in order, with the output and\n"
 	"exit status of `ptybox run`.\n"
 	"\n"
 	"  -c CODE             a snippet (repeatable)\n"
-	"  FILE, -             one more snippet from a file, or from standard input\n"
+	"  FILE, -             one more snippet from a file, or from standard input,\n"
+	"                      run as python3 FILE ARGS runs it (as in run; options go\n"
+	"                      before FILE; -- before an ARG that is one of ours)\n"
 	"  --json              one result object per snippet per line on stdout\n"
 	"  --raw               write output to a terminal as it is\n"
 	"  --timeout SEC       this snippet's time limit (default: the session's)\n"
@@ -805,13 +927,15 @@ static const char exec_usage[] =
 static const char *const verb_usages[][2] = {
 	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
 		"Create the session NAME in the server (started if none runs); returns once\n"
-		"it is ready. Takes every session option of `ptybox run`. --record: the\n"
-		"server records the session from now until it ends.\n"
+		"it is ready. Takes the session options of `ptybox run` but --log (the\n"
+		"server keeps its own log). --record: the server records the session\n"
+		"from now until it ends.\n"
 		"  --pool N            the server keeps N interpreters of these options started\n"
 		"                      ahead, so that the next new with them is ready at once\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
 		   "The result of execution ID of session NAME (default: the last), waiting\n"
-		   "for it if it runs.\n"},
+		   "for it if it runs (--no-wait: its state, running or queued, and exit\n"
+		   "status 4).\n"},
 	{"ls", "Usage: ptybox ls [--json]\nThe server's sessions, one per line.\n"},
 	{"interrupt", "Usage: ptybox interrupt NAME [ID]\n"
 		      "Interrupt what runs in session NAME (only if it is execution ID).\n"},
@@ -915,11 +1039,22 @@ int cli_client(int argc, char **argv)
 	opterr = 0;
 	/* (capture's -S is its scrollback start, as tmux's capture-pane has it) */
 	/* (GNU order: the name first, options after it, as tmux takes them) */
-	const char *shortopts = is_capture ? ":L:H:c:ehS:" : ":L:S:H:c:h";
+	/* (exec: in order, "-": NAME, then FILE, after which all is FILE's ARGS, as
+	 * run takes them) */
+	const char *shortopts = is_capture ? ":L:H:c:ehS:" : is_exec ? "-:L:S:H:c:h" : ":L:S:H:c:h";
+	const char *exec_pos[2] = {NULL, NULL}; /* exec's NAME and FILE */
+	int npos = 0;
+	bool want_name = strcmp(cmd, "ls") != 0 && strcmp(cmd, "kill-server") != 0;
 	int li = -1;
 	while ((li = -1, opt = getopt_long(argc, argv, shortopts, longopts, &li)) != -1) {
 		if (opt != 'c' && optarg && cli_value_missing(cmd, longopts, li, opt, optarg))
 			return CLI_EXIT_USAGE;
+		if (opt == 1) { /* (exec only) */
+			exec_pos[npos++] = optarg;
+			if (npos == 2)
+				break;
+			continue;
+		}
 		switch (opt) {
 		case 'L': t.label = optarg; break;
 		case 'S':
@@ -934,12 +1069,38 @@ int cli_client(int argc, char **argv)
 		case 'h':
 			printf("%s%s", verb_usage(cmd), is_exec ? "" : CLIENT_COMMON_HELP);
 			if (is_new)
-				printf("%s\n%s", cli_record_help, cli_session_help);
+				printf("%s\n%s", cli_record_help, cli_server_session_help);
 			return CLI_EXIT_OK;
-		case 'j': a.json = true; break;
-		case 'r': a.raw = true; break;
-		case 'n': a.no_wait = true; break;
-		case 'E': a.stop_on_error = true; break;
+		case 'j':
+		case 'r':
+		case 'n':
+		case 'E': {
+			/* (each where its help lists it, and only there) */
+			static const struct {
+				int opt;
+				const char *name, *takers, *said;
+			} only[] = {
+				{'j', "json", " exec result ls ", "exec, result and ls"},
+				{'r', "raw", " exec result ", "exec and result"},
+				{'n', "no-wait", " exec result ", "exec and result"},
+				{'E', "stop-on-error", " exec ", "exec"},
+			};
+			size_t i = 0;
+			while (only[i].opt != opt)
+				i++;
+			char word[32];
+			snprintf(word, sizeof(word), " %s ", cmd);
+			if (!strstr(only[i].takers, word)) {
+				cli_error("%s: option '--%s' is for %s", cmd, only[i].name,
+					  only[i].said);
+				return CLI_EXIT_USAGE;
+			}
+			a.json |= opt == 'j';
+			a.raw |= opt == 'r';
+			a.no_wait |= opt == 'n';
+			a.stop_on_error |= opt == 'E';
+			break;
+		}
 		case 'P':
 			if (!is_new) {
 				cli_error("%s: option '--pool' is for new", cmd);
@@ -964,7 +1125,21 @@ int cli_client(int argc, char **argv)
 			a.codes[a.ncodes++] = optarg;
 			break;
 		case '?':
-		case ':': cli_bad_option(cmd, opt, argv[optind - 1]); return CLI_EXIT_USAGE;
+			if (want_name && optopt && optopt != '?' &&
+			    strncmp(argv[optind - 1], "--", 2) != 0) {
+				/* ("new -bad": a name, or options? neither) */
+				cli_error("%s: unknown option '-%c' (a session's name cannot start "
+					  "with '-')",
+					  cmd, optopt);
+				fprintf(stderr, "Try 'ptybox %s --help'.\n", cmd);
+				return CLI_EXIT_USAGE;
+			}
+			cli_bad_option(cmd, opt, argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		case ':': /* (-c is exec's only) */
+			cli_bad_option(cmd, optopt == 'c' && !is_exec ? '?' : opt,
+				       argv[optind - 1]);
+			return CLI_EXIT_USAGE;
 		default:
 			if (is_exec && opt == 0x101) { /* --timeout: this snippet's */
 				if (options_parse_seconds(optarg, &a.timeout) < 0) {
@@ -985,8 +1160,11 @@ int cli_client(int argc, char **argv)
 				const struct option *lo = longopts;
 				while (lo->name && lo->val != opt)
 					lo++;
-				cli_error("%s: option '--%s' is for new", cmd,
-					  lo->name ? lo->name : "?");
+				cli_error("%s: option '--%s' is for %s", cmd,
+					  lo->name ? lo->name : "?",
+					  opt == 0x120 || opt == 0x121 ? "run, repl and attach"
+					  : opt == 0x10c	       ? "run, repl and serve"
+								       : "new");
 				return CLI_EXIT_USAGE;
 			}
 			if (cli_session_opt(&so, opt, optarg, "new") != 1)
@@ -1004,6 +1182,19 @@ int cli_client(int argc, char **argv)
 				}
 		}
 	}
+	if (is_exec && npos < 2 && optind < argc) /* (after "--") */
+		exec_pos[npos++] = argv[optind++];
+	if (is_exec && npos < 2 && optind < argc)
+		exec_pos[npos++] = argv[optind++];
+	if (is_exec && !exec_pos[0]) {
+		cli_error("exec: missing the session's name");
+		fprintf(stderr, "Try 'ptybox exec --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+	if (is_exec && exec_file_args(&a, exec_pos[1], argc, argv, optind, longopts) < 0) {
+		free(a.file_argv);
+		return CLI_EXIT_USAGE;
+	}
 	int want_min = strcmp(cmd, "ls") == 0 || strcmp(cmd, "kill-server") == 0 ? 0 : 1;
 	int want_max = want_min == 0 ? 0
 		       : is_exec     ? 2
@@ -1017,14 +1208,15 @@ int cli_client(int argc, char **argv)
 		cli_error("cancel: missing the execution's id (ptybox cancel NAME ID)");
 		return CLI_EXIT_USAGE;
 	}
-	int bad = verb_bad_args(cmd, argc, optind, want_min, want_max);
+	int bad = is_exec ? 0 : verb_bad_args(cmd, argc, argv, optind, want_min, want_max);
 	if (bad)
 		return bad;
-	const char *name = want_min ? argv[optind] : NULL;
+	const char *name = is_exec ? exec_pos[0] : want_min ? argv[optind] : NULL;
 	if (is_exec) {
-		if (optind + 1 < argc &&
-		    !(a.file_code = cli_read_code("exec", argv[optind + 1], &a.file_len)))
+		if (a.file && !(a.file_code = cli_read_code("exec", a.file, &a.file_len))) {
+			free(a.file_argv);
 			return CLI_EXIT_USAGE;
+		}
 		if (a.ncodes == 0 && !a.file_code) {
 			cli_error("exec: nothing to run: give -c CODE or a FILE (- for standard "
 				  "input)");
@@ -1040,6 +1232,7 @@ int cli_client(int argc, char **argv)
 	struct client cl;
 	if (client_open(&cl, cmd, &t, is_new) < 0) {
 		free(a.file_code);
+		free(a.file_argv);
 		return CLI_EXIT_FAILED;
 	}
 	struct sigaction sa = {.sa_handler = client_on_sigint}; /* (no SA_RESTART: reads end) */
@@ -1079,9 +1272,10 @@ int cli_client(int argc, char **argv)
 			struct cli_render r;
 			cli_render_init(&r, a.json, a.raw, "execution");
 			rc = client_show_result(&r, reply, true);
-		} else if (rc == 0) {
+		} else if (rc == 0) { /* --no-wait: it has not ended, which is not "ok" */
 			printf("%s\n",
 			       protocol_str(reply, "state") ? protocol_str(reply, "state") : "?");
+			rc = CLI_EXIT_NOT_ENDED;
 		}
 		cJSON_Delete(reply);
 	} else if (strcmp(cmd, "interrupt") == 0 || strcmp(cmd, "cancel") == 0) {
@@ -1139,5 +1333,6 @@ int cli_client(int argc, char **argv)
 	}
 	client_close(&cl);
 	free(a.file_code);
+	free(a.file_argv);
 	return rc;
 }

@@ -13,6 +13,8 @@
 
 /* `ptybox server` could not start because one runs already. */
 #define CLI_EXIT_SERVER_RUNNING 3
+/* result --no-wait: the execution still runs or waits its turn (ptybox(1)). */
+#define CLI_EXIT_NOT_ENDED 4
 
 /* A connected fd to the local server's socket (starting the server first
  * when autostart and none runs), or -errno with err filled. */

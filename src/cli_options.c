@@ -26,28 +26,36 @@
 /* A second: past that, polling is just a busy CPU. */
 #define CLI_MAX_BUSY_POLL 1000000U
 
-const char cli_session_help[] =
-	"Session options:\n"
-	"  --via WHERE         local (default: the embedded sandbox), none (no sandbox),\n"
-	"                      ssh://[user@]host[:port], exec:COMMAND\n"
-	"  --timeout SEC       per-snippet time limit (default 30; 0 = none)\n"
-	"  --kill-grace SEC    time between ^C and kill for code that ignores ^C (default 2)\n"
-	"  --max-output SIZE   bytes kept per stream, head and tail (default 4M)\n"
-	"  --memory SIZE       memory limit (default 1G; 0 = none)\n"
-	"  --pids N            process limit (default 256; 0 = none)\n"
-	"  --cpus N            CPU quota (default 1; 0 = none)\n"
-	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M, kept below --memory)\n"
-	"  --nofile N          open files limit (default 1024, at least 16)\n"
-	"  --max-file-size SIZE  largest file the code may write (default 256M; 0 = none)\n"
-	"  --net               give the sandbox the host's network\n"
-	"  --env K=V           set a variable for the code (repeatable)\n"
-	"  --python PATH       interpreter to run the driver on\n"
-	"  --log FILE          write a debug log to FILE\n"
-	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"
+/* (every session-starting command; --log not for new, where the server keeps
+ * its own log, and the pictures' options only where a person sees results) */
+#define CLI_SESSION_HELP_COMMON                                                                    \
+	"Session options:\n"                                                                       \
+	"  --via WHERE         local (default: the embedded sandbox), none (no sandbox),\n"        \
+	"                      ssh://[user@]host[:port], exec:COMMAND\n"                           \
+	"  --timeout SEC       per-snippet time limit (default 30; 0 = none)\n"                    \
+	"  --kill-grace SEC    time between ^C and kill for code that ignores ^C (default 2)\n"    \
+	"  --max-output SIZE   bytes kept per stream, head and tail (default 4M)\n"                \
+	"  --memory SIZE       memory limit (default 1G; 0 = none)\n"                              \
+	"  --pids N            process limit (default 256; 0 = none)\n"                            \
+	"  --cpus N            CPU quota (default 1; 0 = none)\n"                                  \
+	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M, kept below --memory)\n"   \
+	"  --nofile N          open files limit (default 1024, at least 16)\n"                     \
+	"  --max-file-size SIZE  largest file the code may write (default 256M; 0 = none)\n"       \
+	"  --net               give the sandbox the host's network\n"                              \
+	"  --env K=V           set a variable for the code (repeatable)\n"                         \
+	"  --python PATH       interpreter to run the driver on\n"                                 \
+	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"          \
 	"                      100; 0 = never)\n"
-	"  --output-dir DIR    run, repl: save pictures there as ptybox-N.png (.jpg,\n"
-	"                      .svg) and print their paths (default: the current folder)\n"
-	"  --no-inline-images  run, repl: do not show pictures in the terminal\n";
+
+const char cli_session_help[] =
+	CLI_SESSION_HELP_COMMON "  --log FILE          write a debug log to FILE\n";
+
+const char cli_server_session_help[] = CLI_SESSION_HELP_COMMON;
+
+const char cli_picture_help[] =
+	"  --output-dir DIR    save pictures there as ptybox-N.png (.jpg, .svg) and print\n"
+	"                      their paths (default: the current folder)\n"
+	"  --no-inline-images  do not show pictures in the terminal\n";
 
 void cli_session_opts_init(struct cli_session_opts *c)
 {

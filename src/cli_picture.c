@@ -194,6 +194,7 @@ int cli_pictures_show(struct cli_pictures *p, const cJSON *bundle)
 	if (p->inline_mode != PICTURE_INLINE_NONE)
 		pictures_inline(p, k, data, len);
 	free(data);
+	snprintf(p->last, sizeof(p->last), "%s", path);
 	size_t pl = strlen(path);
 	path[pl] = '\n'; /* (over the NUL: the path fit with room for it) */
 	cli_render_out(1, path, pl + 1);

@@ -21,7 +21,8 @@
 struct cli_pictures {
 	const char *dir; /* where they go; NULL: the current folder */
 	enum picture_inline inline_mode;
-	unsigned next; /* the N to try first for the next one */
+	unsigned next;	 /* the N to try first for the next one */
+	char last[4096]; /* the path of the last one saved ("" before one) */
 };
 
 /* Sets p up for dir. With inline_ok (not --no-inline-images), and standard

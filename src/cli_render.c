@@ -116,18 +116,29 @@ void cli_render_stream(struct cli_render *r, const char *name, const char *text,
 		cli_render_text(r, strcmp(name, "stderr") == 0 ? 2 : 1, text, len);
 }
 
+/* A picture for bundle, saved and its path printed: 1 (on_picture told), or 0. */
+static int render_picture(struct cli_render *r, const cJSON *bundle)
+{
+	if (!r->pictures || !cli_pictures_show(r->pictures, bundle))
+		return 0;
+	if (r->on_picture)
+		r->on_picture(r->on_picture_data, r->pictures->last);
+	return 1;
+}
+
 /* Rich output as a terminal can show it, like Jupyter's console: a picture
  * saved (with r->pictures), else its text/plain form (a figure's repr, say);
  * an image without one is named. */
-void cli_render_display(struct cli_render *r, const cJSON *bundle)
+
+int cli_render_display(struct cli_render *r, const cJSON *bundle)
 {
 	if (r->json)
-		return;
+		return 0;
 	const char *text = protocol_str(bundle, "text/plain");
 	const char *png = protocol_str(bundle, "image/png");
 	cli_render_text_end(r, 1); /* (the picture comes after the text before it) */
-	if (r->pictures && cli_pictures_show(r->pictures, bundle))
-		return;
+	if (render_picture(r, bundle))
+		return 1;
 	if (text) {
 		render_whole_text(r, 1, text);
 		render_outs(1, "\n");
@@ -136,13 +147,14 @@ void cli_render_display(struct cli_render *r, const cJSON *bundle)
 		snprintf(note, sizeof(note), "[image/png, %zu bytes]\n", strlen(png) / 4 * 3);
 		render_outs(1, note);
 	}
+	return 0;
 }
 
 void cli_render_result(struct cli_render *r, const struct cli_render_result *res)
 {
 	cli_render_text_end(r, 1); /* the snippet's streams end with it */
 	cli_render_text_end(r, 2);
-	if (res->bundle && r->pictures && cli_pictures_show(r->pictures, res->bundle)) {
+	if (res->bundle && render_picture(r, res->bundle)) {
 		/* the value is a picture: its path stands for its repr */
 	} else if (res->value) {
 		render_whole_text(r, 1, res->value);

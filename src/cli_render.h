@@ -23,6 +23,11 @@ struct cli_render {
 	struct term_safe safe_state[3]; /* [1] stdout, [2] stderr */
 	const char *what;		/* "snippet" or "execution", in messages */
 	struct cli_pictures *pictures;	/* NULL: pictures shown as their text */
+	/* When set, told each picture's path once it is printed in place of a rich
+	 * output or a value: what a recording's transcript must show there (the
+	 * text/plain it would have had stood for nothing on the terminal). */
+	void (*on_picture)(void *data, const char *path);
+	void *on_picture_data;
 };
 
 /* What a result shows in human form. */
@@ -46,8 +51,9 @@ void cli_render_text_end(struct cli_render *r, int fd);
 /* A stream's chunk ("stdout" or "stderr"); nothing with --json. */
 void cli_render_stream(struct cli_render *r, const char *name, const char *text, size_t len);
 /* A rich output: with r->pictures, its picture saved (cli_pictures_show);
- * else its text/plain form, or its image named; nothing with --json. */
-void cli_render_display(struct cli_render *r, const cJSON *bundle);
+ * else its text/plain form, or its image named; nothing with --json. 1 when
+ * a picture's path stands for it (on_picture was told), else 0. */
+int cli_render_display(struct cli_render *r, const cJSON *bundle);
 /* The end of a snippet in human form. */
 void cli_render_result(struct cli_render *r, const struct cli_render_result *res);
 /* The same for a result of the C API (run's, repl's): its value's bundle

@@ -60,6 +60,7 @@ struct run {
 	/* --record: the snippets, for their prompts */
 	struct record *rec;
 	struct transcript ts;
+	bool pictured; /* the result being shown: its value was a picture */
 	const char *const *codes;
 	const size_t *lens;
 };
@@ -178,11 +179,21 @@ static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, cons
 		cli_render_stream(&r->out, name, text, len);
 }
 
+/* A picture's path printed for a rich output or a value: the recording shows it, as the
+ * terminal did, in place of its text. */
+static void run_on_picture(void *data, const char *path)
+{
+	struct run *r = data;
+	r->pictured = true;
+	if (r->rec)
+		transcript_display(&r->ts, path);
+}
+
 static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, bool late,
 			   void *data)
 {
 	struct run *r = data;
-	if (r->rec) {
+	if (r->rec && r->json) { /* (human: recorded as shown, below) */
 		cJSON *o = cJSON_Parse(bundle);
 		transcript_display(&r->ts, protocol_str(o, "text/plain"));
 		cJSON_Delete(o);
@@ -204,7 +215,8 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 		return;
 	}
 	cJSON *o = cJSON_Parse(bundle);
-	cli_render_display(&r->out, o);
+	if (!cli_render_display(&r->out, o) && r->rec)
+		transcript_display(&r->ts, protocol_str(o, "text/plain"));
 	cJSON_Delete(o);
 }
 
@@ -241,16 +253,6 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 	const char *error_name = file_exit < 0 ? res->error_name
 				 : message     ? res->error_value
 					       : NULL;
-	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
-		transcript_result(&r->ts,
-				  &(struct transcript_result){
-					  .value = res->value_text,
-					  .error_name = error_name,
-					  .error_value = file_exit < 0 ? res->error_value : NULL,
-					  .traceback = file_exit < 0 ? res->traceback : NULL,
-				  });
-		record_flush(r->rec);
-	}
 	if (r->json) {
 		const char *line = ptybox_result_json(res);
 		if (line) {
@@ -261,7 +263,9 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 				  (unsigned long long)res->id);
 			r->failed++;
 		}
-	} else if (!r->fatal) { /* (after it, what is left did not run: said once) */
+	}
+	r->pictured = false;
+	if (!r->json && !r->fatal) { /* (after it, what is left did not run: said once) */
 		cli_render_result(&r->out,
 				  &(struct cli_render_result){
 					  .id = res->id,
@@ -275,6 +279,16 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 					  .dropped_bytes = res->dropped_bytes,
 					  .bundle = res->detail ? res->detail->bundle : NULL,
 				  });
+	}
+	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
+		transcript_result(&r->ts,
+				  &(struct transcript_result){
+					  .value = r->pictured ? NULL : res->value_text,
+					  .error_name = error_name,
+					  .error_value = file_exit < 0 ? res->error_value : NULL,
+					  .traceback = file_exit < 0 ? res->traceback : NULL,
+				  });
+		record_flush(r->rec);
 	}
 	if (r->done == r->expected || r->interrupts) {
 		r->exit_code = r->interrupts	   ? 130
@@ -472,7 +486,7 @@ int cli_run(int argc, char **argv)
 		case 't': tty = true; break;
 		case 'h':
 			printf(run_usage, cli_record_help);
-			printf("%s%s", cli_session_help, run_usage_tail);
+			printf("%s%s%s", cli_session_help, cli_picture_help, run_usage_tail);
 			return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
@@ -581,6 +595,8 @@ int cli_run(int argc, char **argv)
 	if (!json) { /* (the terminal is asked while the session starts) */
 		cli_pictures_init(&r.pictures, so.output_dir, !so.no_inline_images);
 		r.out.pictures = &r.pictures;
+		r.out.on_picture = run_on_picture;
+		r.out.on_picture_data = &r;
 	}
 	for (size_t i = 0; i <= ncodes && r.session; i++) {
 		const char *code = i < ncodes ? codes[i] : file_code;

@@ -734,6 +734,9 @@ int srv_session_start(struct server *sv, const char *name, const cJSON *options,
 	return 0;
 }
 
+/* The most strings an exec request's "argv" holds (the driver's own cap). */
+#define SRV_EXEC_ARGV_MAX 4096
+
 void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJSON *req,
 		      const cJSON *id, bool nul)
 {
@@ -767,6 +770,23 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 				       "session '%s' is dead (its interpreter cannot start): "
 				       "restart or kill it",
 				       ss->name);
+	/* A file run as python3 FILE ARGS runs it (ptybox exec NAME FILE ARGS): the driver's own
+	 * members, checked there; here only their types. */
+	const cJSON *filename = cJSON_GetObjectItemCaseSensitive(req, "filename");
+	const cJSON *fargv = cJSON_GetObjectItemCaseSensitive(req, "argv"), *fa;
+	size_t nfargv = 0;
+	if (filename && (!cJSON_IsString(filename) || !filename->valuestring[0]))
+		return srv_reply_error(c, id, "usage", "\"filename\" must be a non-empty string");
+	cJSON_ArrayForEach(fa, fargv)
+	{
+		if (!cJSON_IsString(fa) || ++nfargv > SRV_EXEC_ARGV_MAX)
+			break;
+	}
+	if (fargv && (!filename || !cJSON_IsArray(fargv) || fa))
+		return srv_reply_error(c, id, "usage",
+				       "\"argv\" must be a list of at most %d strings, with "
+				       "\"filename\"",
+				       SRV_EXEC_ARGV_MAX);
 	size_t clen = strlen(code->valuestring);
 	if (ss->live >= SERVER_MAX_QUEUE)
 		return srv_reply_error(c, id, "busy", "too many snippets queued");
@@ -792,8 +812,17 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	 * scroll the rest away) */
 	x->code = ss->screen || ss->rec ? strndup(code->valuestring, SRV_SCREEN_CODE_MAX) : NULL;
 	x->code_len = clen;
-	int rc = ptybox_session_exec(ss->ps, x->id, code->valuestring, strlen(code->valuestring),
-				     timeout ? timeout->valuedouble : -1, true);
+	const char **args = fargv ? calloc(nfargv + 1, sizeof(*args)) : NULL;
+	if (fargv && !args)
+		abort(); /* out of memory is fatal (STYLE.md) */
+	size_t na = 0;
+	cJSON_ArrayForEach(fa, fargv) args[na++] = fa->valuestring;
+	int rc = filename ? ptybox_session_exec_file(ss->ps, x->id, code->valuestring, clen,
+						     timeout ? timeout->valuedouble : -1, true,
+						     filename->valuestring, args)
+			  : ptybox_session_exec(ss->ps, x->id, code->valuestring, clen,
+						timeout ? timeout->valuedouble : -1, true);
+	free(args);
 	if (rc < 0) {
 		ss->next_exec--;
 		srv_exec_free(x);

@@ -138,6 +138,18 @@ class RunRecordTest(TestCase, CastChecks):
                          "ZeroDivisionError: division by zero"):
                 self.assertIn(want, played)
 
+    def test_a_picture_is_recorded_as_the_path_the_terminal_showed(self):
+        from test_pictures import PLOT, PNG_CLASS, run_in
+        p = run_in(self.dir, "--record", self.cast, "-c", PLOT, "-c", PNG_CLASS, "-c", "Png(2, 2)")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        paths = [l for l in p.stdout.splitlines() if l.startswith("ptybox-")]
+        self.assertEqual(len(paths), 2, p.stdout)  # the figure's, the value's
+        text, _ = self.check_cast(self.cast, 3)
+        for path in paths:
+            self.assertIn(path + "\r\n", text)
+        self.assertNotIn("<Figure size", text)
+        self.assertNotIn("\r\nPng(2, 2)\r\n", text)  # (its echo: ">>> Png(2, 2)")
+
     def test_no_color_json_and_what_the_sandbox_must_not_do_to_a_player(self):
         env = dict(os.environ, NO_COLOR="1")
         p = run("run", "--json", "--record", self.cast, "-c",

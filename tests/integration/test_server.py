@@ -5,6 +5,7 @@ of its own, and leaves nothing running."""
 import json
 import os
 import pwd
+import re
 import select
 import shutil
 import signal
@@ -14,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from ptybox_test import PTYBOX, VIA, TestCase, kill_if_alive
+from ptybox_test import PTYBOX, VIA, TestCase, kill_if_alive, run
 
 
 def await_exit(pids, timeout=10):
@@ -227,6 +228,56 @@ class VerbsTest(TestCase):
         got = json.loads(r.stdout)
         self.assertEqual((got["stdout"], got["result"]), ("done\n", {"text/plain": "7"}))
 
+    def test_exec_runs_a_file_as_run_does(self):
+        with tempfile.TemporaryDirectory() as d:
+            prog = os.path.join(d, "prog.py")
+            with open(prog, "w") as f:
+                f.write("import sys\nprint(sys.argv, __file__ == sys.argv[0], __name__)\n"
+                        "if sys.argv[1:] == ['boom']:\n    1/0\n"
+                        "if sys.argv[1:2] == ['exit']:\n    sys.exit(sys.argv[2])\n"
+                        "if sys.argv[1:2] == ['code']:\n    sys.exit(int(sys.argv[2]))\n")
+            p = self.srv("exec", "main", prog, "x", "-y", "--", "--json")
+            self.assertEqual((p.returncode, p.stdout, p.stderr),
+                             (0, "[%r, 'x', '-y', '--json'] True __main__\n" % prog, ""))
+            p = self.srv("exec", "main", prog, "boom")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn('File "%s", line 4, in <module>' % prog, p.stderr)
+            p = self.srv("exec", "main", "-c", "'before'", prog, "code", "0")
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+            p = self.srv("exec", "main", prog, "code", "3")  # as python3 FILE: no traceback
+            self.assertEqual((p.returncode, p.stderr), (3, ""))
+            p = self.srv("exec", "main", prog, "exit", "why")
+            self.assertEqual((p.returncode, p.stderr), (1, "why\n"))
+            p = self.srv("exec", "main", "--json", prog, "code", "3")
+            self.assertEqual(p.returncode, 3)
+            self.assertEqual(json.loads(p.stdout)["error"]["exit"], 3)
+            p = self.srv("exec", "main", prog, "x", "--json")
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(p.stderr.splitlines()[0],
+                             "ptybox: exec: options go before FILE (got '--json' after '%s'; "
+                             "-- before it passes it to FILE)" % prog)
+        p = self.srv("exec", "main", "-", "a1", input="import sys\nprint(__file__, sys.argv)\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "<stdin> ['-', 'a1']\n"), p.stderr)
+        p = self.srv("result", "main", "1", "2")
+        self.assertEqual((p.returncode, p.stderr.splitlines()[0]),
+                         (2, "ptybox: result: unexpected argument '2'"))
+
+    def test_result_no_wait_of_an_execution_not_ended_exits_4(self):
+        n = int(self.srv("exec", "main", "--no-wait", "-c", "import time; time.sleep(60)").stdout)
+        m = int(self.srv("exec", "main", "--no-wait", "-c", "'after'").stdout)
+        try:
+            r = self.srv("result", "main", str(n), "--no-wait")
+            self.assertEqual((r.returncode, r.stdout), (4, "running\n"), r.stderr)
+            r = self.srv("result", "main", str(m), "--no-wait")
+            self.assertEqual((r.returncode, r.stdout), (4, "queued\n"), r.stderr)
+        finally:
+            self.srv("cancel", "main", str(m))
+            self.srv("interrupt", "main", str(n))
+        r = self.srv("result", "main", str(n))  # (waits for it: ended, not ok)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        r = self.srv("result", "main", str(n), "--no-wait")
+        self.assertEqual(r.returncode, 1, r.stderr)
+
     def test_a_client_that_falls_behind_loses_no_line(self):
         # stopped while the output piles up in its socket: one read then
         # holds hundreds of lines, every one of them kept (the result too)
@@ -337,6 +388,52 @@ class VerbsTest(TestCase):
             self.srv("kill", "ir")
 
 
+class UsageTest(TestCase):
+    """What the server's verbs say before they connect (no server is needed)."""
+
+    def opts(self, *args):
+        return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", run(*args, via=False).stdout))
+
+    def test_each_help_lists_what_its_command_takes(self):
+        pictures = {"--output-dir", "--no-inline-images"}
+        new, serve = self.opts("new", "--help"), self.opts("serve", "--help")
+        self.assertFalse(pictures & new, new)
+        self.assertFalse(pictures & serve, serve)
+        self.assertIn("--memory", new)
+        self.assertIn("--log", serve)
+        self.assertLessEqual(pictures | {"--log"}, self.opts("run", "--help"))
+        self.assertNotIn("--log FILE", run("new", "--help", via=False).stdout)
+        for opt, val in (("--output-dir", "."), ("--no-inline-images", None), ("--log", "x")):
+            p = run("new", "n", opt, *([val] if val else []), via=False)
+            self.assertEqual(p.returncode, 2, opt)  # (new refuses them: its help does not list them)
+
+    def test_a_refused_option_points_where_it_is_taken(self):
+        for opt, val, where in (("--output-dir", "plots", "run, repl and attach"),
+                                ("--no-inline-images", None, "run, repl and attach"),
+                                ("--log", "x", "run, repl and serve"),
+                                ("--memory", "1G", "new")):
+            p = run("exec", "a", opt, *([val] if val else []), "-c", "1", via=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertEqual(p.stderr, "ptybox: exec: option '%s' is for %s\n" % (opt, where))
+        for args, said in ((("kill", "a", "--json"), "kill: option '--json' is for exec, result and ls"),
+                           (("ls", "--raw"), "ls: option '--raw' is for exec and result"),
+                           (("capture", "a", "--no-wait"), "capture: option '--no-wait' is for exec and result"),
+                           (("result", "a", "--stop-on-error"), "result: option '--stop-on-error' is for exec")):
+            p = run(*args, via=False)
+            self.assertEqual((p.returncode, p.stderr), (2, "ptybox: %s\n" % said))
+        with tempfile.TemporaryDirectory() as d:  # and there it is taken
+            p = run("run", "--output-dir", d, "--no-inline-images", "-c", "1")
+            self.assertEqual((p.returncode, p.stdout), (0, "1\n"), p.stderr)
+        p = run("new", "n", "-c", "1", via=False)
+        self.assertEqual(p.stderr.splitlines()[0], "ptybox: new: unknown option '-c'")
+
+    def test_a_name_cannot_start_with_a_dash(self):
+        for verb in ("new", "exec", "kill"):
+            p = run(verb, "-bad", via=False)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("a session's name cannot start with '-'", p.stderr.splitlines()[0])
+
+
 class ScreenTest(TestCase):
     @classmethod
     def setUpClass(cls):
@@ -428,6 +525,22 @@ class ProtocolTest(TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.close()
+
+    def test_exec_takes_a_filename_and_argv(self):
+        c = Client(self.srv.sock)
+        try:
+            c.send({"id": 1, "op": "exec", "session": "a", "filename": "/x/prog.py",
+                    "argv": ["/x/prog.py", "1"], "code": "import sys\n(__file__, sys.argv)"})
+            m = c.reply(1)
+            self.assertEqual(m["result"]["text/plain"], "('/x/prog.py', ['/x/prog.py', '1'])", m)
+            for bad in ({"filename": ""}, {"filename": 1}, {"argv": ["a"]},
+                        {"filename": "f", "argv": "a"}, {"filename": "f", "argv": [1]},
+                        {"filename": "f", "argv": ["a"] * 4097}):
+                c.send(dict({"id": 2, "op": "exec", "session": "a", "code": "1"}, **bad))
+                m = c.reply(2)
+                self.assertEqual(m.get("code"), "usage", (bad, m))
+        finally:
+            c.close()
 
     def test_hello_first_and_the_protocol_version(self):
         c = Client(self.srv.sock, hello=False)

@@ -236,6 +236,15 @@ class RemoteServerTest(TestCase):
         p = self.ptybox("-H", self.host, "-L", self.label, "new", "t", "--python", "/bin/sh")
         self.assertEqual(p.returncode, 2, p.stderr)
 
+    def test_when_ssh_itself_fails_its_own_error_gets_no_hint(self):
+        with socket.socket() as s:  # a port nobody listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        p = run("-H", "ssh://127.0.0.1:%d" % port, "ls", via=False, env=self.env, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("ssh could not connect", p.stderr)
+        self.assertNotIn("is ptybox installed there", p.stderr)
+
     def test_a_host_without_ptybox_says_so(self):
         env = dict(self.env, PTYBOX_REMOTE="/nonexistent/ptybox")
         p = run("-H", self.host, "ls", via=False, env=env, timeout=60)
