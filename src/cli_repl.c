@@ -166,7 +166,8 @@ int cli_repl(int argc, char **argv)
 		switch (opt) {
 		case 'h':
 			free(child);
-			printf("%s%s%s", repl_usage, cli_session_help, cli_record_help);
+			printf("%s%s%s%s", repl_usage, cli_session_help, cli_picture_help,
+			       cli_record_help);
 			return CLI_EXIT_OK;
 		case '?':
 		case ':':
