@@ -37,7 +37,7 @@ class Terminal:
     reach the whole foreground process group) and writes argv's exit status
     to a file once it ended."""
 
-    def __init__(self, argv, env, folder):
+    def __init__(self, argv, env, folder, bare=False):
         self.sock = "ptybox-test-" + uuid.uuid4().hex[:12]
         self.env = dict(env)
         self.status_file = os.path.join(folder, "status-" + self.sock)
@@ -47,7 +47,10 @@ class Terminal:
         self.conf = conf
         cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
         shell = "trap '' INT QUIT; %s; echo $? > '%s'; exec sleep 600" % (cmd, self.status_file)
-        self.tmux("new-session", "-d", "-x", "100", "-y", "30", "sh", "-c", shell)
+        # (bare: argv itself leads the terminal's session, as a program
+        # started by a terminal emulator does; no exit status then)
+        self.tmux("new-session", "-d", "-x", "100", "-y", "30",
+                  *(argv if bare else ["sh", "-c", shell]))
 
     def tmux(self, *args):
         return subprocess.run([TMUX, "-L", self.sock, "-f", self.conf, *args],
@@ -221,6 +224,46 @@ class ReplTest(TestCase):
         t2 = self.repl()
         t2.keys("Up")
         t2.wait(">>> remembered = 12345")
+
+    def wait_gone(self, mark, why):
+        deadline = time.monotonic() + 15
+        while processes_with(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(processes_with(mark), [], why)
+
+    def test_closing_the_terminal_while_code_runs_ends_the_sandbox(self):
+        # The terminal goes (a closed window, a dropped ssh): the repl's
+        # next write fails and it exits; its serve must not go on running
+        # the code (--timeout 0: until the end of time).
+        mark = "PTYBOX_TEST_MARK=" + uuid.uuid4().hex
+        t = Terminal([PTYBOX, "repl", "--via", VIA, "--timeout", "0", "--env", mark], self.env,
+                     self.dir, bare=True)
+        self.terms.append(t)
+        t.wait(">>>")
+        t.type("import time; print('sleeping'); time.sleep(1000)")
+        t.keys("Enter")
+        t.wait("sleeping")
+        self.assertTrue(processes_with(mark), "the session's interpreter is not running")
+        t.close()
+        self.wait_gone(mark, "the sandbox outlived the closed terminal")
+
+    def test_a_killed_repl_leaves_no_sandbox_behind(self):
+        mark = "PTYBOX_TEST_MARK=" + uuid.uuid4().hex
+        p = subprocess.Popen([PTYBOX, "repl", "--via", VIA, "--timeout", "0", "--env", mark],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=self.env)
+        try:
+            p.stdin.write(b"import time; print('sleeping', flush=True); time.sleep(1000)\n"
+                          b"x = 1\n")  # (a script's block ends at the next one)
+            p.stdin.flush()
+            self.assertEqual(p.stdout.readline(), b"sleeping\n")
+            self.assertTrue(processes_with(mark), "the session's interpreter is not running")
+            p.kill()
+            p.wait(timeout=30)
+        finally:
+            p.stdin.close()
+            p.stdout.close()
+        self.wait_gone(mark, "the sandbox outlived its killed repl")
 
     def test_a_script_on_standard_input_runs_in_blocks_without_prompts(self):
         script = ("x = 20\n"
