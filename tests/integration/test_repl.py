@@ -265,6 +265,39 @@ class ReplTest(TestCase):
             p.stdout.close()
         self.wait_gone(mark, "the sandbox outlived its killed repl")
 
+    def test_ctrl_z_and_fg_give_the_prompt_and_its_line_back(self):
+        # In a shell with job control: ^Z stops the repl with the shell's
+        # terminal mode back; fg gives our mode back (no echo by the
+        # terminal) and the half-typed line drawn again, ready to edit.
+        env = dict(self.env, PS1="shell$ ")
+        t = Terminal(["bash", "--norc", "--noprofile", "-i"], env, self.dir, bare=True)
+        self.terms.append(t)
+        t.wait("shell$")
+        t.type("cd '%s'; stty -g > before; %s repl --via %s; stty -g > after"
+               % (self.dir, PTYBOX, VIA))
+        t.keys("Enter")
+        t.wait(">>>")
+        t.type("x = 42")
+        t.keys("Enter")
+        t.wait(">>>", count=2)
+        t.type("x +")
+        t.keys("C-z")
+        t.wait("Stopped")
+        t.type("stty -g > stopped; fg")
+        t.keys("Enter")
+        t.wait(">>> x +", count=2)
+        t.type(" 1")
+        t.keys("Enter")
+        s = t.wait("\n43\n")
+        self.assertNotIn("x + 1\nx + 1", s)  # (not echoed by a cooked terminal too)
+        t.keys("C-d")
+        t.wait("shell$", count=3)
+        with open(os.path.join(self.dir, "before")) as f:
+            before = f.read()
+        for name in ("stopped", "after"):
+            with open(os.path.join(self.dir, name)) as f:
+                self.assertEqual(f.read(), before, "the terminal's mode %s" % name)
+
     def test_a_script_on_standard_input_runs_in_blocks_without_prompts(self):
         script = ("x = 20\n"
                   "def f():\n"
