@@ -298,6 +298,34 @@ class ReplTest(TestCase):
             with open(os.path.join(self.dir, name)) as f:
                 self.assertEqual(f.read(), before, "the terminal's mode %s" % name)
 
+    def test_a_history_that_is_a_symlink_or_a_fifo_is_left_alone(self):
+        # A dotfiles manager's symlink: the load refuses to follow it, so the
+        # save must not replace what it points to with this session's lines.
+        folder = os.path.join(self.state, "ptybox")
+        os.makedirs(folder)
+        kept = os.path.join(self.dir, "kept-history")
+        with open(kept, "w") as f:
+            f.write("old_line_1\nold_line_2\n")
+        os.symlink(kept, os.path.join(folder, "history"))
+        t = self.repl()
+        t.type("new_line = 1")
+        t.keys("Enter")
+        t.wait(">>>", count=2)
+        t.keys("C-d")
+        self.assertEqual(t.exit_status(), 0)
+        t.wait("history not saved")
+        with open(kept) as f:
+            self.assertEqual(f.read(), "old_line_1\nold_line_2\n")
+        # a FIFO there: the repl starts (an open that waits for a writer hung it)
+        os.unlink(os.path.join(folder, "history"))
+        os.mkfifo(os.path.join(folder, "history"))
+        t = self.repl()
+        t.type("6 * 7")
+        t.keys("Enter")
+        t.wait("\n42\n")
+        t.keys("C-d")
+        self.assertEqual(t.exit_status(), 0)
+
     def test_a_script_on_standard_input_runs_in_blocks_without_prompts(self):
         script = ("x = 20\n"
                   "def f():\n"
