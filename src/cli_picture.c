@@ -45,7 +45,7 @@ static int64_t pictures_now_ms(void)
 /* The probe itself: stdin without echo and line editing just long enough to
  * read the answer. The signals that would end or stop us wait (blocked)
  * until the terminal is back as it was, then act as they would have. */
-static enum picture_inline pictures_probe(void)
+static enum picture_inline pictures_probe(const char *query)
 {
 	struct termios saved, quiet;
 	if (tcgetattr(0, &saved) < 0)
@@ -64,7 +64,7 @@ static enum picture_inline pictures_probe(void)
 	picture_probe_init(&pr);
 	if (tcsetattr(0, TCSANOW, &quiet) == 0) {
 		int64_t deadline = pictures_now_ms() + CLI_PICTURE_PROBE_MS;
-		if (cli_write_all(1, picture_probe_query, strlen(picture_probe_query)) == 0) {
+		if (cli_write_all(1, query, strlen(query)) == 0) {
 			while (!pr.done) {
 				int64_t left = deadline - pictures_now_ms();
 				if (left <= 0)
@@ -110,8 +110,10 @@ void cli_pictures_init(struct cli_pictures *p, const char *dir, bool inline_ok)
 	/* (inside tmux, iTerm2's sequences would need wrapping: ask instead) */
 	if (!getenv("TMUX") && picture_env_iterm(getenv("TERM_PROGRAM"), getenv("LC_TERMINAL")))
 		p->inline_mode = PICTURE_INLINE_ITERM;
+	else if (getenv("TMUX") || strncmp(term, "screen", 6) == 0 || strncmp(term, "tmux", 4) == 0)
+		p->inline_mode = pictures_probe(picture_probe_query_da1);
 	else
-		p->inline_mode = pictures_probe();
+		p->inline_mode = pictures_probe(picture_probe_query);
 }
 
 /* Writes data to a new file: 0 with path set, or -errno. */

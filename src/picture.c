@@ -31,6 +31,9 @@ static const char *const picture_exts[] = {"png", "jpg", "svg"};
 #define PICTURE_STR_(x) #x
 const char picture_probe_query[] =
 	"\033_Gi=" PICTURE_STR(PICTURE_KITTY_QUERY_ID) ",s=1,v=1,a=q,t=d,f=24;AAAA\033\\\033[c";
+/* Inside tmux or screen: DA1 alone (an APC there sets the pane's title, and
+ * kitty's pictures would not pass unwrapped anyway). */
+const char picture_probe_query_da1[] = "\033[c";
 
 const char *picture_mime(enum picture_kind k)
 {

@@ -79,6 +79,7 @@ bool picture_sixel_valid(const char *s, size_t len);
  * "ESC [ ? 62 ; 4 ; ... c", attribute 4 being sixel. Bytes around them (a key
  * the user pressed) are skipped. */
 extern const char picture_probe_query[];
+extern const char picture_probe_query_da1[];
 struct picture_probe {
 	int state;
 	bool kitty, sixel, done;

@@ -326,6 +326,16 @@ class ReplTest(TestCase):
         t.keys("C-d")
         self.assertEqual(t.exit_status(), 0)
 
+    def test_the_start_inside_tmux_leaves_the_pane_title_alone(self):
+        # The probe for inline images: tmux takes an APC (kitty's query) as
+        # a title; the pane was titled "Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA".
+        t = self.repl()
+        t.type("1 + 1")
+        t.keys("Enter")
+        t.wait("\n2\n")
+        title = t.tmux("display-message", "-p", "-t", "0", "#{pane_title}").stdout
+        self.assertNotIn("Gi=", title)
+
     def test_a_script_on_standard_input_runs_in_blocks_without_prompts(self):
         script = ("x = 20\n"
                   "def f():\n"
