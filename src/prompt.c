@@ -876,8 +876,9 @@ int prompt_run(const struct prompt_config *cfg)
 			break;
 		if (p.eof) {
 			prompt_spin_stop(&p);
+			bool edited = p.editing; /* (the cursor after the prompt) */
 			prompt_edit_stop(&p);
-			if (!p.col0)
+			if (!p.col0 || edited)
 				prompt_out("\n");
 			cli_error("%s: %s: the server closed the connection", cfg->cmd, cfg->where);
 			p.status = p.state == P_STARTING ? CLI_EXIT_CANNOT_START : CLI_EXIT_FAILED;

@@ -517,6 +517,25 @@ class AttachTest(TestCase):
                      "from exec"):
             self.assertIn(text, shown)
 
+    def test_a_server_that_goes_while_at_the_prompt_is_said_on_a_line_of_its_own(self):
+        t = self.attach()
+        rt = self.env["XDG_RUNTIME_DIR"]
+        servers = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"server" in argv[1:2] and any(rt.encode() in a for a in argv):
+                servers.append(int(pid))
+        self.assertTrue(servers, "no server found")
+        for pid in servers:  # (gone at once, as a crash would take it)
+            os.kill(pid, 9)
+        s = t.wait("the server closed the connection")
+        self.assertEqual(t.exit_status(), 1)
+        self.assertIn("\nptybox: attach: ", s)  # (not after the ">>> ")
+
     def test_attach_to_no_such_session_is_an_error(self):
         p = subprocess.run([PTYBOX, "attach", "nosuch"], capture_output=True, text=True,
                            timeout=30, env=self.env, stdin=subprocess.DEVNULL)
