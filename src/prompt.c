@@ -299,7 +299,10 @@ static void prompt_edit(struct prompt *p)
 	 * libedit keeps the cooked mode it saw at its start) */
 	rl_callback_handler_install(p->block_len ? "... " : ">>> ", prompt_on_line);
 	p->tty_edit_saved = p->tty_saved && tcgetattr(0, &p->tty_edit) == 0;
-	if (p->indent[0]) {
+	/* (keys already waiting are a paste, which brings its own indentation:
+	 * ours too would put each pasted line deeper than the one before) */
+	struct pollfd ahead = {.fd = 0, .events = POLLIN};
+	if (p->indent[0] && poll(&ahead, 1, 0) == 0) {
 		rl_insert_text(p->indent);
 		prompt_out("\r");
 		rl_forced_update_display();

@@ -167,6 +167,27 @@ class ReplTest(TestCase):
         s = t.wait("alpha_beta2")
         self.assertIn(">>> some_long_name.alpha_beta", s.rsplit("alpha_beta2", 1)[1])
 
+    def test_a_pasted_block_keeps_its_own_indentation(self):
+        # A paste brings its indentation: the continuation prompt's own on
+        # top put each line deeper than the one before (IndentationError).
+        t = self.repl()
+        t.type("def f():\n    x = 1\n    if x:\n        y = 2\n    return y + 40\n\n")
+        t.wait(">>>", count=2)
+        t.type("f()")
+        t.keys("Enter")
+        s = t.wait("\n42\n")
+        self.assertNotIn("IndentationError", s)
+        # typed line by line, the indentation is still given
+        t.type("def g():")
+        t.keys("Enter")
+        t.wait("... ")
+        t.type("return 7")
+        t.keys("Enter", "Enter")
+        t.wait(">>>", count=4)
+        t.type("g()")
+        t.keys("Enter")
+        t.wait("\n7\n")
+
     def test_ctrl_c_interrupts_the_code_and_keeps_the_state(self):
         t = self.repl()
         t.type("kept = 'still here'")
