@@ -113,6 +113,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "The code's st
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
 complete -c ptybox -n '__fish_seen_subcommand_from serve new' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stop-at-eof -d 'At the end of input stop at once, ending what runs'
 
 # Options of both
 set -l in_cmd '__fish_seen_subcommand_from run repl serve new'

@@ -96,13 +96,16 @@ static int repl_spawn(char **args, int nargs, pid_t *pid, int *rfd, int *wfd)
 	if (n <= 0)
 		return -ENOENT;
 	exe[n] = '\0';
-	char **argv = calloc((size_t)nargs + 4, sizeof(*argv));
+	char **argv = calloc((size_t)nargs + 5, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	argv[0] = exe;
 	argv[1] = "serve";
 	argv[2] = "--stdio";
-	memcpy(argv + 3, args, (size_t)nargs * sizeof(*argv));
+	/* (our end, however it comes: an _exit on a closed terminal, a
+	 * SIGKILL, is its end of input; the sandbox must not outlive us) */
+	argv[3] = "--stop-at-eof";
+	memcpy(argv + 4, args, (size_t)nargs * sizeof(*argv));
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0) {
 		free(argv);

@@ -37,6 +37,7 @@ struct serve {
 	struct conn *pin;      /* then this, on the loop */
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool eof, stopping, stopped;
+	bool stop_at_eof; /* --stop-at-eof: the end of input ends what runs too */
 	int exit_code;
 };
 
@@ -56,6 +57,8 @@ static const char serve_usage[] =
 	"  --stdio             JSON lines on stdin/stdout (required)\n"
 	"  --pool N            keep N interpreters started ahead, so a restart is\n"
 	"                      a swap (default 0)\n"
+	"  --stop-at-eof       at the end of standard input, stop at once (as\n"
+	"                      kill-server): what runs is ended, not waited for\n"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -179,7 +182,7 @@ static void serve_on_line(struct stdio_lines *l, const char *line, size_t len, b
 static void serve_eof(struct serve *sv)
 {
 	sv->eof = true;
-	if (server_pending(sv->server) == 0)
+	if (sv->stop_at_eof || server_pending(sv->server) == 0)
 		serve_stop(sv, "shutting down");
 }
 
@@ -219,11 +222,12 @@ int cli_serve(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"stdio", no_argument, NULL, 's'},
 		{"pool", required_argument, NULL, 'p'},
+		{"stop-at-eof", no_argument, NULL, 'e'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool stdio = false;
+	bool stdio = false, stop_at_eof = false;
 	unsigned pool = 0;
 	int opt, li = -1;
 	optind = 1;
@@ -233,6 +237,7 @@ int cli_serve(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		switch (opt) {
 		case 's': stdio = true; break;
+		case 'e': stop_at_eof = true; break;
 		case 'p':
 			if (options_parse_uint(optarg, 0, 64, &pool) < 0) {
 				cli_error("serve: --pool %s: expected a number from 0 to 64",
@@ -264,7 +269,7 @@ int cli_serve(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	cli_warn_unsandboxed(&so.o);
 	cli_warn_unenforced(&so);
-	struct serve sv = {.loop = uv_default_loop()};
+	struct serve sv = {.loop = uv_default_loop(), .stop_at_eof = stop_at_eof};
 	char err[512] = "out of memory";
 	if (pool) {
 		/* Interpreters started ahead: a restart is a swap. */

@@ -300,7 +300,11 @@ static void prompt_edit(struct prompt *p)
 	 * key typed ahead would be echoed, or a ^D taken as the end of a line;
 	 * libedit keeps the cooked mode it saw at its start) */
 	rl_callback_handler_install(p->block_len ? "... " : ">>> ", prompt_on_line);
-	if (p->indent[0]) {
+	p->tty_edit_saved = p->tty_saved && tcgetattr(0, &p->tty_edit) == 0;
+	/* (keys already waiting are a paste, which brings its own indentation:
+	 * ours too would put each pasted line deeper than the one before) */
+	struct pollfd ahead = {.fd = 0, .events = POLLIN};
+	if (p->indent[0] && poll(&ahead, 1, 0) == 0) {
 		rl_insert_text(p->indent);
 		prompt_out("\r");
 		rl_forced_update_display();
@@ -706,6 +710,36 @@ static void prompt_resize(struct prompt *p)
 		record_resize(p->rec, ws.ws_col, ws.ws_row);
 }
 
+/* Continued (after ^Z or any SIGSTOP): the shell had the terminal in its
+ * own mode meanwhile; ours again, and the line being edited drawn again. */
+static void prompt_continue(struct prompt *p)
+{
+	if (p->editing && p->tty_edit_saved)
+		tcsetattr(0, TCSANOW, &p->tty_edit);
+	else if (!p->editing)
+		prompt_tty_run(p);
+	if (p->editing) {
+		prompt_out("\r\033[K");
+		rl_forced_update_display();
+	}
+}
+
+/* ^Z: the terminal as we found it while we are stopped (the shell's, for
+ * the shell), then the stop itself, as SIGTSTP's default would. */
+static void prompt_suspend(struct prompt *p)
+{
+	prompt_spin_stop(p);
+	if (p->editing)
+		prompt_out("\n"); /* (the line stays; the shell says "Stopped" below) */
+	if (p->tty_saved)
+		tcsetattr(0, TCSANOW, &p->tty_orig);
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ours;
+	sigaction(SIGTSTP, &dfl, &ours);
+	raise(SIGTSTP); /* (returns once continued: fg, bg, SIGCONT) */
+	sigaction(SIGTSTP, &ours, NULL);
+	prompt_continue(p); /* (a stop the kernel discarded sends no SIGCONT) */
+}
+
 static void prompt_signal(struct prompt *p, int sig)
 {
 	if (sig == SIGINT && p->state == P_RUN) {
@@ -732,6 +766,10 @@ static void prompt_signal(struct prompt *p, int sig)
 	} else if (sig == SIGINT && !p->tty) {
 		p->script_stop = true;
 		p->state = P_LEAVE;
+	} else if (sig == SIGTSTP) {
+		prompt_suspend(p);
+	} else if (sig == SIGCONT) {
+		prompt_continue(p);
 	} else if (sig == SIGWINCH) {
 		prompt_resize(p);
 		if (p->editing)
@@ -793,10 +831,14 @@ int prompt_run(const struct prompt_config *cfg)
 		return CLI_EXIT_FAILED;
 	}
 	prompt_sig_w = sp[1];
-	static const int sigs[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGWINCH};
-	struct sigaction sa = {.sa_handler = prompt_on_signal}, old[5];
-	for (int i = 0; i < 5; i++)
+	static const int sigs[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGCONT};
+	enum { NSIGS = sizeof(sigs) / sizeof(sigs[0]) };
+	struct sigaction sa = {.sa_handler = prompt_on_signal}, old[NSIGS];
+	for (int i = 0; i < NSIGS; i++) {
 		sigaction(sigs[i], &sa, &old[i]);
+		if (sigs[i] == SIGTSTP && old[i].sa_handler == SIG_IGN)
+			sigaction(SIGTSTP, &old[i], NULL); /* (no job control here) */
+	}
 	if (p.tty && tcgetattr(0, &p.tty_orig) == 0) {
 		p.tty_saved = true;
 		p.tty_run = p.tty_orig;
@@ -846,8 +888,9 @@ int prompt_run(const struct prompt_config *cfg)
 			break;
 		if (p.eof) {
 			prompt_spin_stop(&p);
+			bool edited = p.editing; /* (the cursor after the prompt) */
 			prompt_edit_stop(&p);
-			if (!p.col0)
+			if (!p.col0 || edited)
 				prompt_out("\n");
 			cli_error("%s: %s: the server closed the connection", cfg->cmd, cfg->where);
 			p.status = p.state == P_STARTING ? CLI_EXIT_CANNOT_START : CLI_EXIT_FAILED;
@@ -888,7 +931,7 @@ int prompt_run(const struct prompt_config *cfg)
 		prompt_history_save(cfg->history);
 	cli_render_text_end(&p.r, 1);
 	cli_render_text_end(&p.r, 2);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < NSIGS; i++)
 		sigaction(sigs[i], &old[i], NULL);
 	prompt_sig_w = -1;
 	close(sp[0]);

@@ -57,7 +57,8 @@ struct prompt {
 	 * lines (keys typed ahead, ^D among them, wait for the prompt as they
 	 * are), signals on (^C interrupts, ^\ detaches). */
 	struct termios tty_orig, tty_run;
-	bool tty_saved;
+	struct termios tty_edit; /* libedit's mode while it edits (back after fg) */
+	bool tty_saved, tty_edit_saved;
 	/* Our execution: its request, its code (to know its exec event) and id. */
 	uint64_t exec_req, mine;
 	char *sent_code;

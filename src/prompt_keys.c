@@ -16,6 +16,7 @@
 
 #include <editline/readline.h>
 
+#include "cli.h"
 #include "prompt_internal.h"
 #include "prompt_text.h"
 #include "protocol.h"
@@ -135,18 +136,38 @@ int prompt_history_path(char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* The history file itself, opened without following a symlink or waiting
+ * on a FIFO: 0 if it is a regular file (made 0600 if missing), or -errno. */
+static int prompt_history_check(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+		      0600);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int rc = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+	close(fd);
+	return rc;
+}
+
 void prompt_history_load(const char *path)
 {
 	stifle_history(PROMPT_HISTORY_MAX);
-	int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	close(fd);
-	read_history(path);
+	if (prompt_history_check(path) == 0)
+		read_history(path);
 }
 
 void prompt_history_save(const char *path)
 {
+	/* (never through a symlink, which the load refused to read: its file
+	 * would be replaced by this session's lines alone) */
+	int rc = prompt_history_check(path);
+	if (rc < 0) {
+		cli_error("warning: history not saved: %s: %s", path,
+			  rc == -ELOOP || rc == -EINVAL ? "not a regular file (a symlink?)"
+							: strerror(-rc));
+		return;
+	}
 	mode_t old = umask(077); /* (write_history may make the file anew) */
 	if (write_history(path) == 0)
 		history_truncate_file(path, PROMPT_HISTORY_MAX);

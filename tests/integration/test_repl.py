@@ -37,7 +37,7 @@ class Terminal:
     reach the whole foreground process group) and writes argv's exit status
     to a file once it ended."""
 
-    def __init__(self, argv, env, folder):
+    def __init__(self, argv, env, folder, bare=False):
         self.sock = "ptybox-test-" + uuid.uuid4().hex[:12]
         self.env = dict(env)
         self.status_file = os.path.join(folder, "status-" + self.sock)
@@ -47,7 +47,10 @@ class Terminal:
         self.conf = conf
         cmd = " ".join("'%s'" % a.replace("'", "'\\''") for a in argv)
         shell = "trap '' INT QUIT; %s; echo $? > '%s'; exec sleep 600" % (cmd, self.status_file)
-        self.tmux("new-session", "-d", "-x", "100", "-y", "30", "sh", "-c", shell)
+        # (bare: argv itself leads the terminal's session, as a program
+        # started by a terminal emulator does; no exit status then)
+        self.tmux("new-session", "-d", "-x", "100", "-y", "30",
+                  *(argv if bare else ["sh", "-c", shell]))
 
     def tmux(self, *args):
         return subprocess.run([TMUX, "-L", self.sock, "-f", self.conf, *args],
@@ -181,6 +184,26 @@ class ReplTest(TestCase):
             t.wait("(10, b'h\\xc3\\xa9llo \\xe2\\x9c\\x93 \\xe6\\x97\\xa5\\xe6\\x9c\\xac')")
             t.keys("C-d")
             self.assertEqual(t.exit_status(), 0)
+    def test_a_pasted_block_keeps_its_own_indentation(self):
+        # A paste brings its indentation: the continuation prompt's own on
+        # top put each line deeper than the one before (IndentationError).
+        t = self.repl()
+        t.type("def f():\n    x = 1\n    if x:\n        y = 2\n    return y + 40\n\n")
+        t.wait(">>>", count=2)
+        t.type("f()")
+        t.keys("Enter")
+        s = t.wait("\n42\n")
+        self.assertNotIn("IndentationError", s)
+        # typed line by line, the indentation is still given
+        t.type("def g():")
+        t.keys("Enter")
+        t.wait("... ")
+        t.type("return 7")
+        t.keys("Enter", "Enter")
+        t.wait(">>>", count=4)
+        t.type("g()")
+        t.keys("Enter")
+        t.wait("\n7\n")
 
     def test_ctrl_c_interrupts_the_code_and_keeps_the_state(self):
         t = self.repl()
@@ -239,6 +262,117 @@ class ReplTest(TestCase):
         t2 = self.repl()
         t2.keys("Up")
         t2.wait(">>> remembered = 12345")
+
+    def wait_gone(self, mark, why):
+        deadline = time.monotonic() + 15
+        while processes_with(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(processes_with(mark), [], why)
+
+    def test_closing_the_terminal_while_code_runs_ends_the_sandbox(self):
+        # The terminal goes (a closed window, a dropped ssh): the repl's
+        # next write fails and it exits; its serve must not go on running
+        # the code (--timeout 0: until the end of time).
+        mark = "PTYBOX_TEST_MARK=" + uuid.uuid4().hex
+        t = Terminal([PTYBOX, "repl", "--via", VIA, "--timeout", "0", "--env", mark], self.env,
+                     self.dir, bare=True)
+        self.terms.append(t)
+        t.wait(">>>")
+        t.type("import time; print('sleeping'); time.sleep(1000)")
+        t.keys("Enter")
+        t.wait("sleeping")
+        self.assertTrue(processes_with(mark), "the session's interpreter is not running")
+        t.close()
+        self.wait_gone(mark, "the sandbox outlived the closed terminal")
+
+    def test_a_killed_repl_leaves_no_sandbox_behind(self):
+        mark = "PTYBOX_TEST_MARK=" + uuid.uuid4().hex
+        p = subprocess.Popen([PTYBOX, "repl", "--via", VIA, "--timeout", "0", "--env", mark],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=self.env)
+        try:
+            p.stdin.write(b"import time; print('sleeping', flush=True); time.sleep(1000)\n"
+                          b"x = 1\n")  # (a script's block ends at the next one)
+            p.stdin.flush()
+            self.assertEqual(p.stdout.readline(), b"sleeping\n")
+            self.assertTrue(processes_with(mark), "the session's interpreter is not running")
+            p.kill()
+            p.wait(timeout=30)
+        finally:
+            p.stdin.close()
+            p.stdout.close()
+        self.wait_gone(mark, "the sandbox outlived its killed repl")
+
+    def test_ctrl_z_and_fg_give_the_prompt_and_its_line_back(self):
+        # In a shell with job control: ^Z stops the repl with the shell's
+        # terminal mode back; fg gives our mode back (no echo by the
+        # terminal) and the half-typed line drawn again, ready to edit.
+        env = dict(self.env, PS1="shell$ ")
+        t = Terminal(["bash", "--norc", "--noprofile", "-i"], env, self.dir, bare=True)
+        self.terms.append(t)
+        t.wait("shell$")
+        t.type("cd '%s'; stty -g > before; %s repl --via %s; stty -g > after"
+               % (self.dir, PTYBOX, VIA))
+        t.keys("Enter")
+        t.wait(">>>")
+        t.type("x = 42")
+        t.keys("Enter")
+        t.wait(">>>", count=2)
+        t.type("x +")
+        t.keys("C-z")
+        t.wait("Stopped")
+        t.type("stty -g > stopped; fg")
+        t.keys("Enter")
+        t.wait(">>> x +", count=2)
+        t.type(" 1")
+        t.keys("Enter")
+        s = t.wait("\n43\n")
+        self.assertNotIn("x + 1\nx + 1", s)  # (not echoed by a cooked terminal too)
+        t.keys("C-d")
+        t.wait("shell$", count=3)
+        with open(os.path.join(self.dir, "before")) as f:
+            before = f.read()
+        for name in ("stopped", "after"):
+            with open(os.path.join(self.dir, name)) as f:
+                self.assertEqual(f.read(), before, "the terminal's mode %s" % name)
+
+    def test_a_history_that_is_a_symlink_or_a_fifo_is_left_alone(self):
+        # A dotfiles manager's symlink: the load refuses to follow it, so the
+        # save must not replace what it points to with this session's lines.
+        folder = os.path.join(self.state, "ptybox")
+        os.makedirs(folder)
+        kept = os.path.join(self.dir, "kept-history")
+        with open(kept, "w") as f:
+            f.write("old_line_1\nold_line_2\n")
+        os.symlink(kept, os.path.join(folder, "history"))
+        t = self.repl()
+        t.type("new_line = 1")
+        t.keys("Enter")
+        t.wait(">>>", count=2)
+        t.keys("C-d")
+        self.assertEqual(t.exit_status(), 0)
+        t.wait("history not saved")
+        with open(kept) as f:
+            self.assertEqual(f.read(), "old_line_1\nold_line_2\n")
+        # a FIFO there: the repl starts (an open that waits for a writer hung it)
+        os.unlink(os.path.join(folder, "history"))
+        os.mkfifo(os.path.join(folder, "history"))
+        t = self.repl()
+        t.type("6 * 7")
+        t.keys("Enter")
+        t.wait("\n42\n")
+        t.keys("C-d")
+        self.assertEqual(t.exit_status(), 0)
+
+    def test_the_start_inside_tmux_leaves_the_pane_title_alone(self):
+        # The probe for inline images: tmux takes an APC (kitty's query) as
+        # a title; the pane was titled "Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA".
+        t = self.repl()
+        t.type("1 + 1")
+        t.keys("Enter")
+        t.wait("\n2\n")
+        title = t.tmux("display-message", "-p", "-t", "0", "#{pane_title}").stdout
+        self.assertNotIn("Gi=", title)
 
     def test_a_script_on_standard_input_runs_in_blocks_without_prompts(self):
         script = ("x = 20\n"
@@ -420,6 +554,25 @@ class AttachTest(TestCase):
         for text in ("on the screen before", ">>> print('typed', 6 * 7)", "typed 42",
                      "from exec"):
             self.assertIn(text, shown)
+
+    def test_a_server_that_goes_while_at_the_prompt_is_said_on_a_line_of_its_own(self):
+        t = self.attach()
+        rt = self.env["XDG_RUNTIME_DIR"]
+        servers = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"server" in argv[1:2] and any(rt.encode() in a for a in argv):
+                servers.append(int(pid))
+        self.assertTrue(servers, "no server found")
+        for pid in servers:  # (gone at once, as a crash would take it)
+            os.kill(pid, 9)
+        s = t.wait("the server closed the connection")
+        self.assertEqual(t.exit_status(), 1)
+        self.assertIn("\nptybox: attach: ", s)  # (not after the ">>> ")
 
     def test_attach_to_no_such_session_is_an_error(self):
         p = subprocess.run([PTYBOX, "attach", "nosuch"], capture_output=True, text=True,
