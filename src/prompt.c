@@ -518,20 +518,34 @@ static void prompt_script_next(struct prompt *p)
 
 /* ---- what the server says ---- */
 
+/* A picture the terminal got as its path: the recording gets the path too. */
+static void prompt_on_picture(void *data, const char *path)
+{
+	struct prompt *p = data;
+	p->pictured = true;
+	if (p->rec)
+		transcript_display(&p->ts, path);
+}
+
 static void prompt_result(struct prompt *p, cJSON *o)
 {
 	uint64_t exec = prompt_uint(o, "exec");
 	bool ours = exec && exec == p->mine;
-	if (p->rec) {
-		transcript_result_json(&p->ts, o);
-		record_flush(p->rec);
-	}
 	prompt_async_begin(p);
 	if (!p->col0)
 		prompt_out("\n");
 	p->col0 = true;
+	p->pictured = false;
 	int ok = cli_render_result_json(&p->r, o);
 	prompt_async_end(p);
+	if (p->rec) { /* (after: a value shown as a picture's path is recorded so) */
+		cJSON *value =
+			p->pictured ? cJSON_DetachItemFromObjectCaseSensitive(o, "result") : NULL;
+		transcript_result_json(&p->ts, o);
+		if (value)
+			cJSON_AddItemToObject(o, "result", value);
+		record_flush(p->rec);
+	}
 	if (!ours)
 		return;
 	if (ok != 1)
@@ -574,14 +588,13 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 			prompt_async_end(p);
 		}
 	} else if (strcmp(event, "display") == 0) {
-		if (p->rec)
-			transcript_display(&p->ts,
-					   protocol_str(cJSON_GetObjectItemCaseSensitive(o, "data"),
-							"text/plain"));
+		const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
 		prompt_async_begin(p);
-		cli_render_display(&p->r, cJSON_GetObjectItemCaseSensitive(o, "data"));
+		int pictured = cli_render_display(&p->r, data);
 		p->col0 = true;
 		prompt_async_end(p);
+		if (p->rec && pictured != 1) /* (a picture: recorded as its path) */
+			transcript_display(&p->ts, protocol_str(data, "text/plain"));
 	} else if (strcmp(event, "result") == 0) {
 		prompt_result(p, o);
 	} else if (strcmp(event, "started") == 0 || strcmp(event, "restarted") == 0) {
@@ -801,6 +814,8 @@ int prompt_run(const struct prompt_config *cfg)
 	 * answer from it) */
 	cli_pictures_init(&p.pictures, cfg->output_dir, !cfg->no_inline_images);
 	p.r.pictures = &p.pictures;
+	p.r.on_picture = prompt_on_picture;
+	p.r.on_picture_data = &p;
 	linebuf_init(&p.lines, PROMPT_MAX_LINE);
 	if (cfg->record) {
 		struct winsize ws = {0};

@@ -71,6 +71,7 @@ struct prompt {
 	struct cli_pictures pictures;
 	struct record *rec; /* --record, or NULL */
 	struct transcript ts;
+	bool pictured; /* the result being shown: its value was a picture's path */
 	uint64_t start_ms;
 	unsigned spin_frame;
 	bool spinning;

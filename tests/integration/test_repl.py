@@ -1,6 +1,7 @@
 """ptybox repl and ptybox attach, driven through a real terminal: tmux, with
 send-keys and capture-pane; every wait is for what the screen shows, with a
 deadline."""
+import json
 import os
 import shutil
 import stat
@@ -434,14 +435,23 @@ class ReplTest(TestCase):
                   "        return base64.b64decode(%r)\n"
                   "P()\n"
                   "display(P())\n" % png)
-        p = subprocess.run([PTYBOX, "repl", "--via", VIA, "--output-dir", out], input=script,
-                           capture_output=True, text=True, timeout=60, env=self.env)
+        cast = os.path.join(self.dir, "pictures.cast")
+        p = subprocess.run([PTYBOX, "repl", "--via", VIA, "--output-dir", out, "--record", cast],
+                           input=script, capture_output=True, text=True, timeout=60,
+                           env=self.env)
         self.assertEqual(p.returncode, 0, p.stderr)
         paths = [os.path.join(out, "ptybox-1.png"), os.path.join(out, "ptybox-2.png")]
         self.assertEqual(p.stdout.split(), paths)
         for path in paths:
             with open(path, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        # the recording shows what the terminal got: the paths, not the reprs
+        with open(cast) as f:
+            shown = "".join(e[2] for e in map(json.loads, f.read().splitlines()[1:])
+                            if e[1] == "o")
+        for path in paths:
+            self.assertIn(path, shown)
+        self.assertNotIn("P object", shown)
 
     def test_bad_usage_is_one_line_and_status_2(self):
         for args in (["repl", "stray"], ["repl", "--memory", "lots"], ["attach"],
