@@ -169,6 +169,18 @@ def _parent(pid):
         return None
 
 
+def _kill_group(pid):
+    """SIGKILL to a kernel's process group, or to the kernel alone when it
+    has none yet (killed between its fork and its setsid)."""
+    try:
+        os.killpg(pid, _signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, _signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def _pipe():
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
@@ -706,13 +718,7 @@ class Relay:
         if not self.kernel_up or self.kernel is None:
             self.retty_due = True            # (done at its hello)
             return
-        try:
-            os.killpg(self.kernel, _signal.SIGKILL)
-        except OSError:
-            try:
-                os.kill(self.kernel, _signal.SIGKILL)
-            except OSError:
-                pass
+        _kill_group(self.kernel)
         self.quiet_hello = True              # its exit is not told: no pid matches it
         self.spawn()
 
@@ -722,13 +728,7 @@ class Relay:
         if self.orphan:
             self.orphan_died()
         if self.kernel and self.killing is None:
-            try:
-                os.killpg(self.kernel, _signal.SIGKILL)
-            except OSError:
-                try:
-                    os.kill(self.kernel, _signal.SIGKILL)
-                except OSError:
-                    pass
+            _kill_group(self.kernel)
             self.killing = time.monotonic() + KILL_WAIT
         elif not self.kernel and self.hello_by is not None:
             self.kill_pending = True         # (no pid yet: as soon as there is one)

@@ -68,6 +68,9 @@ int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
 extern const char cli_session_help[];
 extern const char cli_server_session_help[];
 extern const char cli_picture_help[];
+/* Whether word is one of a command's options: -X for X in shorts, or a
+ * longopts name exactly or as --name=value (options go before FILE). */
+bool cli_is_option(const struct option *longopts, const char *shorts, const char *word);
 
 /* --record FILE and --record-max SIZE: the commands that show a session (run, new; repl and
  * attach) take them, for getopt_long. */

@@ -721,20 +721,6 @@ struct exec_args {
 	bool has_timeout;
 };
 
-/* Whether word is one of exec's own options (then it goes before FILE). */
-static bool exec_is_our_option(const struct option *longopts, const char *word)
-{
-	if (word[0] != '-' || !word[1])
-		return false;
-	if (word[1] != '-')
-		return strchr("LSHch", word[1]) != NULL;
-	size_t n = strcspn(word + 2, "=");
-	for (const struct option *o = longopts; o->name; o++)
-		if (strlen(o->name) == n && strncmp(o->name, word + 2, n) == 0)
-			return true;
-	return false;
-}
-
 /* FILE and its ARGS (argv[from..argc)), as run takes them: sys.argv is FILE, ARGS; one of
  * our options among them was meant for us (it goes before FILE, or after -- for FILE). 0, or
  * -1 with the message printed. */
@@ -759,7 +745,7 @@ static int exec_file_args(struct exec_args *a, const char *file, int argc, char 
 			dashes = true;
 			continue;
 		}
-		if (!dashes && exec_is_our_option(longopts, argv[i])) {
+		if (!dashes && cli_is_option(longopts, "LSHch", argv[i])) {
 			cli_error("exec: options go before FILE (got '%s' after '%s'; -- before it "
 				  "passes it to FILE)",
 				  argv[i], file);

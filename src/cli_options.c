@@ -350,3 +350,16 @@ void cli_signals_close(uv_signal_t *h)
 		if (h[i].loop && !uv_is_closing((uv_handle_t *)&h[i]))
 			uv_close((uv_handle_t *)&h[i], cli_signal_closed_cb);
 }
+
+bool cli_is_option(const struct option *longopts, const char *shorts, const char *word)
+{
+	if (word[0] != '-' || !word[1])
+		return false;
+	if (word[1] != '-')
+		return strchr(shorts, word[1]) != NULL;
+	size_t n = strcspn(word + 2, "=");
+	for (const struct option *o = longopts; o->name; o++)
+		if (strlen(o->name) == n && strncmp(o->name, word + 2, n) == 0)
+			return true;
+	return false;
+}

@@ -397,20 +397,6 @@ char *cli_read_code(const char *cmd, const char *path, size_t *len)
 	return code;
 }
 
-/* Whether word is one of run's options (exactly, or --name=value). */
-static bool run_is_our_option(const struct option *longopts, const char *word)
-{
-	if (word[0] != '-' || !word[1])
-		return false;
-	if (word[1] != '-')
-		return strchr("chj", word[1]) != NULL;
-	size_t n = strcspn(word + 2, "=");
-	for (const struct option *o = longopts; o->name; o++)
-		if (strlen(o->name) == n && strncmp(o->name, word + 2, n) == 0)
-			return true;
-	return false;
-}
-
 /* The user's window, when stdout or stderr is a terminal: the sandbox's
  * terminal and the code's COLUMNS and LINES take its size. */
 static void run_terminal_size(struct ptybox_options *o)
@@ -519,7 +505,7 @@ int cli_run(int argc, char **argv)
 			dashes = true;
 			continue;
 		}
-		if (!dashes && run_is_our_option(longopts, argv[i])) {
+		if (!dashes && cli_is_option(longopts, "chj", argv[i])) {
 			cli_error("run: options go before FILE (got '%s' after '%s'; -- before it "
 				  "passes it to FILE)",
 				  argv[i], argv[optind]);
