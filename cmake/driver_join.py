@@ -3,7 +3,9 @@
 Usage: python3 -I driver_join.py source RELAY_PY KERNEL_PY OUTPUT_PY
        python3 -I driver_join.py code RELAY_PY KERNEL_PY OUTPUT_C
 
-Both files get shared.py (beside them) where they say "# @shared".
+Both files get shared.py (beside them) where they say "# @shared", and the
+kernel each file it names in a line "# @include FILE" (beside it), in its
+place: the kernel's source lives in several files, one concept each.
 The program on the wire is the relay (relay.py) with the kernel (kernel.py)
 inside it as the constant _KERNEL, which the relay's fork template runs once
 and every kernel it forks inherits.  In the source form (for any Python, and
@@ -47,6 +49,28 @@ def with_shared(text, shared, name):
     return text.replace(MARK, shared.split('"""\n', 1)[1])
 
 
+INCLUDE = "# @include "
+
+
+def with_includes(text, folder, name):
+    """text with each "# @include FILE" line replaced by FILE's code (its
+    docstring left out): one file's source in several, joined here."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if not line.startswith(INCLUDE):
+            out.append(line)
+            continue
+        part = line[len(INCLUDE):].strip()
+        if os.path.basename(part) != part:
+            sys.exit("driver_join.py: %s: %r: a file beside it" % (name, part))
+        with open(os.path.join(folder, part)) as f:
+            body = f.read()
+        if not body.startswith('"""') or '"""\n' not in body[3:]:
+            sys.exit("driver_join.py: %s must open with a docstring" % part)
+        out.append(body[3:].split('"""\n', 1)[1])
+    return "".join(out)
+
+
 def joined(relay, kernel_constant):
     return "_KERNEL = %r\n\n%s%s" % (kernel_constant, relay, TAIL)
 
@@ -65,7 +89,8 @@ def main():
     with open(relay_path) as f:
         relay = with_shared(f.read(), shared, relay_path)
     with open(kernel_path) as f:
-        kernel = with_shared(f.read(), shared, kernel_path)
+        kernel = with_includes(with_shared(f.read(), shared, kernel_path),
+                               os.path.dirname(kernel_path), kernel_path)
     kernel_code = compile(kernel, "<ptybox-kernel>", "exec", dont_inherit=True, optimize=0)
     if form == "source":
         text = joined(relay, kernel)
