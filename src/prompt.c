@@ -560,6 +560,7 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 {
 	uint64_t exec = prompt_uint(o, "exec");
 	if (strcmp(event, "exec") == 0) {
+		p->unended++;
 		const char *code = protocol_str(o, "code");
 		if (code && p->rec && p->state != P_STARTING) {
 			size_t len = protocol_utf8_prefix(code, strlen(code), PROMPT_RECORD_CODE);
@@ -596,6 +597,8 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 		if (p->rec && pictured != 1) /* (a picture: recorded as its path) */
 			transcript_display(&p->ts, protocol_str(data, "text/plain"));
 	} else if (strcmp(event, "result") == 0) {
+		if (p->unended)
+			p->unended--;
 		prompt_result(p, o);
 	} else if (strcmp(event, "started") == 0 || strcmp(event, "restarted") == 0) {
 		if (p->state == P_STARTING) {
@@ -604,9 +607,11 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 		}
 	} else if (strcmp(event, "died") == 0) {
 		const char *why = protocol_str(o, "why");
-		prompt_async_begin(p);
-		cli_render_message(&p->r, "", 0, why ? why : "the interpreter died");
-		prompt_async_end(p);
+		if (!p->unended) { /* (else the result of what ran says it) */
+			prompt_async_begin(p);
+			cli_render_message(&p->r, "", 0, why ? why : "the interpreter died");
+			prompt_async_end(p);
+		}
 	} else if (strcmp(event, "killed") == 0 || strcmp(event, "dead") == 0) {
 		const char *why = protocol_str(o, "why");
 		prompt_spin_stop(p);

@@ -375,6 +375,15 @@ class ReplTest(TestCase):
         title = t.tmux("display-message", "-p", "-t", "0", "#{pane_title}").stdout
         self.assertNotIn("Gi=", title)
 
+    def test_an_execution_that_kills_its_interpreter_is_said_once(self):
+        # the "died" event and the execution's result both said it
+        p = subprocess.run([PTYBOX, "repl", "--via", VIA],
+                           input="import os\nos._exit(1)\nprint('after')\n",
+                           capture_output=True, text=True, timeout=60, env=self.env)
+        self.assertEqual(p.stdout, "after\n")
+        self.assertEqual(p.stderr.count("the interpreter died"), 1, p.stderr)
+        self.assertIn("execution 2: the interpreter died (exit status 1)", p.stderr)
+
     def test_a_script_on_standard_input_runs_in_blocks_without_prompts(self):
         script = ("x = 20\n"
                   "def f():\n"
