@@ -39,108 +39,14 @@
 #include "pool.h"
 #include "protocol.h"
 #include "ptybox.h"
+#include "session_internal.h"
 #include "transport.h"
-
-#define SESSION_QUEUE_CAP   4096
-#define SESSION_DISPLAY_CAP ((size_t)64 << 20)
-/* How long, past the kill grace, the relay has to restart a kernel we asked it
- * to kill before the whole interpreter is replaced. */
-#define SESSION_RELAY_GRACE_MS 2000
-
-enum session_state { S_STARTING, S_IDLE, S_RUNNING, S_FATAL, S_CLOSING };
-
-/* Why ptybox stopped the running snippet. */
-enum exec_stop { STOP_NONE, STOP_TIMEOUT, STOP_INTERRUPT };
-
-struct exec {
-	struct exec *next;
-	uint64_t id;
-	/* The request until it is handed to the PTY: encoded only then, since whether the
-	 * relay may busy-poll for it is decided at send time (session_exec_line). */
-	char *code;
-	size_t code_len;
-	char *filename; /* a file's run: its name and argv (NULL-terminated); else NULL */
-	char **argv;
-	double timeout;
-	bool stream, ctrl_c_sent;
-	bool restart; /* not a snippet: a restart queued in order */
-	enum exec_stop stop;
-	uint64_t sent_ns;
-	cJSON *display;
-	size_t display_bytes;
-	bool display_dropped;
-	bool cut; /* the driver cut its value, error or a display's text */
-};
-
-/* Queries (complete, is_complete) in flight per session; their wire ids are
- * apart from snippets' (the relay's interrupt names an id). A query is
- * answered within SESSION_QUERY_MS whatever the interpreter does. */
-#define SESSION_QUERY_CAP  64
-#define SESSION_QUERY_WIRE ((uint64_t)1 << 52)
-#define SESSION_QUERY_MS   5000
-
-struct query {
-	struct query *next;
-	uint64_t id, wire;
-	bool is_complete;
-	long cursor;
-	uint64_t deadline_ms;
-	char *reply; /* the answer, told on the next loop turn; NULL: awaited */
-};
 
 /* Sessions of this process with a snippet sent and its result not yet in.
  * Busy polling pays for one (nobody else wants the CPU); with more, their
  * loop would spin for someone at all times, taking a CPU from the very
  * interpreters it waits for. */
 static unsigned session_awaiting;
-
-struct ptybox_session {
-	uv_loop_t *loop;
-	struct ptybox_options opts;
-	struct transport_options topts;
-	struct ptybox_callbacks cb;
-	void *data;
-	struct log *log;  /* --log: this session's own; NULL: the process's */
-	char warned[256]; /* the last warning told (each is told once) */
-
-	enum session_state state;
-	struct instance *in;
-	struct instance *told; /* the instance told the terminal (size, tty) */
-	bool started_once;
-	bool restarting_told;	/* on_restarting said so for the restart under way */
-	bool kernel_restarting; /* the relay starts a fresh kernel: ready ends the wait */
-	uint64_t restart_seq;	/* ids of our restart requests; 0: the wait is for any ready */
-	uint64_t restart_awaited;
-	uv_timer_t timer;
-	uv_idle_t spin; /* active: the loop polls, not sleeps (session_spin_cb) */
-	uint64_t spin_until;
-	/* A moving average of the time from sending a snippet to its result (ns, each
-	 * sample capped at twice the poll): the loop spins only for results that tend
-	 * to come within busy_poll_us; for later ones spinning takes a CPU for nothing. */
-	int64_t result_ns;
-	int closing_parts; /* the timers, the spin and the instance, once closing */
-	struct query *queries;
-	size_t nqueries;
-	uint64_t next_query;
-	uv_timer_t query_timer; /* the next query due: answered, or past its time */
-
-	bool awaiting;		  /* counted in session_awaiting */
-	struct exec *head, *tail; /* head is the running one in S_RUNNING */
-	size_t queued;
-	struct outbuf out, err;
-	bool frame_dropped;
-	bool state_lost_pending;
-	int send_error; /* errno of the running snippet's failed write, told next turn */
-	/* The head's result, held while its interpreter is replaced. */
-	struct {
-		bool on;
-		enum ptybox_status status;
-		cJSON *error;	    /* owned */
-		double duration_ms; /* until its interpreter was gone */
-		char what[640];	    /* what happened to it */
-		const char *done;   /* follows what when the fresh interpreter is up */
-	} held;
-};
 
 /* How a held result's message ends when the restart worked. */
 static const char session_restarted[] = "; restarted with fresh state";
