@@ -84,13 +84,15 @@ def _escape(code):
             blank = 0
             while body.endswith("\\") and i < len(lines):   # (joined as IPython joins them)
                 body = body[:-1].rstrip() + " " + lines[i].strip()
+                line = lines[i]
                 i += 1
                 blank += 1
             dangling = body.endswith("\\")
             if dangling:
                 body = body[:-1].rstrip()
-            out.append("%s%s(%r, %r)\n" % (indent, MAGIC_NAME, kind, body.strip()))
-            out.extend("\n" * blank)
+            end = line[len(line.rstrip("\r\n")):]     # (the last line's, or none: codeop minds)
+            call = "%s%s(%r, %r)" % (indent, MAGIC_NAME, kind, body.strip())
+            out.append((call + "\n" + "\n" * blank)[:-1] + end if blank else call + end)
             continue
         dangling = False
         depth, quote, cont = _escape_scan(line, depth, quote)
@@ -218,12 +220,14 @@ class _Packages:
     def _wait(self, proc):
         try:
             code = proc.wait()
-        except BaseException:                # ^C: the command had it too (our group)
+        except BaseException as e:           # ^C: the command had it too (our group)
             try:
                 proc.wait(timeout=1)
             except BaseException:
                 proc.kill()
                 proc.wait()
+            if isinstance(e, KeyboardInterrupt):
+                raise KeyboardInterrupt from None    # (no subprocess frames to show)
             raise
         self.ns["_exit_code"] = code if code >= 0 else 128 - code
         return None
