@@ -150,8 +150,8 @@ class _Packages:
     def _packages_init(self):
         """The folder on sys.path (made now if it is the default: under a
         /tmp shared with others, --via none, a folder someone else made is
-        not ours to import from), its name in PTYBOX_PACKAGES for the code's
-        own subprocesses, and the builtin that escaped lines call."""
+        not ours to import from), and the builtin that escaped lines call.
+        (The environment stays the allow-list's: no PTYBOX_PACKAGES added.)"""
         self.magic = self._magic
         given = os.environ.get("PTYBOX_PACKAGES")
         path = os.path.abspath(given or PACKAGES_DEFAULT)
@@ -171,7 +171,6 @@ class _Packages:
                         self.packages_bad = "%s: not a folder of ours alone" % path
                 except OSError as e:
                     self.packages_bad = "%s: %s" % (path, e.strerror)
-        os.environ["PTYBOX_PACKAGES"] = path
         if self.packages_bad is None:
             self._packages_place()
         _BUILTINS[MAGIC_NAME] = self.magic

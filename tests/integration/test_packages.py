@@ -104,12 +104,12 @@ class PipTest(TestCase):
 
     def test_packages_folder_honoured(self):
         # --packages and PTYBOX_PACKAGES: the folder on sys.path, pip's target.
-        code = ["import os, sys; p = os.environ['PTYBOX_PACKAGES']; print(p, p in sys.path)",
+        code = ["import sys; print([p for p in sys.path if 'mine' in p or 'ptybox' in p])",
                 put_wheel(), "%pip install -q thepkg", "import thepkg; print(thepkg.__file__)"]
         for extra in (("--packages", "/tmp/mine"), ("--env", "PTYBOX_PACKAGES=/tmp/mine")):
             results, p = run_json(*code, extra=extra + ("--env", "PTYBOX_WHEELS=" + WHEELS))
             self.assertEqual([r["status"] for r in results], ["ok"] * 4, p.stderr)
-            self.assertEqual(results[0]["stdout"], "/tmp/mine True\n")
+            self.assertEqual(results[0]["stdout"], "['/tmp/mine']\n")
             self.assertEqual(results[3]["stdout"], "/tmp/mine/thepkg/__init__.py\n")
 
     def test_the_folder_is_on_sys_path_before_site_packages(self):
