@@ -84,6 +84,21 @@ class PipTest(TestCase):
         self.assertLess(took, 2.0 + 1.5)  # (the session's own start, on a busy machine)
         self.assertLess(results[0]["duration_ms"], 2000)
 
+    def test_with_the_network_pip_retries_once(self):
+        # PTYBOX_NET=1 in a sandbox without one: the index cannot be reached,
+        # and pip gives up after one retry instead of five (8 s).
+        results, p = run_json("%pip install nosuchpkg", "_exit_code",
+                              extra=("--env", "PTYBOX_NET=1"))
+        self.assertEqual(results[0]["status"], "ok", results[0])
+        self.assertIn("Retry(total=0", results[0]["stderr"])
+        self.assertLess(results[0]["duration_ms"], 5000)
+        self.assertEqual(results[1]["result"]["text/plain"], "1")
+
+    def test_a_wheel_folder_that_is_not_there(self):
+        results, p = run_json("%pip install thepkg", extra=("--env", "PTYBOX_WHEELS=/nowhere"))
+        self.assertEqual(results[0]["error"]["value"],
+                         "pip install: the wheel folder /nowhere is not there")
+
     def test_a_failing_pip_does_not_raise(self):
         results, p = run_json("%pip install nosuchpkg", "_exit_code",
                               extra=("--env", "PTYBOX_WHEELS=/tmp"))
