@@ -117,6 +117,18 @@ class PipTest(TestCase):
         results, p = run_json("import thepkg", extra=extra)
         self.assertEqual(results[0]["error"]["name"], "ModuleNotFoundError")
 
+    def test_the_folder_survives_a_restart_request(self):
+        s = Serve("--env", "PTYBOX_WHEELS=" + WHEELS)
+        try:
+            self.assertOk(s.exec(put_wheel(), id=1))
+            self.assertOk(s.exec("%pip install -q thepkg", id=2))
+            self.assertTrue(s.restart(3).get("ok"))
+            r = s.exec("import thepkg; thepkg.VALUE", id=4)
+            self.assertOk(r)
+            self.assertEqual(r["result"]["text/plain"], "42")
+        finally:
+            s.close()
+
     def test_packages_folder_honoured(self):
         # --packages and PTYBOX_PACKAGES: the folder on sys.path, pip's target.
         code = ["import sys; print([p for p in sys.path if 'mine' in p or 'ptybox' in p])",
