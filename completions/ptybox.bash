@@ -38,7 +38,7 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --net --env --python --log --busy-poll'
+		--cpus --tmp-size --nofile --max-file-size --net --env --python --packages --log --busy-poll'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
 	local human_opts='--record --record-max --output-dir --no-inline-images'
@@ -100,7 +100,7 @@ _ptybox()
 		fi
 		return
 		;;
-	--python)
+	--python | --packages)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return

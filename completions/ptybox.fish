@@ -136,4 +136,5 @@ complete -c ptybox -n $in_cmd -l max-file-size -x -d 'Largest file the code may 
 complete -c ptybox -n $in_cmd -l net -d "Give the sandbox the host's network"
 complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VALUE (repeatable)'
 complete -c ptybox -n $in_cmd -l python -r -F -d 'Interpreter to run the driver on'
+complete -c ptybox -n $in_cmd -l packages -r -F -d 'The folder pip installs into, as the code sees it'
 complete -c ptybox -n $in_cmd -l log -r -F -d 'Write a debug log to FILE'

@@ -648,9 +648,10 @@ class _NoStdin(io.TextIOBase):
 # @include kernel_threads.py
 # @include kernel_rich.py
 # @include kernel_query.py
+# @include kernel_packages.py
 
 
-class Kernel(_ThreadRouting, _RichOutput, _Queries):
+class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
     """The user's namespace and the execution of snippets."""
 
     def __init__(self, chan):
@@ -701,6 +702,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
         os.environ["MPLBACKEND"] = "Agg"
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
+        self._packages_init()                # (the package folder, !cmd and %pip)
         self._patch_thread_start()
         self._patch_exit()
         self._patch_flush_points()
@@ -785,7 +787,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
                          or d["stdin"] is not stdin or d["__stdout__"] is not out
                          or d["__stderr__"] is not err or d["__stdin__"] is not stdin
                          or d["modules"] is not _MODULES or b["input"] is not _no_input
-                         or b["display"] is not display or _MODULES["__main__"] is not module)
+                         or b["display"] is not display or _MODULES["__main__"] is not module
+                         or b[MAGIC_NAME] is not self.magic)
             except KeyError:
                 fresh = True
         if fresh:
@@ -805,6 +808,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
             _MODULES["__main__"] = module
             builtins.input = _no_input
             builtins.display = display
+            _BUILTINS[MAGIC_NAME] = self.magic
 
     def _stream(self, name, fd):
         """Our sys.stdout or sys.stderr: the one we have, or a new one."""
@@ -1097,7 +1101,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
         err = self.streams.get("stderr")
         quiet = err is not None and not err._ptybox_buf.dirty
         try:
-            tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = compile(_escaped(code), filename, "exec", _ast.PyCF_ONLY_AST,
+                           dont_inherit=True)     # (!cmd and %pip: kernel_packages.py)
             last = None
             if tree.body and isinstance(tree.body[-1], _ast.Expr):
                 last = _ast.Expression(tree.body.pop().value)
@@ -1524,6 +1529,7 @@ class _DeferredSite:
             site.main()                      # (which would make "" the absolute cwd)
             if "" in path:
                 sys.path.insert(0, "")
+            self.driver._packages_place()    # (before the site-packages site added)
             import linecache                 # for tracebacks, as site would have it
             linecache.cache
             self.driver._flush_sources()

@@ -17,12 +17,19 @@
 
 #define CLI_MAX_ENV 128
 
+/* --packages PATH: the longest PATH (PATH_MAX, less its NUL) */
+#define CLI_MAX_PACKAGES 4095
+
 /* Session options as given on the command line. */
 struct cli_session_opts {
 	struct ptybox_options o;
 	char *env[CLI_MAX_ENV + 1];
 	size_t nenv;
-	unsigned given; /* CLI_GIVEN_* of the limits given on the command line */
+	/* --packages PATH: "PTYBOX_PACKAGES=PATH", one of env (the driver's
+	 * kernel_packages.py reads it), so it travels wherever --env does */
+	char packages_env[sizeof("PTYBOX_PACKAGES=") + CLI_MAX_PACKAGES];
+	int packages_at; /* its index in env, or -1 */
+	unsigned given;	 /* CLI_GIVEN_* of the limits given on the command line */
 	/* human modes only (run, repl, attach): pictures, cli_picture.h */
 	const char *output_dir; /* NULL: the current folder */
 	bool no_inline_images;
@@ -47,6 +54,7 @@ struct cli_session_opts {
 		{"max-file-size", required_argument, NULL, 0x108},                                 \
 		{"net", no_argument, NULL, 0x109}, {"env", required_argument, NULL, 0x10a},        \
 		{"python", required_argument, NULL, 0x10b},                                        \
+		{"packages", required_argument, NULL, 0x140},                                      \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
 		{"output-dir", required_argument, NULL, 0x120},                                    \

@@ -44,6 +44,8 @@
 	"  --net               give the sandbox the host's network\n"                              \
 	"  --env K=V           set a variable for the code (repeatable)\n"                         \
 	"  --python PATH       interpreter to run the driver on\n"                                 \
+	"  --packages PATH     the folder pip installs into and imports come from, as the\n"       \
+	"                      code sees it (default /tmp/.ptybox-packages)\n"                     \
 	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"          \
 	"                      100; 0 = never)\n"
 
@@ -62,6 +64,7 @@ void cli_session_opts_init(struct cli_session_opts *c)
 	memset(c, 0, sizeof(*c));
 	ptybox_options_init(&c->o);
 	c->o.env = c->env;
+	c->packages_at = -1;
 }
 
 static int cli_bad(const char *cmd, const char *opt, const char *arg, const char *want)
@@ -150,6 +153,18 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		c->env[c->nenv++] = (char *)arg;
 		return 1;
 	case 0x10b: o->python = arg; return 1;
+	case 0x140: { /* (an --env PTYBOX_PACKAGES=PATH of its own: a later one wins) */
+		if (!arg[0] || strlen(arg) > CLI_MAX_PACKAGES)
+			return cli_bad(cmd, "packages", arg[0] ? "PATH" : "''",
+				       "expected a folder's path, at most 4095 bytes");
+		if (c->packages_at < 0 && c->nenv == CLI_MAX_ENV)
+			return cli_bad(cmd, "packages", arg, "too many variables");
+		snprintf(c->packages_env, sizeof(c->packages_env), "PTYBOX_PACKAGES=%s", arg);
+		if (c->packages_at < 0)
+			c->packages_at = (int)c->nenv++;
+		c->env[c->packages_at] = c->packages_env;
+		return 1;
+	}
 	case 0x10c: o->log_path = arg; return 1;
 	case 0x10d:
 		return options_parse_seconds(arg, &o->kill_grace) == 0

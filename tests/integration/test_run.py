@@ -71,7 +71,11 @@ class StartUpTest(TestCase):
         host = subprocess.run(["/usr/bin/python3", "-I", "-c", "import sys; print(sys.path)"],
                               capture_output=True, text=True, check=True).stdout
         self.assertOk(results[0])
-        self.assertEqual(results[0]["stdout"], host.replace("[", "['', ", 1))
+        # (and the package folder before the first site-packages: test_packages.py)
+        want = [""] + eval(host)
+        at = next((i for i, p in enumerate(want) if p.endswith("-packages")), len(want))
+        want.insert(at, "/tmp/.ptybox-packages")
+        self.assertEqual(results[0]["stdout"], "%r\n" % want)
         self.assertEqual(results[1]["error"]["name"], "SystemExit", results[1])
         self.assertEqual(results[1]["error"]["value"], "3")
         self.assertIn("help(", results[2]["result"]["text/plain"])
