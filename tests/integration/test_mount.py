@@ -218,6 +218,28 @@ class MountServerTest(TestCase):
         self.assertEqual(p.stdout, "/data via the server\n", p.stderr)
         srv("kill", "m1")
 
+    def test_pooled_sessions_keep_their_own_mounts(self):
+        srv, other = self.srv, tempfile.mkdtemp(prefix="ptybox-mount-")
+        self.addCleanup(shutil.rmtree, other, True)
+        os.chmod(other, 0o755)
+        with open(os.path.join(other, "a.txt"), "w") as f:
+            f.write("the other folder\n")
+        os.chmod(os.path.join(other, "a.txt"), 0o644)
+        code = "import os; print(os.listdir('/data') if os.path.isdir('/data') else None)"
+        for name, args, want in (("p1", ["--mount", self.dir + ":/data"], "['a.txt']"),
+                                 ("p2", [], "None"),
+                                 ("p3", ["--mount", other + ":/data"], "['a.txt']")):
+            p = srv("new", name, "--via", "local", "--pool", "1", *args)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            p = srv("exec", name, "-c", code, "-c", "print(open('/data/a.txt').read().strip() "
+                    "if os.path.isdir('/data') else '-')")
+            self.assertEqual(p.stdout.splitlines()[0], want, p.stderr)
+            srv("kill", name)
+        p = srv("new", "p4", "--via", "local", "--pool", "1", "--mount", other + ":/data")
+        p = srv("exec", "p4", "-c", "print(open('/data/a.txt').read().strip())")
+        self.assertEqual(p.stdout, "the other folder\n", p.stderr)
+        srv("kill", "p4")
+
     def test_new_usage_errors(self):
         srv = self.srv
         p = srv("new", "m2", "--via", "local", "--mount", "/no/such:/data")
