@@ -38,7 +38,8 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --net --env --python --packages --log --busy-poll'
+		--cpus --tmp-size --nofile --max-file-size --net --env --python --packages --log --busy-poll
+		--mount --workdir --wheels'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
 	local human_opts='--record --record-max --output-dir --no-inline-images'
@@ -117,16 +118,23 @@ _ptybox()
 		COMPREPLY=($(compgen -d -- "$val") $(compgen -f -X '!*.cast' -- "$val"))
 		return
 		;;
-	--output-dir)
+	--output-dir | --wheels)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -d -- "$val"))
+		return
+		;;
+	--mount)
+		# HOST_PATH first: a host file or folder
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$val"))
 		return
 		;;
 	-L)
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H)
+		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H | \
+		--workdir)
 		# a value of the user's own
 		return
 		;;

@@ -69,6 +69,14 @@ struct ptybox_options {
 	 * ptybox_session_resize() changes it later. */
 	unsigned short cols, rows;
 	bool tty; /* the code's stdout and stderr are a terminal of its own (isatty) */
+	/* Host paths bound into the local sandbox: "HOST_PATH:SANDBOX_PATH[:ro|:rw]",
+	 * read-only unless ":rw", NULL-terminated, at most 64; may be NULL. A
+	 * relative HOST_PATH is relative to the current folder. ptybox(1), --mount. */
+	char *const *mounts;
+	const char *workdir; /* the folder the code starts in; NULL: /tmp */
+	/* A folder of wheels for pip (PTYBOX_WHEELS): the local sandbox binds it
+	 * read-only at /run/ptybox/wheels; elsewhere a path on the far side. NULL: none */
+	const char *wheels;
 };
 
 struct ptybox_result_detail; /* ptybox's own */

@@ -15,7 +15,8 @@
 #define CLI_EXIT_USAGE	      2
 #define CLI_EXIT_CANNOT_START 125
 
-#define CLI_MAX_ENV 128
+#define CLI_MAX_ENV    128
+#define CLI_MAX_MOUNTS 64 /* MOUNT_MAX */
 
 /* --packages PATH: the longest PATH (PATH_MAX, less its NUL) */
 #define CLI_MAX_PACKAGES 4095
@@ -28,8 +29,10 @@ struct cli_session_opts {
 	/* --packages PATH: "PTYBOX_PACKAGES=PATH", one of env (the driver's
 	 * kernel_packages.py reads it), so it travels wherever --env does */
 	char packages_env[sizeof("PTYBOX_PACKAGES=") + CLI_MAX_PACKAGES];
-	int packages_at; /* its index in env, or -1 */
-	unsigned given;	 /* CLI_GIVEN_* of the limits given on the command line */
+	int packages_at;		  /* its index in env, or -1 */
+	char *mounts[CLI_MAX_MOUNTS + 1]; /* --mount, as given */
+	size_t nmounts;
+	unsigned given; /* CLI_GIVEN_* of the limits given on the command line */
 	/* human modes only (run, repl, attach): pictures, cli_picture.h */
 	const char *output_dir; /* NULL: the current folder */
 	bool no_inline_images;
@@ -59,6 +62,9 @@ struct cli_session_opts {
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
 		{"output-dir", required_argument, NULL, 0x120},                                    \
 		{"no-inline-images", no_argument, NULL, 0x121},                                    \
+		{"mount", required_argument, NULL, 0x10f},                                         \
+		{"workdir", required_argument, NULL, 0x110},                                       \
+		{"wheels", required_argument, NULL, 0x111},                                        \
 	{                                                                                          \
 		"busy-poll", required_argument, NULL, 0x10e                                        \
 	}
@@ -70,6 +76,11 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 /* Checks what can only be checked once all options are in (and opens the
  * --log file): 0, or -1 with the message printed. */
 int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
+/* What --mount, --workdir and --wheels need of the host and of the other
+ * options (part of cli_session_opts_check; the server's too): the host paths
+ * there (and absolute when absolute: the server's folder is not its
+ * client's), the local sandbox for --mount. 0, or -1 with the message printed. */
+int cli_session_paths_check(const struct cli_session_opts *c, const char *cmd, bool absolute);
 /* Help text lines for the session options (run, repl, serve); without --log
  * (new: the server keeps its own log); --output-dir and --no-inline-images
  * (run; repl and attach list them in their own words). */

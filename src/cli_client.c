@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "mount.h"
 #include "cli_render.h"
 #include "linebuf.h"
 #include "options.h"
@@ -613,7 +614,40 @@ static int new_record_path(struct new_args *na, const char *host)
 	return 0;
 }
 
-static int verb_new(struct client *cl, const char *name, const struct new_args *na)
+/* A --mount's host path as the server needs it (as --record's, above): absolute
+ * against our folder, or as given with -H. Into out (PATH_MAX * 2 + 8 bytes);
+ * -1 with the message printed. */
+static int new_mount_spec(const char *spec, const char *host, char *out, size_t cap)
+{
+	struct mount_spec m;
+	char why[PATH_MAX + 128], cwd[PATH_MAX];
+	if (mount_parse(spec, &m, why, sizeof(why)) < 0) { /* (checked already) */
+		cli_error("new: --mount %s: %s", spec, why);
+		return -1;
+	}
+	if (m.host[0] == '/') {
+		snprintf(out, cap, "%s", spec);
+		return 0;
+	}
+	if (host) {
+		cli_error("new: --mount %s: with -H the folder is on %s: give an absolute path",
+			  spec, host);
+		return -1;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		cli_error("new: --mount %s: the current folder: %s", spec, strerror(errno));
+		return -1;
+	}
+	int n = snprintf(out, cap, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, spec);
+	if (n < 0 || (size_t)n >= cap) {
+		cli_error("new: --mount %s: the path is too long", spec);
+		return -1;
+	}
+	return 0;
+}
+
+static int verb_new(struct client *cl, const char *name, const struct new_args *na,
+		    const char *host)
 {
 	cJSON *req = client_request("new", name);
 	cJSON *opts = cJSON_AddObjectToObject(req, "options");
@@ -623,11 +657,16 @@ static int verb_new(struct client *cl, const char *name, const struct new_args *
 			cJSON_AddBoolToObject(opts, key, 1);
 			continue;
 		}
-		if (strcmp(key, "env") == 0) {
-			cJSON *env = cJSON_GetObjectItemCaseSensitive(opts, "env");
+		if (strcmp(key, "env") == 0 || strcmp(key, "mount") == 0) {
+			char spec[PATH_MAX * 2 + 8];
+			if (key[0] == 'm' && new_mount_spec(val, host, spec, sizeof(spec)) < 0) {
+				cJSON_Delete(req);
+				return CLI_EXIT_USAGE;
+			}
+			cJSON *env = cJSON_GetObjectItemCaseSensitive(opts, key);
 			if (!env)
-				env = cJSON_AddArrayToObject(opts, "env");
-			cJSON_AddItemToArray(env, cJSON_CreateString(val));
+				env = cJSON_AddArrayToObject(opts, key);
+			cJSON_AddItemToArray(env, cJSON_CreateString(key[0] == 'm' ? spec : val));
 		} else {
 			cJSON_DeleteItemFromObjectCaseSensitive(opts, key); /* the last one wins */
 			cJSON_AddStringToObject(opts, key, val);
@@ -1225,7 +1264,7 @@ int cli_client(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	int rc = 0;
 	if (is_new) {
-		rc = verb_new(&cl, name, &na);
+		rc = verb_new(&cl, name, &na, t.host);
 	} else if (is_exec) {
 		rc = verb_exec_run(&cl, name, &a);
 	} else if (strcmp(cmd, "ls") == 0) {
