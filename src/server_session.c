@@ -794,7 +794,8 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	size_t nenv = 0;
 	if (env && !cJSON_IsObject(env))
 		bad = "\"env\" must be an object of strings";
-	cJSON_ArrayForEach(ev, env)
+	const cJSON *envo = cJSON_IsObject(env) ? env : NULL; /* (an array's items have no names) */
+	cJSON_ArrayForEach(ev, envo)
 	{
 		if (!cJSON_IsString(ev) || ++nenv > PROTOCOL_ENV_MAX)
 			bad = "\"env\" must be an object of at most 4096 strings";
