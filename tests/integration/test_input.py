@@ -1,6 +1,7 @@
 """A snippet's own input (issue 16): the env, cwd and stdin members of exec
 on the server protocol, `ptybox exec --env/--cwd` and a piped standard input,
 and `ptybox run`'s standard input as its first snippet's."""
+import base64
 import os
 import subprocess
 import sys
@@ -120,6 +121,36 @@ class InputTest(TestCase):
 
 class NoneInputTest(InputTest):
     via = "none"
+
+
+class DriverWireTest(TestCase):
+    """The driver's own exec members: env, cwd, stdin_b64 (ptybox-protocol(7))."""
+
+    def test_members_and_their_refusals(self):
+        from test_driver import Driver
+        d = Driver()
+        try:
+            d.send({"id": 1, "op": "exec", "code": "import os, sys; (os.environ['X'], "
+                    "os.getcwd(), sys.stdin.buffer.read())", "env": {"X": "x"}, "cwd": "/",
+                    "stdin_b64": base64.b64encode(b"\x00\xff").decode()})
+            r = d.replies(1)[0]
+            self.assertEqual((r["status"], r["result"]),
+                             ("ok", {"text/plain": "('x', '/', b'\\x00\\xff')"}), r)
+            for bad, said in (({"env": {"A=B": "1"}}, "env must be"),
+                              ({"env": {"A": 1}}, "env must be"),
+                              ({"env": ["A=1"]}, "env must be"),
+                              ({"cwd": ""}, "cwd must be"),
+                              ({"stdin_b64": 7}, "stdin_b64 must be"),
+                              ({"stdin_b64": "abc"}, "not valid base64")):
+                d.send(dict(id=2, op="exec", code="1", **bad))
+                f = d.replies(1)[0]
+                self.assertEqual((f["type"], f.get("broken")), ("error", True), (bad, f))
+                self.assertIn(said, f["message"])
+            d.send({"id": 3, "op": "exec", "code": "import sys; sys.stdin.read()"})
+            r = d.replies(1)[0]
+            self.assertEqual((r["status"], r["result"]), ("ok", {"text/plain": "''"}), r)
+        finally:
+            d.close()
 
 
 class RunStdinTest(TestCase):
