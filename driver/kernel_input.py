@@ -124,9 +124,11 @@ class _Input:
             pass
 
     def _no_stdin(self):
-        """sys.stdin without stdin: at end of file at once (/dev/null, never fd 0,
-        which a later snippet's stdin may be by then)."""
+        """sys.stdin without stdin: at end of file at once, over a /dev/null of
+        its own (not fd 0, which a later snippet's stdin may be by then, nor
+        the kernel's std_sources, which user code closing it would break)."""
         s = self.null_stdin
         if s is None or s.closed:
-            s = self.null_stdin = _stdin_over(self.std_sources[0], False)
+            fd = _private(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+            s = self.null_stdin = _stdin_over(fd, True)
         return s
