@@ -84,7 +84,10 @@ static const char run_usage[] =
 	"                      libraries keep their colours (not with --json)\n"
 	"%s"
 	"  -h, --help          this help\n"
-	"\n";
+	"\n"
+	"Standard input, if it is a pipe or a file (and no - takes the code from it), is\n"
+	"read whole (at most 16 MiB) as the first snippet's stdin; later snippets, and\n"
+	"all without it, read end of file.\n";
 
 static const char run_usage_tail[] =
 	"\n"
