@@ -118,7 +118,7 @@ _ptybox()
 		COMPREPLY=($(compgen -d -- "$val") $(compgen -f -X '!*.cast' -- "$val"))
 		return
 		;;
-	--output-dir | --wheels)
+	--output-dir | --wheels | --cwd)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -d -- "$val"))
 		return
@@ -161,7 +161,7 @@ _ptybox()
 	exec | result | interrupt | cancel | restart | kill | capture | watch | attach)
 		if [[ $cur == -* ]]; then
 			local o='--help -L -S -H'
-			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error'
+			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error --env --cwd'
 			[[ $cmd == result ]] && o+=' --json --raw --no-wait'
 			[[ $cmd == capture ]] && o='--help -L -H -e -S'
 			[[ $cmd == attach ]] && o+=" $human_opts"

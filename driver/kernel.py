@@ -64,7 +64,6 @@ EXIT_LOST_PIPE = 119              # our pipe to the relay is gone: PROTOCOL_EXIT
 EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
 EXIT_NO_RESULT = 117              # a result cannot be sent, try as we may: PROTOCOL_EXIT_NO_RESULT
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
-NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
 _PIPE = object()                  # route: "write into the capture pipe"
 _UNSTAMPED = object()             # a thread not started through threading.Thread
 _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
@@ -624,34 +623,16 @@ def _usable(stream):
         return False
 
 
-def _no_input(*args):
-    raise EOFError(NO_STDIN)
-
-
-class _NoStdin(io.TextIOBase):
-    """sys.stdin: every read fails at once (fd 0 itself is /dev/null)."""
-    encoding = "utf-8"
-    read = readline = readlines = _no_input
-    buffer = property(lambda self: self)
-
-    def readable(self):
-        return True
-
-    def fileno(self):
-        return 0
-
-
-
-
 # ---------------------------------------------------------------- the driver
 
 # @include kernel_threads.py
 # @include kernel_rich.py
 # @include kernel_query.py
 # @include kernel_packages.py
+# @include kernel_input.py
 
 
-class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
+class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input):
     """The user's namespace and the execution of snippets."""
 
     def __init__(self, chan):
@@ -697,7 +678,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
                                  for _ in range(3))
         self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
         self.bufs = ()
-        self.stdin, self.streams = _NoStdin(), {}
+        self.streams = {}
+        self.stdin = self._no_stdin()
         self.display = self._display_builtin()
         os.environ["MPLBACKEND"] = "Agg"
         if "" not in sys.path:
@@ -778,7 +760,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
             self.std_streams = (out, err)
             self.bufs = (out._ptybox_buf, err._ptybox_buf)
         if self.stdin.closed:
-            self.stdin = _NoStdin()
+            self.stdin = self._no_stdin()
         stdin, display, module = self.stdin, self.display, self.module
         if not fresh:
             try:                             # (subscripts: no calls; KeyError if deleted)
@@ -786,7 +768,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
                 fresh = (d["stdout"] is not out or d["stderr"] is not err
                          or d["stdin"] is not stdin or d["__stdout__"] is not out
                          or d["__stderr__"] is not err or d["__stdin__"] is not stdin
-                         or d["modules"] is not _MODULES or b["input"] is not _no_input
+                         or d["modules"] is not _MODULES or b["input"] is not _PYTHON_INPUT
                          or b["display"] is not display or _MODULES["__main__"] is not module
                          or b[MAGIC_NAME] is not self.magic)
             except KeyError:
@@ -806,7 +788,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
             sys.stdin = sys.__stdin__ = stdin
             sys.modules = _MODULES
             _MODULES["__main__"] = module
-            builtins.input = _no_input
+            builtins.input = _PYTHON_INPUT
             builtins.display = display
             _BUILTINS[MAGIC_NAME] = self.magic
 
@@ -1211,7 +1193,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
 
         bufs = self.bufs
         t0 = _perf_ns()
-        value, exc = self._call_user(self._run_code, sid, code)
+        value, exc = self._call_user(self._run_code if self.exec_input is None
+                                     else self._run_with_input, sid, code)
         if self.exec_main:
             # python3 FILE waits for its threads however FILE ended (a raise,
             # sys.exit(N)), but for a ^C: ours is a timeout or an interrupt.
@@ -1220,6 +1203,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
             if isinstance(exc, SystemExit) and (exc.code is None or exc.code is False
                                                  or type(exc.code) is int and exc.code == 0):
                 exc = None                   # sys.exit(), sys.exit(0): a normal end
+        if self.exec_input is not None:
+            self._leave_input()              # (after FILE's threads: they ran with it)
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
         t1 = _perf_ns()
@@ -1394,6 +1379,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages):
                 rid = req.get("id")
                 self.exec_name = rid if type(rid) is int else seq
                 self._as_file(req)
+                self._take_input(req)
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc

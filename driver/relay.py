@@ -79,6 +79,8 @@ DEAD_STARTS = 3                   # kernels in a row that die before hello: give
 TTY_SIZE = b"80x24"                # the kernel's terminal while the client has none
 TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
 ARGV_CAP = 4096                   # strings in an exec request's argv
+ENV_CAP = 4096                    # variables in an exec request's env
+STDIN_CAP = 16 << 20              # bytes of an exec request's stdin
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
@@ -899,6 +901,9 @@ class Relay:
                 return self.reject(rid, "filename must be a non-empty string", True)
             if type(req.get("main", False)) is not bool:
                 return self.reject(rid, "main must be true or false", True)
+            bad = self.bad_input(req)
+            if bad:
+                return self.reject(rid, bad, True)
             if self.result_at:
                 gap = min(_perf_ns() - self.result_at, 2000 * poll)
                 self.gap_ns += (gap - self.gap_ns) >> 2
@@ -942,6 +947,26 @@ class Relay:
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
+
+    @staticmethod
+    def bad_input(req):
+        """What is wrong with an exec request's env, cwd or stdin_b64, or None."""
+        env, cwd, data = req.get("env"), req.get("cwd"), req.get("stdin_b64")
+        if env is not None and (type(env) is not dict or len(env) > ENV_CAP or any(
+                type(v) is not str or not k or "=" in k or "\0" in k or "\0" in v
+                for k, v in env.items())):
+            return ("env must be an object of at most %d strings, its names non-empty "
+                    "without '=' or NUL, its values without NUL" % ENV_CAP)
+        if cwd is not None and (type(cwd) is not str or not cwd or "\0" in cwd):
+            return "cwd must be a non-empty string without NUL"
+        if data is not None:
+            if type(data) is not str or len(data) > (STDIN_CAP + 2) // 3 * 4:
+                return "stdin_b64 must be a base64 string of at most %d bytes" % STDIN_CAP
+            try:
+                binascii.a2b_base64(data)
+            except (binascii.Error, ValueError):
+                return "stdin_b64 is not valid base64"
+        return None
 
     @staticmethod
     def busy_reply(op, rid, req):

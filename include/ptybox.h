@@ -165,6 +165,35 @@ PTYBOX_API int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *c
 PTYBOX_API int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code,
 					size_t len, double timeout, bool stream,
 					const char *filename, const char *const *argv);
+/* One execution and all it may ask, for ptybox_session_exec_with: members
+ * added later are zero (not asked) in a struct set to {0} first. */
+struct ptybox_exec {
+	const char *code; /* its source (no NUL byte) ... */
+	size_t len;	  /* ... of len bytes */
+	double timeout;	  /* < 0: the session's default */
+	bool stream;	  /* on_stream and on_display for its output as it comes */
+	/* A file run as python3 FILE ARGS runs it (see ptybox_session_exec_file);
+	 * NULL: a snippet. argv NULL-terminated; NULL: [filename]. */
+	const char *filename;
+	const char *const *argv;
+	/* Added to os.environ for this execution only ("K=V", K non-empty and
+	 * without '=', NULL-terminated; at most 4096), and visible to the
+	 * processes it starts; what they replaced is put back after it. */
+	const char *const *env;
+	/* The folder it runs in (relative to the current one), the current one
+	 * again after it; a missing folder is its FileNotFoundError. NULL: here. */
+	const char *cwd;
+	/* What it reads from sys.stdin and fd 0 (at most 16 MiB), then end of
+	 * file; without has_stdin, end of file at once. */
+	const void *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+};
+/* Queues the execution x describes. Copies all. -EINVAL for a NUL in code,
+ * an env entry without "K=", an empty cwd or more than 16 MiB of stdin;
+ * -ENOBUFS when the queue is full; -EPIPE once the session is closing. */
+PTYBOX_API int ptybox_session_exec_with(ptybox_session *s, uint64_t id,
+					const struct ptybox_exec *x);
 /* The user's terminal is now cols x rows (1..65535 each, else -EINVAL): the
  * session's PTY takes the size at once, the code's COLUMNS and LINES (and
  * its terminal, with tty) before its next snippet. */

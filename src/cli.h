@@ -144,6 +144,11 @@ void cli_signals_close(uv_signal_t *h);
  * MiB, UTF-8, no NUL; a BOM dropped) and NUL-terminated. NULL with the
  * message printed. */
 char *cli_read_code(const char *cmd, const char *path, size_t *len);
+/* Our standard input, read whole, for a snippet's stdin: only when it is a
+ * pipe or a file (never a terminal, /dev/null or a socket). 1 with *data
+ * (caller frees) and *len, 0 when it is none of those, -1 past
+ * PROTOCOL_STDIN_MAX or on a read error (message printed). */
+int cli_read_stdin(const char *cmd, void **data, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);

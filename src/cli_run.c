@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -83,7 +84,10 @@ static const char run_usage[] =
 	"                      libraries keep their colours (not with --json)\n"
 	"%s"
 	"  -h, --help          this help\n"
-	"\n";
+	"\n"
+	"Standard input, if it is a pipe or a file (and no - takes the code from it), is\n"
+	"read whole (at most 16 MiB) as the first snippet's stdin; later snippets, and\n"
+	"all without it, read end of file.\n";
 
 static const char run_usage_tail[] =
 	"\n"
@@ -397,6 +401,58 @@ char *cli_read_code(const char *cmd, const char *path, size_t *len)
 	return code;
 }
 
+int cli_read_stdin(const char *cmd, void **data, size_t *len)
+{
+	struct stat st;
+	*data = NULL;
+	*len = 0;
+	/* Only a pipe or a file: a terminal is the user's, and a device
+	 * (/dev/null, say) or a socket is no input meant for the code. */
+	if (isatty(0) || fstat(0, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode)))
+		return 0;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n == cap) {
+			if (cap > PROTOCOL_STDIN_MAX) {
+				cli_error("%s: standard input: larger than %zu MiB (the cap of a "
+					  "snippet's stdin)",
+					  cmd, PROTOCOL_STDIN_MAX >> 20);
+				free(buf);
+				return -1;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(0, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			cli_error("%s: standard input: %s", cmd, strerror(errno));
+			free(buf);
+			return -1;
+		}
+		if (r == 0) {
+			if (n > PROTOCOL_STDIN_MAX) {
+				cli_error("%s: standard input: larger than %zu MiB (the cap of a "
+					  "snippet's stdin)",
+					  cmd, PROTOCOL_STDIN_MAX >> 20);
+				free(buf);
+				return -1;
+			}
+			*data = buf;
+			*len = n;
+			return 1;
+		}
+		n += (size_t)r;
+	}
+	cli_error("%s: standard input: out of memory", cmd);
+	return -1;
+}
+
 /* The user's window, when stdout or stderr is a terminal: the sandbox's
  * terminal and the code's COLUMNS and LINES take its size. */
 static void run_terminal_size(struct ptybox_options *o)
@@ -541,6 +597,14 @@ int cli_run(int argc, char **argv)
 		fprintf(stderr, "Try 'ptybox run --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
+	/* Our standard input is the first snippet's, unless the code came from it. */
+	void *in_data = NULL;
+	size_t in_len = 0;
+	int has_in = file && strcmp(file, "-") == 0 ? 0 : cli_read_stdin("run", &in_data, &in_len);
+	if (has_in < 0) {
+		free(file_code);
+		return CLI_EXIT_USAGE;
+	}
 
 	struct run r = {.json = json, .file_exit = -1};
 	r.expected = ncodes + (file_code ? 1 : 0);
@@ -553,6 +617,7 @@ int cli_run(int argc, char **argv)
 	r.lens = lens;
 	if (rec.path && run_record_open(&r, &rec, &so.o, file) < 0) {
 		free(file_code);
+		free(in_data);
 		return CLI_EXIT_USAGE;
 	}
 	cli_warn_unsandboxed(&so.o);
@@ -574,6 +639,7 @@ int cli_run(int argc, char **argv)
 		cli_error("run: %s", err[0] ? err : strerror(-rc));
 		record_close(r.rec);
 		free(file_code);
+		free(in_data);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
@@ -591,14 +657,19 @@ int cli_run(int argc, char **argv)
 			break;
 		/* (a recording shows the output as it comes, --json or not) */
 		bool stream = !json || r.rec;
-		if (i < ncodes) {
-			rc = ptybox_session_exec(r.session, i + 1, code, len, -1, stream);
-		} else {
+		struct ptybox_exec x = {.code = code,
+					.len = len,
+					.timeout = -1,
+					.stream = stream,
+					.stdin_data = in_data,
+					.stdin_len = in_len,
+					.has_stdin = i == 0 && has_in > 0};
+		if (i == ncodes) {
 			r.file_id = i + 1;
-			rc = ptybox_session_exec_file(r.session, i + 1, code, len, -1, stream,
-						      strcmp(file, "-") == 0 ? "<stdin>" : file,
-						      args);
+			x.filename = strcmp(file, "-") == 0 ? "<stdin>" : file;
+			x.argv = args;
 		}
+		rc = ptybox_session_exec_with(r.session, i + 1, &x);
 		if (rc < 0) {
 			cli_error("run: snippet %zu: %s", i + 1,
 				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
@@ -613,6 +684,7 @@ int cli_run(int argc, char **argv)
 	cli_render_text_end(&r.out, 2);
 	record_close(r.rec);
 	free(file_code);
+	free(in_data);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");
 	return r.exit_code;

@@ -131,6 +131,30 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
 			    unsigned busy_poll_us, const char *filename, const char *const *argv,
 			    char **out, size_t *outlen);
+/* A snippet's own input, for protocol_exec_input_line: env entries "K=V"
+ * (NULL-terminated; NULL: none), the folder it runs in (NULL: the current
+ * one) and the bytes of its stdin (when has_stdin). */
+struct protocol_exec_input {
+	const char *const *env;
+	const char *cwd;
+	const void *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+};
+/* Caps of a snippet's input (the driver refuses more). */
+#define PROTOCOL_ENV_MAX   4096
+#define PROTOCOL_STDIN_MAX ((size_t)16 << 20)
+/* Whether in is within what the driver takes: at most PROTOCOL_ENV_MAX env
+ * entries, each "K=V" with K non-empty (V may be empty), a non-empty cwd,
+ * at most PROTOCOL_STDIN_MAX bytes of stdin. */
+bool protocol_exec_input_valid(const struct protocol_exec_input *in);
+/* The exec request for a snippet (filename NULL) or a file (as
+ * protocol_exec_file_line's) with in's members: "env" (an object),
+ * "cwd" and "stdin_b64" (base64). in NULL: none of them. -EINVAL if code has
+ * a NUL byte or in is not valid; -ENOMEM. Caller frees. */
+int protocol_exec_input_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+			     unsigned busy_poll_us, const char *filename, const char *const *argv,
+			     const struct protocol_exec_input *in, char **out, size_t *outlen);
 /* The resize request: the client's terminal is cols x rows (1..65535 each,
  * else -EINVAL); the kernel's COLUMNS and LINES follow from its next snippet
  * on (and its terminal, with --tty). Caller frees. */

@@ -98,6 +98,11 @@ static void exec_free(struct exec *e)
 	for (size_t i = 0; e->argv && e->argv[i]; i++)
 		free(e->argv[i]);
 	free(e->argv);
+	for (size_t i = 0; e->env && e->env[i]; i++)
+		free(e->env[i]);
+	free(e->env);
+	free(e->cwd);
+	free(e->stdin_data);
 	cJSON_Delete(e->display);
 	free(e);
 }
@@ -108,6 +113,18 @@ static void exec_free(struct exec *e)
 static int session_exec_line(ptybox_session *s, const struct exec *e, char **line, size_t *len)
 {
 	unsigned poll = session_awaiting == 0 ? s->opts.busy_poll_us : 0;
+	if (e->env || e->cwd || e->has_stdin) {
+		struct protocol_exec_input in = {
+			.env = (const char *const *)e->env,
+			.cwd = e->cwd,
+			.stdin_data = e->stdin_data,
+			.stdin_len = e->stdin_len,
+			.has_stdin = e->has_stdin,
+		};
+		return protocol_exec_input_line(e->id, e->code, e->code_len, s->opts.max_output,
+						poll, e->filename, (const char *const *)e->argv,
+						&in, line, len);
+	}
 	if (e->filename)
 		return protocol_exec_file_line(e->id, e->code, e->code_len, s->opts.max_output,
 					       poll, e->filename, (const char *const *)e->argv,
@@ -1054,15 +1071,64 @@ static int session_exec_new(ptybox_session *s, uint64_t id, const char *code, si
 	return 0;
 }
 
+/* A NULL-terminated copy of v (NULL: NULL); false when out of memory. */
+static bool session_strv_dup(const char *const *v, char ***out)
+{
+	*out = NULL;
+	if (!v)
+		return true;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = calloc(n + 1, sizeof(char *));
+	if (!c)
+		return false;
+	*out = c;
+	for (size_t i = 0; i < n; i++)
+		if (!(c[i] = strdup(v[i])))
+			return false;
+	return true;
+}
+
+int ptybox_session_exec_with(ptybox_session *s, uint64_t id, const struct ptybox_exec *x)
+{
+	struct protocol_exec_input in = {
+		.env = x->env,
+		.cwd = x->cwd,
+		.stdin_data = x->stdin_data,
+		.stdin_len = x->stdin_len,
+		.has_stdin = x->has_stdin,
+	};
+	if (!protocol_exec_input_valid(&in))
+		return -EINVAL;
+	struct exec *e;
+	int rc = session_exec_new(s, id, x->code, x->len, x->timeout, x->stream, &e);
+	if (rc < 0)
+		return rc;
+	if ((x->filename && !(e->filename = strdup(x->filename))) ||
+	    !session_strv_dup(x->filename ? x->argv : NULL, &e->argv) ||
+	    !session_strv_dup(x->env, &e->env) || (x->cwd && !(e->cwd = strdup(x->cwd))))
+		goto nomem;
+	if (x->has_stdin) {
+		e->has_stdin = true;
+		e->stdin_len = x->stdin_len;
+		if (!(e->stdin_data = malloc(x->stdin_len ? x->stdin_len : 1)))
+			goto nomem;
+		if (x->stdin_len)
+			memcpy(e->stdin_data, x->stdin_data, x->stdin_len);
+	}
+	session_push(s, e);
+	return 0;
+nomem:
+	exec_free(e);
+	return -ENOMEM;
+}
+
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
 			double timeout, bool stream)
 {
-	struct exec *e;
-	int rc = session_exec_new(s, id, code, len, timeout, stream, &e);
-	if (rc < 0)
-		return rc;
-	session_push(s, e);
-	return 0;
+	struct ptybox_exec x = {.code = code, .len = len, .timeout = timeout, .stream = stream};
+	return ptybox_session_exec_with(s, id, &x);
 }
 
 int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, size_t len,
@@ -1071,24 +1137,13 @@ int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, s
 {
 	if (!filename)
 		return -EINVAL;
-	struct exec *e;
-	int rc = session_exec_new(s, id, code, len, timeout, stream, &e);
-	if (rc < 0)
-		return rc;
-	size_t n = 0;
-	while (argv && argv[n])
-		n++;
-	if (!(e->filename = strdup(filename)) ||
-	    (argv && !(e->argv = calloc(n + 1, sizeof(char *)))))
-		goto nomem;
-	for (size_t i = 0; i < n; i++)
-		if (!(e->argv[i] = strdup(argv[i])))
-			goto nomem;
-	session_push(s, e);
-	return 0;
-nomem:
-	exec_free(e);
-	return -ENOMEM;
+	struct ptybox_exec x = {.code = code,
+				.len = len,
+				.timeout = timeout,
+				.stream = stream,
+				.filename = filename,
+				.argv = argv};
+	return ptybox_session_exec_with(s, id, &x);
 }
 
 int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows)

@@ -39,6 +39,11 @@ struct exec {
 	size_t code_len;
 	char *filename; /* a file's run: its name and argv (NULL-terminated); else NULL */
 	char **argv;
+	char **env; /* "K=V", NULL-terminated; NULL: none */
+	char *cwd;
+	void *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
 	double timeout;
 	bool stream, ctrl_c_sent;
 	bool restart; /* not a snippet: a restart queued in order */

@@ -287,6 +287,60 @@ static void test_exec_file_line_names_the_file_and_its_argv(void **state)
 			 -EINVAL);
 }
 
+static void test_exec_input_line_has_env_cwd_and_stdin(void **state)
+{
+	const char *env[] = {"A=1", "EMPTY=", "A=2", "B=x=y", NULL};
+	struct protocol_exec_input in = {.env = env,
+					 .cwd = "sub",
+					 .stdin_data = "a\0\xff",
+					 .stdin_len = 3,
+					 .has_stdin = true};
+	char *line;
+	size_t len;
+	assert_int_equal(protocol_exec_input_line(5, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT,
+						  PROTOCOL_DEFAULT_BUSY_POLL, NULL, NULL, &in,
+						  &line, &len),
+			 0);
+	cJSON *o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "code"), "x");
+	assert_null(cJSON_GetObjectItem(o, "filename"));
+	cJSON *e = cJSON_GetObjectItem(o, "env");
+	assert_int_equal(cJSON_GetArraySize(e), 3); /* (A given twice: the last one) */
+	assert_string_equal(protocol_str(e, "A"), "2");
+	assert_string_equal(protocol_str(e, "EMPTY"), "");
+	assert_string_equal(protocol_str(e, "B"), "x=y");
+	assert_string_equal(protocol_str(o, "cwd"), "sub");
+	assert_string_equal(protocol_str(o, "stdin_b64"), "YQD/");
+	cJSON_Delete(o);
+	free(line);
+
+	/* empty stdin is stdin still; a file keeps its members */
+	struct protocol_exec_input empty = {.has_stdin = true};
+	assert_int_equal(
+		protocol_exec_input_line(6, "x", 1, 10, 0, "f.py", NULL, &empty, &line, &len), 0);
+	o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "stdin_b64"), "");
+	assert_string_equal(protocol_str(o, "filename"), "f.py");
+	assert_null(cJSON_GetObjectItem(o, "env"));
+	assert_null(cJSON_GetObjectItem(o, "cwd"));
+	cJSON_Delete(o);
+	free(line);
+
+	/* what the driver would refuse is refused here */
+	const char *noeq[] = {"A", NULL}, *nokey[] = {"=1", NULL};
+	struct protocol_exec_input bad[] = {
+		{.env = noeq},
+		{.env = nokey},
+		{.cwd = ""},
+		{.has_stdin = true, .stdin_len = PROTOCOL_STDIN_MAX + 1, .stdin_data = ""}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_false(protocol_exec_input_valid(&bad[i]));
+		assert_int_equal(protocol_exec_input_line(7, "x", 1, 10, 0, NULL, NULL, &bad[i],
+							  &line, &len),
+				 -EINVAL);
+	}
+}
+
 static void test_resize_and_tty_lines(void **state)
 {
 	char *line;
@@ -1101,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
 		cmocka_unit_test(test_exec_file_line_names_the_file_and_its_argv),
+		cmocka_unit_test(test_exec_input_line_has_env_cwd_and_stdin),
 		cmocka_unit_test(test_resize_and_tty_lines),
 		cmocka_unit_test(test_interrupt_line_is_the_request_alone),
 		cmocka_unit_test(test_restart_line_and_exit_words),
