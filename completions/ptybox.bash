@@ -153,7 +153,7 @@ _ptybox()
 		COMPREPLY=($(compgen -W "--help $human_opts $session_opts" -- "$cur"))
 		;;
 	serve)
-		COMPREPLY=($(compgen -W "--stdio --pool --stop-at-eof --help $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--stdio --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
 		;;
 	new)
 		COMPREPLY=($(compgen -W "--pool --record --record-max --help -L -S -H $session_opts" -- "$cur"))

@@ -116,6 +116,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "The code's st
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
 complete -c ptybox -n '__fish_seen_subcommand_from serve new' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stop-at-eof -d 'At the end of input stop at once, ending what runs'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l quiet -d 'A session that cannot start is said on stdout only'
 
 # Options of both
 set -l in_cmd '__fish_seen_subcommand_from run repl serve new'
