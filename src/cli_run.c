@@ -273,7 +273,8 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 		cli_render_result(&r->out,
 				  &(struct cli_render_result){
 					  .id = res->id,
-					  .value = res->value_text,
+					  /* (python3 FILE shows no value) */
+					  .value = res->id == r->file_id ? NULL : res->value_text,
 					  .error_name = error_name,
 					  .error_value = file_exit < 0 ? res->error_value : NULL,
 					  .traceback = file_exit < 0 ? res->traceback : NULL,
@@ -281,13 +282,17 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 					  .truncated = res->truncated,
 					  .state_lost = res->state_lost,
 					  .dropped_bytes = res->dropped_bytes,
-					  .bundle = res->detail ? res->detail->bundle : NULL,
+					  .bundle = res->detail && res->id != r->file_id
+							    ? res->detail->bundle
+							    : NULL,
 				  });
 	}
 	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
 		transcript_result(&r->ts,
 				  &(struct transcript_result){
-					  .value = r->pictured ? NULL : res->value_text,
+					  .value = r->pictured || res->id == r->file_id
+							   ? NULL
+							   : res->value_text,
 					  .error_name = error_name,
 					  .error_value = file_exit < 0 ? res->error_value : NULL,
 					  .traceback = file_exit < 0 ? res->traceback : NULL,
@@ -663,7 +668,8 @@ int cli_run(int argc, char **argv)
 					.stream = stream,
 					.stdin_data = in_data,
 					.stdin_len = in_len,
-					.has_stdin = i == 0 && has_in > 0};
+					/* (the FILE's, as python3 FILE < IN; else the first's) */
+					.has_stdin = i == (file_code ? ncodes : 0) && has_in > 0};
 		if (i == ncodes) {
 			r.file_id = i + 1;
 			x.filename = strcmp(file, "-") == 0 ? "<stdin>" : file;
