@@ -148,13 +148,11 @@ static void srv_file_answer(struct server_client *c, const cJSON *id, cJSON *rep
 	}
 	size_t rn = 0;
 	char *rest = srv_print(reply, &rn); /* "{...}" */
+	/* (a get's reply has "eof": its data, "" for none) */
+	bool get = ok && cJSON_GetObjectItemCaseSensitive(reply, "eof");
 	cJSON_Delete(reply);
-	if (!rest)
-		return srv_reply_error(c, id, "nomem", "out of memory");
-	size_t b64 =
-		ok && bytes ? sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL) : 0;
-	size_t cap = 32 + b64 + rn;
-	char *line = malloc(cap);
+	size_t b64 = get ? sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL) : 0;
+	char *line = rest ? malloc(32 + b64 + rn) : NULL;
 	if (!line) {
 		cJSON_free(rest);
 		return srv_reply_error(c, id, "nomem", "out of memory");
@@ -167,7 +165,8 @@ static void srv_file_answer(struct server_client *c, const cJSON *id, cJSON *rep
 	if (b64) {
 		memcpy(line + n, "\"data\":\"", 8);
 		n += 8;
-		sodium_bin2base64(line + n, b64, bytes, len, sodium_base64_VARIANT_ORIGINAL);
+		sodium_bin2base64(line + n, b64, bytes ? bytes : (const void *)"", len,
+				  sodium_base64_VARIANT_ORIGINAL);
 		n += b64 - 1;
 		memcpy(line + n, "\",", 2);
 		n += 2;
