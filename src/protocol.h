@@ -180,6 +180,11 @@ size_t protocol_escape_data(char *out, const unsigned char *data, size_t len);
  * 07777. Caller frees. */
 int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t len, int mode,
 		       uint64_t offset, bool more, char **out, size_t *outlen);
+/* Standard base64 (padding optional, nothing else between) into out, which
+ * has room for len / 4 * 3 + 2 bytes: a table's speed, as libsodium's
+ * constant-time decoder is not needed for a file's bytes. -EINVAL for a
+ * character that is not base64. */
+int protocol_base64_decode(unsigned char *out, const char *in, size_t len, size_t *outlen);
 /* The get request: length 0 (none) is the rest of the file, max (0: none) the
  * session's --max-get. Caller frees. */
 int protocol_get_line(uint64_t id, const char *path, uint64_t offset, uint64_t length, uint64_t max,

@@ -95,6 +95,53 @@ static int protocol_file_finish(cJSON *req, char **out, size_t *outlen)
 	return 0;
 }
 
+/* The value of each base64 character; 64: not one. */
+static unsigned char protocol_b64_value[256];
+
+static void protocol_b64_init(void)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	if (protocol_b64_value['B'] == 1)
+		return;
+	memset(protocol_b64_value, 64, sizeof(protocol_b64_value));
+	for (unsigned char i = 0; i < 64; i++)
+		protocol_b64_value[(unsigned char)alphabet[i]] = i;
+}
+
+int protocol_base64_decode(unsigned char *out, const char *in, size_t len, size_t *outlen)
+{
+	protocol_b64_init();
+	const unsigned char *p = (const unsigned char *)in;
+	while (len > 0 && p[len - 1] == '=')
+		len--;
+	if (len % 4 == 1)
+		return -EINVAL;
+	size_t o = 0, i = 0;
+	for (; i + 4 <= len; i += 4) {
+		unsigned a = protocol_b64_value[p[i]], b = protocol_b64_value[p[i + 1]],
+			 c = protocol_b64_value[p[i + 2]], d = protocol_b64_value[p[i + 3]];
+		if ((a | b | c | d) & 64)
+			return -EINVAL;
+		unsigned v = a << 18 | b << 12 | c << 6 | d;
+		out[o++] = (unsigned char)(v >> 16);
+		out[o++] = (unsigned char)(v >> 8);
+		out[o++] = (unsigned char)v;
+	}
+	if (i < len) { /* two or three characters left: one or two bytes */
+		unsigned a = protocol_b64_value[p[i]], b = protocol_b64_value[p[i + 1]];
+		unsigned c = len - i == 3 ? protocol_b64_value[p[i + 2]] : 0;
+		if ((a | b | c) & 64)
+			return -EINVAL;
+		unsigned v = a << 18 | b << 12 | c << 6;
+		out[o++] = (unsigned char)(v >> 16);
+		if (len - i == 3)
+			out[o++] = (unsigned char)(v >> 8);
+	}
+	*outlen = o;
+	return 0;
+}
+
 int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t len, int mode,
 		       uint64_t offset, bool more, char **out, size_t *outlen)
 {

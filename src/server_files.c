@@ -85,8 +85,7 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 		size_t n = strlen(data->valuestring);
 		if (!(bytes = malloc(n / 4 * 3 + 3)))
 			return srv_reply_error(c, id, "nomem", "out of memory");
-		if (sodium_base642bin(bytes, n / 4 * 3 + 3, data->valuestring, n, "\n\r ", &nbytes,
-				      NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+		if (protocol_base64_decode(bytes, data->valuestring, n, &nbytes) != 0) {
 			free(bytes);
 			return srv_reply_error(c, id, "usage", "put: \"data\" is not base64");
 		}

@@ -1164,6 +1164,28 @@ static void test_put_lines(void **state)
 	free(data);
 }
 
+static void test_base64_decode(void **state)
+{
+	(void)state;
+	unsigned char in[300], out[400];
+	char enc[500];
+	size_t n;
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (unsigned char)(i * 7 + 3);
+	for (size_t len = 0; len < 8; len++) {
+		size_t k = len == 7 ? sizeof(in) : len;
+		sodium_bin2base64(enc, sizeof(enc), in, k, sodium_base64_VARIANT_ORIGINAL);
+		assert_int_equal(protocol_base64_decode(out, enc, strlen(enc), &n), 0);
+		assert_int_equal(n, k);
+		assert_memory_equal(out, in, k);
+	}
+	assert_int_equal(protocol_base64_decode(out, "ab-_", 4, &n), -EINVAL);
+	assert_int_equal(protocol_base64_decode(out, "abcde", 5, &n), -EINVAL);
+	assert_int_equal(protocol_base64_decode(out, "ab\ncd", 5, &n), -EINVAL);
+	assert_int_equal(protocol_base64_decode(out, "YQ", 2, &n), 0); /* (no padding) */
+	assert_int_equal(n, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1198,6 +1220,7 @@ int main(void)
 		cmocka_unit_test(test_stream_frames_deflated),
 		cmocka_unit_test(test_escape_data_every_byte),
 		cmocka_unit_test(test_put_lines),
+		cmocka_unit_test(test_base64_decode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
