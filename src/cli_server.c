@@ -32,10 +32,9 @@
 #include "server.h"
 #include "server_socket.h"
 
-/* Replies a client may leave unread before it is dropped: 192 MiB, so that a
- * client reading one get's reply (an 86 MB line for 64 MiB) and the next behind it
- * is not dropped for it. */
-#define DAEMON_MAX_QUEUE ((size_t)192 << 20)
+/* Replies a client may leave unread before it is dropped, beyond the largest
+ * one (conn.c): one get's reply is an 86 MB line for a 64 MiB file. */
+#define DAEMON_MAX_QUEUE ((size_t)64 << 20)
 /* At the end, how long clients get to read what is left for them. */
 #define DAEMON_FLUSH_MS 1000
 /* The log beside the socket: past this, it starts over. */
