@@ -38,7 +38,7 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --net --env --python --packages --log --busy-poll
+		--cpus --tmp-size --nofile --max-file-size --max-get --net --env --python --packages --log --busy-poll
 		--mount --workdir --wheels'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
@@ -133,7 +133,7 @@ _ptybox()
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H | \
+		--tmp-size | --nofile | --max-file-size | --max-get | --env | --pool | --busy-poll | --record-max | -c | -H | \
 		--workdir)
 		# a value of the user's own
 		return

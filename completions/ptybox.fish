@@ -136,6 +136,7 @@ complete -c ptybox -n $in_cmd -l cpus -x -d 'CPU quota (default 1; 0 = none)'
 complete -c ptybox -n $in_cmd -l tmp-size -x -d "Size of the sandbox's /tmp (default 256M, kept below --memory)"
 complete -c ptybox -n $in_cmd -l nofile -x -d 'Open files limit (default 1024)'
 complete -c ptybox -n $in_cmd -l max-file-size -x -d 'Largest file the code may write (default 256M)'
+complete -c ptybox -n $in_cmd -l max-get -x -d 'Largest file a get sends whole (default 64M)'
 complete -c ptybox -n $in_cmd -l net -d "Give the sandbox the host's network"
 complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VALUE (repeatable)'
 complete -c ptybox -n $in_cmd -l mount -r -F -d 'Show a host file or folder in the sandbox: HOST_PATH:SANDBOX_PATH[:ro|:rw]'

@@ -630,9 +630,10 @@ def _usable(stream):
 # @include kernel_query.py
 # @include kernel_packages.py
 # @include kernel_input.py
+# @include kernel_files.py
 
 
-class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input):
+class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
     """The user's namespace and the execution of snippets."""
 
     def __init__(self, chan):
@@ -663,6 +664,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input):
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
+        self.home = None                     # the start folder: file ops' relative paths
+        self.uploads = {}                    # absolute path -> [fd, temporary file, size]
         self.codeop = self.warnings = None  # imported for the first is_complete
         self.late_lock = _RLock()   # (its owner is known: _late_write)
         self.sources, self.source_bytes = deque(), 0
@@ -1363,6 +1366,12 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input):
                     chan.parts = rest        # an interrupt line for a snippet that is over
                     continue
                 req = _loads(body.decode("utf-8"))
+                if self.home is None:        # (before any user code: its chdir moves not it)
+                    self.home = _file_home()
+                if req.get("op") in ("put", "get", "files", "remove"):
+                    chan.parts = rest        # (a file op owes a reply, not a result)
+                    self.file_op(seq, req)
+                    continue
                 if req.get("op") in ("complete", "is_complete"):
                     chan.parts = rest        # (a query owes a reply, not a result)
                     self.query(seq, req)

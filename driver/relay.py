@@ -545,7 +545,10 @@ class _Out:
         return paused
 
 
-class Relay:
+# @include relay_files.py
+
+
+class Relay(_Files):
     def __init__(self, tty, template, ctl):
         self.tty = tty
         self.template, self.ctl = template, ctl
@@ -596,6 +599,7 @@ class Relay:
         self.tty_synced = False              # a T answered in this read of messages
         self.orphan = False                  # the template is gone (orphaned())
         self.kernel_fd = None                # ... and then a pidfd of the kernel, if any
+        self.files_init()                    # (put, get, files, remove: relay_files.py)
 
     # -- the terminal
     def write(self, *parts):
@@ -769,6 +773,7 @@ class Relay:
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None
+        self.files_died()
         if self.query and not self.query_told:
             self.query_told = True           # (the client's session answers it: died)
         self.running, self.query, self.query_by = None, None, None
@@ -859,6 +864,11 @@ class Relay:
             self.reject(None, "a request line longer than %d bytes was dropped" % REQUEST_CAP,
                         True)
         for line in lines:
+            if line[:1] == b"!":             # a put's data: bytes as they are
+                self.data_line(line[1:])
+                continue
+            if self.put_rx is not None:
+                self.other_line()
             if b"\x03" in line or b"\r" in line:
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
             line = line.strip()
@@ -917,6 +927,8 @@ class Relay:
                     or any(q[0] == "exec" for q in self.queue)):
                 return self.send(self.busy_reply(op, rid, req))
             self.queue.append((op, rid, text, 0, 0))
+        elif op in FILE_OPS:
+            self.file_request(op, rid, req)
         elif op == "ping":
             self.queue.append((op, rid, None, 0, 0))
         elif op == "shutdown":
@@ -1052,7 +1064,8 @@ class Relay:
         interrupt line first, then SIGINT to the kernel's process group, as a
         terminal sends it to its foreground group."""
         running = self.running
-        if running is not None and running[2].get("id") == rid and not self.sigint:
+        if (running is not None and running[2].get("id") == rid and not self.sigint
+                and self.fileop is None):   # (a file op is never interrupted)
             self.sigint = True
             self.wbuf += b"I%d\n" % running[0]
             self.flush_req()
@@ -1070,6 +1083,9 @@ class Relay:
                 continue
             if op == "shutdown":
                 self.exit(0)
+            if op in FILE_OPS:
+                self.file_start(op, rid, text, limit)
+                continue
             if op != "exec":                 # a query: no output period of its own
                 self.seq += 1
                 sid = b"%d" % rid if type(rid) is int else _payload(rid)
@@ -1298,7 +1314,12 @@ class Relay:
             self.kill()
             return
         self.msg_lines.cap = _frame_cap(self.max_output)
-        lines, cut = self.msg_lines.feed(data)
+        if self.fileop is not None:          # (a listing may be long)
+            self.msg_lines.cap = max(self.msg_lines.cap, 2 * FILE_FRAME)
+        parts = self.msg_split(data)         # (a get's data messages taken out)
+        if parts is not None:
+            data = b"".join(parts)
+        lines, cut = self.msg_lines.feed(data) if data else ((), False)
         self.cut = self.cut or cut           # (an oversize message: dropped)
         self.tty_synced = False
         for line in lines:
@@ -1308,7 +1329,8 @@ class Relay:
         kind = line[:1]
         running = self.running
         if kind == b"R":
-            if running is not None and line == b"R%d" % running[0] and not self.query:
+            if (running is not None and line == b"R%d" % running[0] and not self.query
+                    and self.fileop is None):
                 self.result(b'"status":"ok"', None)
             return
         if kind == b"T":                     # (--tty: before a display) "have you read
@@ -1332,7 +1354,8 @@ class Relay:
             else:
                 self.hello(line[1:])
             return
-        if len(line) > MESSAGE_PLAIN and _values(line) > MESSAGE_VALUES:
+        if len(line) > MESSAGE_PLAIN and _values(line) > (
+                FILE_VALUES if self.fileop is not None else MESSAGE_VALUES):
             self.cut = True                  # (no kernel of ours sends such a thing)
             return
         try:
@@ -1343,9 +1366,12 @@ class Relay:
             return
         t, seq = m.get("t"), m.get("seq")
         limit = _frame_cap(self.max_output) // 2
-        if t == "reply" and running is not None and seq == running[0] and self.query:
+        if t == "file" and running is not None and seq == running[0] and self.fileop:
+            self.file_reply(m)
+        elif t == "reply" and running is not None and seq == running[0] and self.query:
             self.reply(m)
-        elif t == "result" and running is not None and seq == running[0] and not self.query:
+        elif (t == "result" and running is not None and seq == running[0] and not self.query
+              and self.fileop is None):
             self.result(None, m)
         elif t == "display" and type(seq) is int:
             sid = self.ids.get(seq)
@@ -1469,7 +1495,7 @@ class Relay:
                 self.handlers = fds
                 for fd in fds:
                     poller.register(fd, select.POLLIN)
-                self.tty_paused = len(self.queue) >= QUEUE_CAP
+                self.tty_paused = len(self.queue) >= QUEUE_CAP or self.files_tty_full()
                 if self.tty_paused:          # (read again once the queue shrinks)
                     poller.unregister(self.tty)
                     held.unregister(self.tty)
@@ -1478,7 +1504,8 @@ class Relay:
                     poller.register(self.req, select.POLLOUT)
                     held.register(self.req, select.POLLOUT)
             if (bool(self.wbuf) != self.watch_req
-                    or (len(self.queue) >= QUEUE_CAP) != self.tty_paused):
+                    or (len(self.queue) >= QUEUE_CAP or self.files_tty_full())
+                    != self.tty_paused):
                 self.poller = None
                 continue
             timeout = None

@@ -55,7 +55,8 @@ struct cli_session_opts {
 		{"tmp-size", required_argument, NULL, 0x106},                                      \
 		{"nofile", required_argument, NULL, 0x107},                                        \
 		{"max-file-size", required_argument, NULL, 0x108},                                 \
-		{"net", no_argument, NULL, 0x109}, {"env", required_argument, NULL, 0x10a},        \
+		{"max-get", required_argument, NULL, 0x118}, {"net", no_argument, NULL, 0x109},    \
+		{"env", required_argument, NULL, 0x10a},                                           \
 		{"python", required_argument, NULL, 0x10b},                                        \
 		{"packages", required_argument, NULL, 0x140},                                      \
 		{"log", required_argument, NULL, 0x10c},                                           \

@@ -42,6 +42,7 @@
 	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M, kept below --memory)\n"   \
 	"  --nofile N          open files limit (default 1024, at least 16)\n"                     \
 	"  --max-file-size SIZE  largest file the code may write (default 256M; 0 = none)\n"       \
+	"  --max-get SIZE      largest file a get sends whole; ranges past it (default 64M)\n"     \
 	"  --net               give the sandbox the host's network\n"                              \
 	"  --env K=V           set a variable for the code (repeatable)\n"                         \
 	"  --mount HOST_PATH:SANDBOX_PATH[:ro|:rw]\n"                                              \
@@ -147,6 +148,11 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		return options_parse_size(arg, &o->max_file_size) == 0
 			       ? 1
 			       : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
+	case 0x118:
+		return options_parse_size(arg, &o->max_get) == 0 && o->max_get <= PROTOCOL_MAX_GET
+			       ? 1
+			       : cli_bad(cmd, "max-get", arg,
+					 "expected a size from 0 to 1T, e.g. 64M");
 	case 0x109:
 		c->given |= CLI_GIVEN_NET;
 		o->net = true;

@@ -416,7 +416,7 @@ static const struct {
 } protocol_frame_types[] = {
 	{"ready", FRAME_READY},	  {"stream", FRAME_STREAM}, {"display", FRAME_DISPLAY},
 	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
-	{"died", FRAME_DIED},	  {"reply", FRAME_REPLY},
+	{"died", FRAME_DIED},	  {"reply", FRAME_REPLY},   {"file", FRAME_FILE},
 };
 
 size_t protocol_json_values(const char *json, size_t len, size_t max)
@@ -473,7 +473,13 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 	}
 	/* Counted before cJSON builds anything: its items, not the text, are
 	 * what a hostile frame would make the host pay for. */
-	if (protocol_json_values(payload, len, PROTOCOL_MAX_VALUES) > PROTOCOL_MAX_VALUES)
+	/* (a file frame, its type first as the relay writes it, may list many entries) */
+	static const char file_frame[] = "{\"type\":\"file\"";
+	size_t max_values = len >= sizeof(file_frame) - 1 &&
+					    memcmp(payload, file_frame, sizeof(file_frame) - 1) == 0
+				    ? PROTOCOL_MAX_FILE_VALUES
+				    : PROTOCOL_MAX_VALUES;
+	if (protocol_json_values(payload, len, max_values) > max_values)
 		return -E2BIG;
 	cJSON *root = cJSON_ParseWithLength(payload, len);
 	if (!root && memmem(payload, len, "\\ud", 3)) {

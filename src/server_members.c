@@ -36,6 +36,10 @@ static const struct member_table member_tables[] = {
 	{"complete", "session, code, cursor, "},
 	{"is_complete", "session, code, "},
 	{"resize", "session, cols, rows, "},
+	{"put", "session, path, data, mode, offset, more, "},
+	{"get", "session, path, offset, length, "},
+	{"files", "session, path, recursive, "},
+	{"remove", "session, path, recursive, "},
 };
 
 /* Whether name is one of list's "a, b, " entries. */

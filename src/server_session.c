@@ -511,6 +511,7 @@ static void srv_session_free(struct srv_session *ss)
 	srv_waiters_free(&ss->kill_waiters);
 	srv_waiters_free(&ss->watchers);
 	srv_waiters_free(&ss->queries);
+	srv_waiters_free(&ss->files);
 	for (size_t i = 0; i < ss->nstrings; i++)
 		free(ss->strings[i]);
 	if (ss->screen)
@@ -573,6 +574,7 @@ static void srv_on_reply(ptybox_session *ps, uint64_t qid, const char *reply, vo
 
 static const struct ptybox_callbacks srv_callbacks = {
 	.on_reply = srv_on_reply,
+	.on_file = srv_on_file,
 	.on_warning = srv_on_warning,
 	.on_ready = srv_on_ready,
 	.on_stream = srv_on_stream,
@@ -1062,6 +1064,9 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 	for (struct srv_waiter *w = ss->queries; w; w = w->next)
 		srv_reply_error(w->client, w->id, "killed", "%s", why);
 	srv_waiters_free(&ss->queries);
+	for (struct srv_waiter *w = ss->files; w; w = w->next)
+		srv_reply_error(w->client, w->id, "killed", "%s", why);
+	srv_waiters_free(&ss->files);
 	for (struct srv_waiter *w = ss->new_waiters; w; w = w->next)
 		srv_reply_error(w->client, w->id, "killed", "%s", why);
 	srv_waiters_free(&ss->new_waiters);
@@ -1196,6 +1201,7 @@ void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
 	srv_waiters_drop_client(&ss->new_waiters, c);
 	srv_waiters_drop_client(&ss->kill_waiters, c);
 	srv_waiters_drop_client(&ss->queries, c);
+	srv_waiters_drop_client(&ss->files, c);
 	srv_session_unwatch(ss, c);
 }
 
