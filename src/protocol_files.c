@@ -95,13 +95,36 @@ static int protocol_file_finish(cJSON *req, char **out, size_t *outlen)
 	return 0;
 }
 
+static const char protocol_b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t protocol_base64_encode(char *out, const unsigned char *in, size_t len)
+{
+	const char *a = protocol_b64_alphabet;
+	size_t o = 0, i = 0;
+	for (; i + 3 <= len; i += 3) {
+		unsigned v = (unsigned)in[i] << 16 | (unsigned)in[i + 1] << 8 | in[i + 2];
+		out[o++] = a[v >> 18];
+		out[o++] = a[v >> 12 & 63];
+		out[o++] = a[v >> 6 & 63];
+		out[o++] = a[v & 63];
+	}
+	if (i < len) { /* one or two bytes left: padded */
+		unsigned v = (unsigned)in[i] << 16 | (len - i == 2 ? (unsigned)in[i + 1] << 8 : 0);
+		out[o++] = a[v >> 18];
+		out[o++] = a[v >> 12 & 63];
+		out[o++] = len - i == 2 ? a[v >> 6 & 63] : '=';
+		out[o++] = '=';
+	}
+	return o;
+}
+
 /* The value of each base64 character; 64: not one. */
 static unsigned char protocol_b64_value[256];
 
 static void protocol_b64_init(void)
 {
-	static const char alphabet[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *alphabet = protocol_b64_alphabet;
 	if (protocol_b64_value['B'] == 1)
 		return;
 	memset(protocol_b64_value, 64, sizeof(protocol_b64_value));

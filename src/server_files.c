@@ -4,7 +4,7 @@
  * asked (ptybox-protocol(7), SERVER PROTOCOL).
  *
  * A put's data and a get's come as base64 in the JSON line. A get's reply line is built by hand
- * (libsodium's base64 straight into the line), not printed by cJSON: a 64 MiB file is an 86 MB
+ * (base64 straight into the line), not printed by cJSON: a 64 MiB file is an 86 MB
  * line, which cJSON would copy and escape several times over.
  */
 #include <errno.h>
@@ -164,9 +164,7 @@ static void srv_file_answer(struct server_client *c, const cJSON *id, cJSON *rep
 	if (b64) {
 		memcpy(line + n, "\"data\":\"", 8);
 		n += 8;
-		sodium_bin2base64(line + n, b64, bytes ? bytes : (const void *)"", len,
-				  sodium_base64_VARIANT_ORIGINAL);
-		n += b64 - 1;
+		n += protocol_base64_encode(line + n, bytes, len);
 		memcpy(line + n, "\",", 2);
 		n += 2;
 	}

@@ -1240,6 +1240,22 @@ static void test_base64_decode(void **state)
 	assert_int_equal(n, 1);
 }
 
+/* Every length up to 300 and every byte value: what libsodium's encoder says. */
+static void test_base64_encode(void **state)
+{
+	(void)state;
+	unsigned char in[300];
+	char want[500], got[500];
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (unsigned char)(i * 131 + 7);
+	for (size_t len = 0; len <= sizeof(in); len++) {
+		sodium_bin2base64(want, sizeof(want), in, len, sodium_base64_VARIANT_ORIGINAL);
+		size_t n = protocol_base64_encode(got, in, len);
+		assert_int_equal(n, strlen(want));
+		assert_memory_equal(got, want, n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1276,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_escape_data_every_byte),
 		cmocka_unit_test(test_put_lines),
 		cmocka_unit_test(test_base64_decode),
+		cmocka_unit_test(test_base64_encode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
