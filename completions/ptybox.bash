@@ -48,7 +48,7 @@ _ptybox()
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		run | repl | serve | new | exec | result | ls | interrupt | cancel | restart | kill | \
-			kill-server | capture | watch | attach | server | dial-stdio)
+			kill-server | capture | watch | attach | cp | server | dial-stdio)
 			cmd=${words[i]}
 			break
 			;;
@@ -70,7 +70,7 @@ _ptybox()
 			;;
 		esac
 		COMPREPLY=($(compgen -W 'run repl serve new exec result ls interrupt cancel restart
-			kill kill-server capture watch attach server dial-stdio -L -S -H --help
+			kill kill-server capture watch attach cp server dial-stdio -L -S -H --help
 			--version' -- "$cur"))
 		return
 	fi
@@ -100,7 +100,7 @@ _ptybox()
 		fi
 		return
 		;;
-	--python)
+	--python | --put)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return
@@ -126,7 +126,8 @@ _ptybox()
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H)
+		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H | \
+		--get)
 		# a value of the user's own
 		return
 		;;
@@ -135,7 +136,7 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --raw --tty --help $human_opts $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --tty --put --get --help $human_opts $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
@@ -182,6 +183,20 @@ _ptybox()
 			for name in $(_ptybox_sessions); do
 				[[ $name == "$cur"* ]] && COMPREPLY+=("$(printf '%q' "$name")")
 			done
+		fi
+		;;
+	cp)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--help -L -S -H" -- "$cur"))
+		elif [[ $cur != *:* ]]; then
+			# SESSION: (the server's sessions) or a path here; a session's
+			# own paths are not listed (that would run its code's queue)
+			local IFS=$'\n' name
+			for name in $(_ptybox_sessions); do
+				[[ $name == "$cur"* ]] && COMPREPLY+=("$(printf '%q' "$name"):")
+			done
+			COMPREPLY+=($(compgen -f -- "$cur"))
+			compopt -o nospace -o filenames 2>/dev/null
 		fi
 		;;
 	ls)
