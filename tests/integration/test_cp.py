@@ -439,6 +439,34 @@ class CpEndToEnd(unittest.TestCase):
         self.assertIn(b"a folder cannot go to standard output", p.stderr)
 
 
+@unittest.skipUnless(os.path.exists("/usr/sbin/sshd") and shutil.which("ssh"), "no sshd")
+class CpOverSsh(unittest.TestCase):
+    """-H ssh://: cp against the server at the far end (here: this machine, through a
+    loopback sshd, with a server of the test's own name)."""
+
+    def test_in_and_out_through_ssh(self):
+        from test_ssh import LoopbackSshd
+        sshd = LoopbackSshd()
+        self.addCleanup(sshd.close)
+        label = "test-cp-%d" % os.getpid()
+        env = dict(sshd.env, PTYBOX_REMOTE=os.path.abspath(PTYBOX))
+        far = ["-H", sshd.via, "-L", label]
+
+        def ptybox(*args, input=None):
+            return subprocess.run([PTYBOX, *args], capture_output=True, env=env, input=input,
+                                  timeout=120)
+
+        self.addCleanup(ptybox, *far, "kill-server")
+        p = ptybox(*far, "new", "far", "--via", VIA)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        data = os.urandom(9 * MiB + 7)
+        p = ptybox(*far, "cp", "-", "far:/tmp/over-ssh.bin", input=data)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = ptybox(*far, "cp", "far:/tmp/over-ssh.bin", "-")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(hashlib.sha256(p.stdout).hexdigest(), hashlib.sha256(data).hexdigest())
+
+
 class RunPutGet(unittest.TestCase):
     def setUp(self):
         self.here = tempfile.mkdtemp(prefix="ptybox-run-")
@@ -459,6 +487,19 @@ class RunPutGet(unittest.TestCase):
             self.assertEqual(f.read(), "10")
         with open(os.path.join(out, "copy.csv")) as f:
             self.assertEqual(f.read(), "1,2\n3,4\n")
+
+    def test_big_files_in_chunks_and_past_max_get(self):
+        src = os.path.join(self.here, "big.bin")
+        with open(src, "wb") as f:
+            f.write(os.urandom(20 * MiB + 3))
+        out = os.path.join(self.here, "out")
+        p = run("run", "--max-get", "1M", "--put", src + ":in/b.bin", "--get", "in/b.bin",
+                "--output-dir", out, "-c",
+                "import hashlib; print(hashlib.sha256(open('in/b.bin', 'rb').read()).hexdigest())",
+                timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), sha(src))
+        self.assertEqual(sha(os.path.join(out, "b.bin")), sha(src))
 
     def test_get_after_an_error_snippet(self):
         p = subprocess.run([PTYBOX, "run", "--via", VIA, "--get", "chart.txt", "-c",
