@@ -308,6 +308,8 @@ static int cp_get_reply(struct cp *c, const struct cp_sent *s, cJSON *reply)
 		return -1;
 	}
 	const char *data = protocol_str(reply, "data");
+	if (!data && cp_num(reply, "length", 1) == 0)
+		data = ""; /* (none for an empty range) */
 	if (!data) {
 		cp_fail(c, j->remote, "the server's reply has no data");
 		return -1;
