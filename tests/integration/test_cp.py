@@ -277,6 +277,12 @@ class CpUsage(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertIn(said, p.stderr, args)
 
+    def test_put_and_get_are_run_only(self):
+        for opt in ("--put", "--get"):
+            p = run("new", "x", opt, "f")
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(opt, p.stderr)
+
     def test_a_host_path_that_is_not_there(self):
         srv = Server()
         self.addCleanup(srv.close)
