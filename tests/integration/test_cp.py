@@ -507,6 +507,16 @@ class RunPutGet(unittest.TestCase):
         self.assertEqual(p.stdout.strip(), sha(src))
         self.assertEqual(sha(os.path.join(out, "b.bin")), sha(src))
 
+    def test_standard_input_still_reaches_the_first_snippet(self):
+        src = os.path.join(self.here, "f")
+        with open(src, "w") as f:
+            f.write("put\n")
+        p = run("run", "--put", src, "-c",
+                "import sys; print(sys.stdin.read().strip(), open('f').read().strip())",
+                input="piped\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "piped put\n")
+
     def test_get_after_an_error_snippet(self):
         p = subprocess.run([PTYBOX, "run", "--via", VIA, "--get", "chart.txt", "-c",
                             "open('chart.txt', 'w').write('drawn')\n1/0"],
