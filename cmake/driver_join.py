@@ -3,9 +3,9 @@
 Usage: python3 -I driver_join.py source RELAY_PY KERNEL_PY OUTPUT_PY
        python3 -I driver_join.py code RELAY_PY KERNEL_PY OUTPUT_C
 
-Both files get shared.py (beside them) where they say "# @shared", and the
-kernel each file it names in a line "# @include FILE" (beside it), in its
-place: the kernel's source lives in several files, one concept each.
+Both files get shared.py (beside them) where they say "# @shared", and each
+file they name in a line "# @include FILE" (beside them), in its place: the
+relay's and the kernel's sources live in several files, one concept each.
 The program on the wire is the relay (relay.py) with the kernel (kernel.py)
 inside it as the constant _KERNEL, which the relay's fork template runs once
 and every kernel it forks inherits.  In the source form (for any Python, and
@@ -87,7 +87,8 @@ def main():
     with open(os.path.join(os.path.dirname(relay_path), "shared.py")) as f:
         shared = f.read()
     with open(relay_path) as f:
-        relay = with_shared(f.read(), shared, relay_path)
+        relay = with_includes(with_shared(f.read(), shared, relay_path),
+                              os.path.dirname(relay_path), relay_path)
     with open(kernel_path) as f:
         kernel = with_includes(with_shared(f.read(), shared, kernel_path),
                                os.path.dirname(kernel_path), kernel_path)

@@ -38,7 +38,8 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --net --env --python --log --busy-poll'
+		--cpus --tmp-size --nofile --max-file-size --max-get --net --env --python --packages --log --busy-poll
+		--mount --workdir --wheels'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
 	local human_opts='--record --record-max --output-dir --no-inline-images'
@@ -100,7 +101,7 @@ _ptybox()
 		fi
 		return
 		;;
-	--python | --put)
+	--python | --packages | --put)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return
@@ -117,17 +118,23 @@ _ptybox()
 		COMPREPLY=($(compgen -d -- "$val") $(compgen -f -X '!*.cast' -- "$val"))
 		return
 		;;
-	--output-dir)
+	--output-dir | --wheels | --cwd)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -d -- "$val"))
+		return
+		;;
+	--mount)
+		# HOST_PATH first: a host file or folder
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$val"))
 		return
 		;;
 	-L)
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --env | --pool | --busy-poll | --record-max | -c | -H | \
-		--get)
+		--tmp-size | --nofile | --max-file-size | --max-get | --env | --pool | --busy-poll | --record-max | -c | -H | \
+		--workdir | --get)
 		# a value of the user's own
 		return
 		;;
@@ -146,7 +153,7 @@ _ptybox()
 		COMPREPLY=($(compgen -W "--help $human_opts $session_opts" -- "$cur"))
 		;;
 	serve)
-		COMPREPLY=($(compgen -W "--stdio --pool --stop-at-eof --help $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--stdio --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
 		;;
 	new)
 		COMPREPLY=($(compgen -W "--pool --record --record-max --help -L -S -H $session_opts" -- "$cur"))
@@ -154,7 +161,7 @@ _ptybox()
 	exec | result | interrupt | cancel | restart | kill | capture | watch | attach)
 		if [[ $cur == -* ]]; then
 			local o='--help -L -S -H'
-			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error'
+			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error --env --cwd'
 			[[ $cmd == result ]] && o+=' --json --raw --no-wait'
 			[[ $cmd == capture ]] && o='--help -L -H -e -S'
 			[[ $cmd == attach ]] && o+=" $human_opts"

@@ -85,6 +85,8 @@ complete -c ptybox -n '__fish_seen_subcommand_from cp; and not string match -q "
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l timeout -x -d "These snippets' time limit, seconds"
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l stop-on-error -d 'Drop the snippets after one that fails'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -l env -x -d 'NAME=VALUE in os.environ while these snippets run'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -l cwd -x -a '(__fish_complete_directories)' -d 'The folder these snippets run in'
 complete -c ptybox -n '__fish_seen_subcommand_from result' -l no-wait -d 'Say running or queued instead of waiting'
 complete -c ptybox -n '__fish_seen_subcommand_from capture' -s e -d 'Keep colours'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l foreground -d 'Do not daemonize; log on standard error'
@@ -120,6 +122,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -l get -x -d 'Copy PATH 
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
 complete -c ptybox -n '__fish_seen_subcommand_from serve new' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stop-at-eof -d 'At the end of input stop at once, ending what runs'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l quiet -d 'A session that cannot start is said on stdout only'
 
 # Options of both
 set -l in_cmd '__fish_seen_subcommand_from run repl serve new'
@@ -139,7 +142,12 @@ complete -c ptybox -n $in_cmd -l cpus -x -d 'CPU quota (default 1; 0 = none)'
 complete -c ptybox -n $in_cmd -l tmp-size -x -d "Size of the sandbox's /tmp (default 256M, kept below --memory)"
 complete -c ptybox -n $in_cmd -l nofile -x -d 'Open files limit (default 1024)'
 complete -c ptybox -n $in_cmd -l max-file-size -x -d 'Largest file the code may write (default 256M)'
+complete -c ptybox -n $in_cmd -l max-get -x -d 'Largest file a get sends whole (default 64M)'
 complete -c ptybox -n $in_cmd -l net -d "Give the sandbox the host's network"
 complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VALUE (repeatable)'
+complete -c ptybox -n $in_cmd -l mount -r -F -d 'Show a host file or folder in the sandbox: HOST_PATH:SANDBOX_PATH[:ro|:rw]'
+complete -c ptybox -n $in_cmd -l workdir -x -d 'The folder the code starts in (default /tmp)'
+complete -c ptybox -n $in_cmd -l wheels -x -a '(__fish_complete_directories)' -d 'A folder of wheels for pip install without the network'
 complete -c ptybox -n $in_cmd -l python -r -F -d 'Interpreter to run the driver on'
+complete -c ptybox -n $in_cmd -l packages -r -F -d 'The folder pip installs into, as the code sees it'
 complete -c ptybox -n $in_cmd -l log -r -F -d 'Write a debug log to FILE'

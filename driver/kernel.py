@@ -64,7 +64,6 @@ EXIT_LOST_PIPE = 119              # our pipe to the relay is gone: PROTOCOL_EXIT
 EXIT_NO_FDS = 118                 # no fd can be opened (RLIMIT_NOFILE): PROTOCOL_EXIT_NO_FDS
 EXIT_NO_RESULT = 117              # a result cannot be sent, try as we may: PROTOCOL_EXIT_NO_RESULT
 STAMP = "_ptybox_snippet"         # Thread attribute: id of the snippet that started it
-NO_STDIN = "input() is not available in a ptybox session: there is no stdin"
 _PIPE = object()                  # route: "write into the capture pipe"
 _UNSTAMPED = object()             # a thread not started through threading.Thread
 _DRIVER_GLOBALS = globals()       # frames running with these are driver frames
@@ -624,33 +623,17 @@ def _usable(stream):
         return False
 
 
-def _no_input(*args):
-    raise EOFError(NO_STDIN)
-
-
-class _NoStdin(io.TextIOBase):
-    """sys.stdin: every read fails at once (fd 0 itself is /dev/null)."""
-    encoding = "utf-8"
-    read = readline = readlines = _no_input
-    buffer = property(lambda self: self)
-
-    def readable(self):
-        return True
-
-    def fileno(self):
-        return 0
-
-
-
-
 # ---------------------------------------------------------------- the driver
 
 # @include kernel_threads.py
 # @include kernel_rich.py
 # @include kernel_query.py
+# @include kernel_packages.py
+# @include kernel_input.py
+# @include kernel_files.py
 
 
-class Kernel(_ThreadRouting, _RichOutput, _Queries):
+class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
     """The user's namespace and the execution of snippets."""
 
     def __init__(self, chan):
@@ -681,6 +664,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
         self.c_fflush = None                 # the C library's fflush, once ctypes is in
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
+        self.home = None                     # the start folder: file ops' relative paths
+        self.uploads = {}                    # absolute path -> [fd, temporary file, size]
         self.codeop = self.warnings = None  # imported for the first is_complete
         self.late_lock = _RLock()   # (its owner is known: _late_write)
         self.sources, self.source_bytes = deque(), 0
@@ -696,11 +681,13 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
                                  for _ in range(3))
         self.std_idents = tuple(_identity(fd) for fd in self.std_sources)
         self.bufs = ()
-        self.stdin, self.streams = _NoStdin(), {}
+        self.streams = {}
+        self.stdin = self._no_stdin()
         self.display = self._display_builtin()
         os.environ["MPLBACKEND"] = "Agg"
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
+        self._packages_init()                # (the package folder, !cmd and %pip)
         self._patch_thread_start()
         self._patch_exit()
         self._patch_flush_points()
@@ -776,7 +763,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
             self.std_streams = (out, err)
             self.bufs = (out._ptybox_buf, err._ptybox_buf)
         if self.stdin.closed:
-            self.stdin = _NoStdin()
+            self.stdin = self._no_stdin()
         stdin, display, module = self.stdin, self.display, self.module
         if not fresh:
             try:                             # (subscripts: no calls; KeyError if deleted)
@@ -784,8 +771,9 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
                 fresh = (d["stdout"] is not out or d["stderr"] is not err
                          or d["stdin"] is not stdin or d["__stdout__"] is not out
                          or d["__stderr__"] is not err or d["__stdin__"] is not stdin
-                         or d["modules"] is not _MODULES or b["input"] is not _no_input
-                         or b["display"] is not display or _MODULES["__main__"] is not module)
+                         or d["modules"] is not _MODULES or b["input"] is not _PYTHON_INPUT
+                         or b["display"] is not display or _MODULES["__main__"] is not module
+                         or b[MAGIC_NAME] is not self.magic)
             except KeyError:
                 fresh = True
         if fresh:
@@ -803,8 +791,9 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
             sys.stdin = sys.__stdin__ = stdin
             sys.modules = _MODULES
             _MODULES["__main__"] = module
-            builtins.input = _no_input
+            builtins.input = _PYTHON_INPUT
             builtins.display = display
+            _BUILTINS[MAGIC_NAME] = self.magic
 
     def _stream(self, name, fd):
         """Our sys.stdout or sys.stderr: the one we have, or a new one."""
@@ -1097,7 +1086,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
         err = self.streams.get("stderr")
         quiet = err is not None and not err._ptybox_buf.dirty
         try:
-            tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = compile(_escaped(code), filename, "exec", _ast.PyCF_ONLY_AST,
+                           dont_inherit=True)     # (!cmd and %pip: kernel_packages.py)
             last = None
             if tree.body and isinstance(tree.body[-1], _ast.Expr):
                 last = _ast.Expression(tree.body.pop().value)
@@ -1206,7 +1196,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
 
         bufs = self.bufs
         t0 = _perf_ns()
-        value, exc = self._call_user(self._run_code, sid, code)
+        value, exc = self._call_user(self._run_code if self.exec_input is None
+                                     else self._run_with_input, sid, code)
         if self.exec_main:
             # python3 FILE waits for its threads however FILE ended (a raise,
             # sys.exit(N)), but for a ^C: ours is a timeout or an interrupt.
@@ -1215,6 +1206,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
             if isinstance(exc, SystemExit) and (exc.code is None or exc.code is False
                                                  or type(exc.code) is int and exc.code == 0):
                 exc = None                   # sys.exit(), sys.exit(0): a normal end
+        if self.exec_input is not None:
+            self._leave_input()              # (after FILE's threads: they ran with it)
         if exc is None and (bufs[0].dirty or bufs[1].dirty):
             exc = self._flush_stdio()        # a write that fails fails the snippet
         t1 = _perf_ns()
@@ -1373,6 +1366,12 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
                     chan.parts = rest        # an interrupt line for a snippet that is over
                     continue
                 req = _loads(body.decode("utf-8"))
+                if self.home is None:        # (before any user code: its chdir moves not it)
+                    self.home = _file_home()
+                if req.get("op") in ("put", "get", "files", "remove"):
+                    chan.parts = rest        # (a file op owes a reply, not a result)
+                    self.file_op(seq, req)
+                    continue
                 if req.get("op") in ("complete", "is_complete"):
                     chan.parts = rest        # (a query owes a reply, not a result)
                     self.query(seq, req)
@@ -1389,6 +1388,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries):
                 rid = req.get("id")
                 self.exec_name = rid if type(rid) is int else seq
                 self._as_file(req)
+                self._take_input(req)
                 self.execute(seq, req["code"], self.pending[1])
             except BaseException as exc:     # e.g. a user's signal handler firing in our code
                 self.stray_exc = exc
@@ -1524,6 +1524,7 @@ class _DeferredSite:
             site.main()                      # (which would make "" the absolute cwd)
             if "" in path:
                 sys.path.insert(0, "")
+            self.driver._packages_place()    # (before the site-packages site added)
             import linecache                 # for tracebacks, as site would have it
             linecache.cache
             self.driver._flush_sources()

@@ -49,6 +49,9 @@ class _Queries:
             import codeop, warnings
             self.codeop = codeop
             self.warnings = warnings
+        code, dangling = _escape(code)       # (!cmd and %pip: kernel_packages.py)
+        if dangling:
+            return {"status": "incomplete", "indent": ""}
         lines = code.split("\n")
         last = lines[-1] if lines[-1].strip() or len(lines) < 2 else lines[-2]
         indent = last[:len(last) - len(last.lstrip())]

@@ -79,6 +79,8 @@ DEAD_STARTS = 3                   # kernels in a row that die before hello: give
 TTY_SIZE = b"80x24"                # the kernel's terminal while the client has none
 TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a result
 ARGV_CAP = 4096                   # strings in an exec request's argv
+ENV_CAP = 4096                    # variables in an exec request's env
+STDIN_CAP = 16 << 20              # bytes of an exec request's stdin
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
@@ -543,7 +545,10 @@ class _Out:
         return paused
 
 
-class Relay:
+# @include relay_files.py
+
+
+class Relay(_Files):
     def __init__(self, tty, template, ctl):
         self.tty = tty
         self.template, self.ctl = template, ctl
@@ -594,6 +599,7 @@ class Relay:
         self.tty_synced = False              # a T answered in this read of messages
         self.orphan = False                  # the template is gone (orphaned())
         self.kernel_fd = None                # ... and then a pidfd of the kernel, if any
+        self.files_init()                    # (put, get, files, remove: relay_files.py)
 
     # -- the terminal
     def write(self, *parts):
@@ -767,6 +773,7 @@ class Relay:
         self.finish()
         was_up = self.kernel_up
         self.kernel, self.kernel_up, self.killing = None, False, None
+        self.files_died()
         if self.query and not self.query_told:
             self.query_told = True           # (the client's session answers it: died)
         self.running, self.query, self.query_by = None, None, None
@@ -857,6 +864,11 @@ class Relay:
             self.reject(None, "a request line longer than %d bytes was dropped" % REQUEST_CAP,
                         True)
         for line in lines:
+            if line[:1] == b"!":             # a put's data: bytes as they are
+                self.data_line(line[1:])
+                continue
+            if self.put_rx is not None:
+                self.other_line()
             if b"\x03" in line or b"\r" in line:
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
             line = line.strip()
@@ -899,6 +911,9 @@ class Relay:
                 return self.reject(rid, "filename must be a non-empty string", True)
             if type(req.get("main", False)) is not bool:
                 return self.reject(rid, "main must be true or false", True)
+            bad = self.bad_input(req)
+            if bad:
+                return self.reject(rid, bad, True)
             if self.result_at:
                 gap = min(_perf_ns() - self.result_at, 2000 * poll)
                 self.gap_ns += (gap - self.gap_ns) >> 2
@@ -912,6 +927,8 @@ class Relay:
                     or any(q[0] == "exec" for q in self.queue)):
                 return self.send(self.busy_reply(op, rid, req))
             self.queue.append((op, rid, text, 0, 0))
+        elif op in FILE_OPS:
+            self.file_request(op, rid, req)
         elif op == "ping":
             self.queue.append((op, rid, None, 0, 0))
         elif op == "shutdown":
@@ -942,6 +959,26 @@ class Relay:
         else:
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
+
+    @staticmethod
+    def bad_input(req):
+        """What is wrong with an exec request's env, cwd or stdin_b64, or None."""
+        env, cwd, data = req.get("env"), req.get("cwd"), req.get("stdin_b64")
+        if env is not None and (type(env) is not dict or len(env) > ENV_CAP or any(
+                type(v) is not str or not k or "=" in k or "\0" in k or "\0" in v
+                for k, v in env.items())):
+            return ("env must be an object of at most %d strings, its names non-empty "
+                    "without '=' or NUL, its values without NUL" % ENV_CAP)
+        if cwd is not None and (type(cwd) is not str or not cwd or "\0" in cwd):
+            return "cwd must be a non-empty string without NUL"
+        if data is not None:
+            if type(data) is not str or len(data) > (STDIN_CAP + 2) // 3 * 4:
+                return "stdin_b64 must be a base64 string of at most %d bytes" % STDIN_CAP
+            try:
+                binascii.a2b_base64(data)
+            except (binascii.Error, ValueError):
+                return "stdin_b64 is not valid base64"
+        return None
 
     @staticmethod
     def busy_reply(op, rid, req):
@@ -1027,7 +1064,8 @@ class Relay:
         interrupt line first, then SIGINT to the kernel's process group, as a
         terminal sends it to its foreground group."""
         running = self.running
-        if running is not None and running[2].get("id") == rid and not self.sigint:
+        if (running is not None and running[2].get("id") == rid and not self.sigint
+                and self.fileop is None):   # (a file op is never interrupted)
             self.sigint = True
             self.wbuf += b"I%d\n" % running[0]
             self.flush_req()
@@ -1045,6 +1083,9 @@ class Relay:
                 continue
             if op == "shutdown":
                 self.exit(0)
+            if op in FILE_OPS:
+                self.file_start(op, rid, text, limit)
+                continue
             if op != "exec":                 # a query: no output period of its own
                 self.seq += 1
                 sid = b"%d" % rid if type(rid) is int else _payload(rid)
@@ -1273,7 +1314,12 @@ class Relay:
             self.kill()
             return
         self.msg_lines.cap = _frame_cap(self.max_output)
-        lines, cut = self.msg_lines.feed(data)
+        if self.fileop is not None:          # (a listing may be long)
+            self.msg_lines.cap = max(self.msg_lines.cap, 2 * FILE_FRAME)
+        parts = self.msg_split(data)         # (a get's data messages taken out)
+        if parts is not None:
+            data = b"".join(parts)
+        lines, cut = self.msg_lines.feed(data) if data else ((), False)
         self.cut = self.cut or cut           # (an oversize message: dropped)
         self.tty_synced = False
         for line in lines:
@@ -1283,7 +1329,8 @@ class Relay:
         kind = line[:1]
         running = self.running
         if kind == b"R":
-            if running is not None and line == b"R%d" % running[0] and not self.query:
+            if (running is not None and line == b"R%d" % running[0] and not self.query
+                    and self.fileop is None):
                 self.result(b'"status":"ok"', None)
             return
         if kind == b"T":                     # (--tty: before a display) "have you read
@@ -1307,7 +1354,8 @@ class Relay:
             else:
                 self.hello(line[1:])
             return
-        if len(line) > MESSAGE_PLAIN and _values(line) > MESSAGE_VALUES:
+        if len(line) > MESSAGE_PLAIN and _values(line) > (
+                FILE_VALUES if self.fileop is not None else MESSAGE_VALUES):
             self.cut = True                  # (no kernel of ours sends such a thing)
             return
         try:
@@ -1318,9 +1366,12 @@ class Relay:
             return
         t, seq = m.get("t"), m.get("seq")
         limit = _frame_cap(self.max_output) // 2
-        if t == "reply" and running is not None and seq == running[0] and self.query:
+        if t == "file" and running is not None and seq == running[0] and self.fileop:
+            self.file_reply(m)
+        elif t == "reply" and running is not None and seq == running[0] and self.query:
             self.reply(m)
-        elif t == "result" and running is not None and seq == running[0] and not self.query:
+        elif (t == "result" and running is not None and seq == running[0] and not self.query
+              and self.fileop is None):
             self.result(None, m)
         elif t == "display" and type(seq) is int:
             sid = self.ids.get(seq)
@@ -1444,7 +1495,7 @@ class Relay:
                 self.handlers = fds
                 for fd in fds:
                     poller.register(fd, select.POLLIN)
-                self.tty_paused = len(self.queue) >= QUEUE_CAP
+                self.tty_paused = len(self.queue) >= QUEUE_CAP or self.files_tty_full()
                 if self.tty_paused:          # (read again once the queue shrinks)
                     poller.unregister(self.tty)
                     held.unregister(self.tty)
@@ -1453,7 +1504,8 @@ class Relay:
                     poller.register(self.req, select.POLLOUT)
                     held.register(self.req, select.POLLOUT)
             if (bool(self.wbuf) != self.watch_req
-                    or (len(self.queue) >= QUEUE_CAP) != self.tty_paused):
+                    or (len(self.queue) >= QUEUE_CAP or self.files_tty_full())
+                    != self.tty_paused):
                 self.poller = None
                 continue
             timeout = None

@@ -52,6 +52,8 @@ struct ptybox_options {
 	uint64_t memory;     /* sandbox memory limit in bytes; 0: none. Default 1 GiB */
 	uint64_t tmp_size;   /* /tmp tmpfs size. Default 256 MiB */
 	uint64_t max_file_size; /* Default 256 MiB */
+	uint64_t max_get;	/* bytes a get sends whole, at most (ranges within it); 0: none.
+				   Default 64 MiB */
 	unsigned pids;		/* Default 256 */
 	unsigned nofile;	/* Default 1024 */
 	double cpus;		/* Default 1 */
@@ -69,6 +71,14 @@ struct ptybox_options {
 	 * ptybox_session_resize() changes it later. */
 	unsigned short cols, rows;
 	bool tty; /* the code's stdout and stderr are a terminal of its own (isatty) */
+	/* Host paths bound into the local sandbox: "HOST_PATH:SANDBOX_PATH[:ro|:rw]",
+	 * read-only unless ":rw", NULL-terminated, at most 64; may be NULL. A
+	 * relative HOST_PATH is relative to the current folder. ptybox(1), --mount. */
+	char *const *mounts;
+	const char *workdir; /* the folder the code starts in; NULL: /tmp */
+	/* A folder of wheels for pip (PTYBOX_WHEELS): the local sandbox binds it
+	 * read-only at /run/ptybox/wheels; elsewhere a path on the far side. NULL: none */
+	const char *wheels;
 };
 
 struct ptybox_result_detail; /* ptybox's own */
@@ -135,9 +145,48 @@ struct ptybox_callbacks {
 	 * JSON object, valid during the call (ptybox-protocol(7), "complete").
 	 * Optional. */
 	void (*on_reply)(ptybox_session *s, uint64_t id, const char *reply, void *data);
+	/* The end of the file op named id (ptybox_session_put, _get, _files,
+	 * _remove), exactly one for each: reply is its JSON object, valid during
+	 * the call: {"ok":true,...} or {"ok":false,"error":"one line","errno":
+	 * "ENOENT"} (ptybox-protocol(7), SERVER PROTOCOL, for the members of
+	 * each); a death, restart or fatal failure while it runs or waits gives
+	 * "ok":false with errno "EIO" ("ETIMEDOUT" past the timeout). bytes and
+	 * len: a get's data (NULL and 0 otherwise), valid during the call.
+	 * Optional. */
+	void (*on_file)(ptybox_session *s, uint64_t id, const char *reply, const void *bytes,
+			size_t len, void *data);
 };
 
 PTYBOX_API void ptybox_options_init(struct ptybox_options *o);
+
+/* File ops, run in the interpreter's process (the code's own rights and view
+ * of the filesystem) between snippets, queued in order with them; each ends
+ * in one on_file. A relative path is relative to the folder the interpreter
+ * started in (a snippet's os.chdir does not move it); paths are 1 to 4096
+ * bytes without NUL, else -EINVAL. Each has the session's timeout, past which
+ * the interpreter is restarted. -EPIPE once the session is fatal or closing,
+ * -ENOBUFS when the queue is full.
+ *
+ * put: len bytes of data (copied) to path, atomically (a temporary file beside
+ * it, renamed over it), parent folders made; mode (0..07777) or -1: the
+ * replaced file's, else 0666 & ~umask. more: an upload in chunks, which the
+ * next put of path at offset (the bytes so far) continues, and the first put
+ * without more puts in place (an unfinished one dies with the interpreter).
+ * -ENOBUFS past 256 MiB of put data waiting in the session. */
+PTYBOX_API int ptybox_session_put(ptybox_session *s, uint64_t id, const char *path,
+				  const void *data, size_t len, int mode, uint64_t offset,
+				  bool more);
+/* get: a regular file's bytes from offset, length of them (0: to its end);
+ * refused (EFBIG) past the session's max_get. */
+PTYBOX_API int ptybox_session_get(ptybox_session *s, uint64_t id, const char *path, uint64_t offset,
+				  uint64_t length);
+/* files: a folder's entries (recursive: the whole tree, links not followed),
+ * or a file's own. */
+PTYBOX_API int ptybox_session_files(ptybox_session *s, uint64_t id, const char *path,
+				    bool recursive);
+/* remove: a file, a link or an empty folder; recursive: a whole tree. */
+PTYBOX_API int ptybox_session_remove(ptybox_session *s, uint64_t id, const char *path,
+				     bool recursive);
 
 /* Starts a session. On error returns a negative errno and writes one line to err. */
 PTYBOX_API int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
@@ -157,6 +206,35 @@ PTYBOX_API int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *c
 PTYBOX_API int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code,
 					size_t len, double timeout, bool stream,
 					const char *filename, const char *const *argv);
+/* One execution and all it may ask, for ptybox_session_exec_with: members
+ * added later are zero (not asked) in a struct set to {0} first. */
+struct ptybox_exec {
+	const char *code; /* its source (no NUL byte) ... */
+	size_t len;	  /* ... of len bytes */
+	double timeout;	  /* < 0: the session's default */
+	bool stream;	  /* on_stream and on_display for its output as it comes */
+	/* A file run as python3 FILE ARGS runs it (see ptybox_session_exec_file);
+	 * NULL: a snippet. argv NULL-terminated; NULL: [filename]. */
+	const char *filename;
+	const char *const *argv;
+	/* Added to os.environ for this execution only ("K=V", K non-empty and
+	 * without '=', NULL-terminated; at most 4096), and visible to the
+	 * processes it starts; what they replaced is put back after it. */
+	const char *const *env;
+	/* The folder it runs in (relative to the current one), the current one
+	 * again after it; a missing folder is its FileNotFoundError. NULL: here. */
+	const char *cwd;
+	/* What it reads from sys.stdin and fd 0 (at most 16 MiB), then end of
+	 * file; without has_stdin, end of file at once. */
+	const void *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+};
+/* Queues the execution x describes. Copies all. -EINVAL for a NUL in code,
+ * an env entry without "K=", an empty cwd or more than 16 MiB of stdin;
+ * -ENOBUFS when the queue is full; -EPIPE once the session is closing. */
+PTYBOX_API int ptybox_session_exec_with(ptybox_session *s, uint64_t id,
+					const struct ptybox_exec *x);
 /* The user's terminal is now cols x rows (1..65535 each, else -EINVAL): the
  * session's PTY takes the size at once, the code's COLUMNS and LINES (and
  * its terminal, with tty) before its next snippet. */

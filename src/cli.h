@@ -15,13 +15,23 @@
 #define CLI_EXIT_USAGE	      2
 #define CLI_EXIT_CANNOT_START 125
 
-#define CLI_MAX_ENV 128
+#define CLI_MAX_ENV    128
+#define CLI_MAX_MOUNTS 64 /* MOUNT_MAX */
+
+/* --packages PATH: the longest PATH (PATH_MAX, less its NUL) */
+#define CLI_MAX_PACKAGES 4095
 
 /* Session options as given on the command line. */
 struct cli_session_opts {
 	struct ptybox_options o;
 	char *env[CLI_MAX_ENV + 1];
 	size_t nenv;
+	/* --packages PATH: "PTYBOX_PACKAGES=PATH", one of env (the driver's
+	 * kernel_packages.py reads it), so it travels wherever --env does */
+	char packages_env[sizeof("PTYBOX_PACKAGES=") + CLI_MAX_PACKAGES];
+	int packages_at;		  /* its index in env, or -1 */
+	char *mounts[CLI_MAX_MOUNTS + 1]; /* --mount, as given */
+	size_t nmounts;
 	unsigned given; /* CLI_GIVEN_* of the limits given on the command line */
 	/* human modes only (run, repl, attach): pictures, cli_picture.h */
 	const char *output_dir; /* NULL: the current folder */
@@ -45,12 +55,17 @@ struct cli_session_opts {
 		{"tmp-size", required_argument, NULL, 0x106},                                      \
 		{"nofile", required_argument, NULL, 0x107},                                        \
 		{"max-file-size", required_argument, NULL, 0x108},                                 \
-		{"net", no_argument, NULL, 0x109}, {"env", required_argument, NULL, 0x10a},        \
+		{"max-get", required_argument, NULL, 0x118}, {"net", no_argument, NULL, 0x109},    \
+		{"env", required_argument, NULL, 0x10a},                                           \
 		{"python", required_argument, NULL, 0x10b},                                        \
+		{"packages", required_argument, NULL, 0x140},                                      \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
 		{"output-dir", required_argument, NULL, 0x120},                                    \
 		{"no-inline-images", no_argument, NULL, 0x121},                                    \
+		{"mount", required_argument, NULL, 0x10f},                                         \
+		{"workdir", required_argument, NULL, 0x110},                                       \
+		{"wheels", required_argument, NULL, 0x111},                                        \
 	{                                                                                          \
 		"busy-poll", required_argument, NULL, 0x10e                                        \
 	}
@@ -62,6 +77,11 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 /* Checks what can only be checked once all options are in (and opens the
  * --log file): 0, or -1 with the message printed. */
 int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
+/* What --mount, --workdir and --wheels need of the host and of the other
+ * options (part of cli_session_opts_check; the server's too): the host paths
+ * there (and absolute when absolute: the server's folder is not its
+ * client's), the local sandbox for --mount. 0, or -1 with the message printed. */
+int cli_session_paths_check(const struct cli_session_opts *c, const char *cmd, bool absolute);
 /* Help text lines for the session options (run, repl, serve); without --log
  * (new: the server keeps its own log); --output-dir and --no-inline-images
  * (run; repl and attach list them in their own words). */
@@ -125,6 +145,11 @@ void cli_signals_close(uv_signal_t *h);
  * MiB, UTF-8, no NUL; a BOM dropped) and NUL-terminated. NULL with the
  * message printed. */
 char *cli_read_code(const char *cmd, const char *path, size_t *len);
+/* Our standard input, read whole, for a snippet's stdin: only when it is a
+ * pipe or a file (never a terminal, /dev/null or a socket). 1 with *data
+ * (caller frees) and *len, 0 when it is none of those, -1 past
+ * PROTOCOL_STDIN_MAX or on a read error (message printed). */
+int cli_read_stdin(const char *cmd, void **data, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);

@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "mount.h"
 #include "cli_render.h"
 #include "linebuf.h"
 #include "options.h"
@@ -667,7 +668,40 @@ static int new_record_path(struct new_args *na, const char *host)
 	return 0;
 }
 
-static int verb_new(struct client *cl, const char *name, const struct new_args *na)
+/* A --mount's host path as the server needs it (as --record's, above): absolute
+ * against our folder, or as given with -H. Into out (PATH_MAX * 2 + 8 bytes);
+ * -1 with the message printed. */
+static int new_mount_spec(const char *spec, const char *host, char *out, size_t cap)
+{
+	struct mount_spec m;
+	char why[PATH_MAX + 128], cwd[PATH_MAX];
+	if (mount_parse(spec, &m, why, sizeof(why)) < 0) { /* (checked already) */
+		cli_error("new: --mount %s: %s", spec, why);
+		return -1;
+	}
+	if (m.host[0] == '/') {
+		snprintf(out, cap, "%s", spec);
+		return 0;
+	}
+	if (host) {
+		cli_error("new: --mount %s: with -H the folder is on %s: give an absolute path",
+			  spec, host);
+		return -1;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		cli_error("new: --mount %s: the current folder: %s", spec, strerror(errno));
+		return -1;
+	}
+	int n = snprintf(out, cap, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, spec);
+	if (n < 0 || (size_t)n >= cap) {
+		cli_error("new: --mount %s: the path is too long", spec);
+		return -1;
+	}
+	return 0;
+}
+
+static int verb_new(struct client *cl, const char *name, const struct new_args *na,
+		    const char *host)
 {
 	cJSON *req = client_request("new", name);
 	cJSON *opts = cJSON_AddObjectToObject(req, "options");
@@ -677,11 +711,16 @@ static int verb_new(struct client *cl, const char *name, const struct new_args *
 			cJSON_AddBoolToObject(opts, key, 1);
 			continue;
 		}
-		if (strcmp(key, "env") == 0) {
-			cJSON *env = cJSON_GetObjectItemCaseSensitive(opts, "env");
+		if (strcmp(key, "env") == 0 || strcmp(key, "mount") == 0) {
+			char spec[PATH_MAX * 2 + 8];
+			if (key[0] == 'm' && new_mount_spec(val, host, spec, sizeof(spec)) < 0) {
+				cJSON_Delete(req);
+				return CLI_EXIT_USAGE;
+			}
+			cJSON *env = cJSON_GetObjectItemCaseSensitive(opts, key);
 			if (!env)
-				env = cJSON_AddArrayToObject(opts, "env");
-			cJSON_AddItemToArray(env, cJSON_CreateString(val));
+				env = cJSON_AddArrayToObject(opts, key);
+			cJSON_AddItemToArray(env, cJSON_CreateString(key[0] == 'm' ? spec : val));
 		} else {
 			cJSON_DeleteItemFromObjectCaseSensitive(opts, key); /* the last one wins */
 			cJSON_AddStringToObject(opts, key, val);
@@ -773,6 +812,12 @@ struct exec_args {
 	bool json, raw, no_wait, stop_on_error;
 	double timeout;
 	bool has_timeout;
+	const char *env[PROTOCOL_ENV_MAX]; /* --env K=V: each snippet's */
+	size_t nenv;
+	const char *cwd; /* --cwd PATH: the folder each runs in */
+	void *in_data;	 /* our standard input: the first snippet's */
+	size_t in_len;
+	bool has_in;
 };
 
 /* FILE and its ARGS (argv[from..argc)), as run takes them: sys.argv is FILE, ARGS; one of
@@ -863,6 +908,24 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 		}
 		if (a->has_timeout)
 			cJSON_AddNumberToObject(req, "timeout", a->timeout);
+		cJSON *env = a->nenv ? cJSON_AddObjectToObject(req, "env") : NULL;
+		for (size_t k = 0; k < a->nenv; k++) {
+			const char *eq = strchr(a->env[k], '=');
+			char *key = strndup(a->env[k], (size_t)(eq - a->env[k]));
+			if (!key)
+				abort(); /* out of memory is fatal (STYLE.md) */
+			cJSON_DeleteItemFromObjectCaseSensitive(env, key); /* (the last one wins) */
+			cJSON_AddStringToObject(env, key, eq + 1);
+			free(key);
+		}
+		if (a->cwd)
+			cJSON_AddStringToObject(req, "cwd", a->cwd);
+		if (i == 0 && a->has_in) {
+			cJSON *in = cJSON_CreateString(a->in_data); /* (checked: UTF-8, no NUL) */
+			if (!in)
+				abort();
+			cJSON_AddItemToObject(req, "stdin", in);
+		}
 		if (a->no_wait) {
 			cJSON_AddBoolToObject(req, "wait", 0);
 		} else {
@@ -960,9 +1023,14 @@ static const char exec_usage[] =
 	"  --json              one result object per snippet per line on stdout\n"
 	"  --raw               write output to a terminal as it is\n"
 	"  --timeout SEC       this snippet's time limit (default: the session's)\n"
+	"  --env NAME=VALUE    in os.environ while each of these snippets runs, and no\n"
+	"                      longer (repeatable)\n"
+	"  --cwd PATH          the folder each of them runs in (the session's own again\n"
+	"                      after it)\n"
 	"  --no-wait           print each execution's id and return at once\n"
-	"  --stop-on-error     if a snippet fails, drop the ones queued after "
-	"it\n" CLIENT_COMMON_HELP;
+	"  --stop-on-error     if a snippet fails, drop the ones queued after it\n"
+	"Standard input, if it is a pipe or a file (and no - takes it), is the first\n"
+	"snippet's stdin (UTF-8 text, at most 16 MiB).\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
 	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
@@ -1058,6 +1126,7 @@ int cli_client(int argc, char **argv)
 		{"raw", no_argument, NULL, 'r'},
 		{"no-wait", no_argument, NULL, 'n'},
 		{"stop-on-error", no_argument, NULL, 'E'},
+		{"cwd", required_argument, NULL, 0x1c0},
 		{"pool", required_argument, NULL, 'P'},
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
@@ -1181,6 +1250,36 @@ int cli_client(int argc, char **argv)
 				       argv[optind - 1]);
 			return CLI_EXIT_USAGE;
 		default:
+			if (opt == 0x1c0 || (is_exec && opt == 0x10a)) { /* --cwd, --env: each's */
+				const char *on = opt == 0x1c0 ? "cwd" : "env";
+				if (!is_exec) {
+					cli_error("%s: option '--%s' is for exec", cmd, on);
+					return CLI_EXIT_USAGE;
+				}
+				if (!protocol_utf8_valid(optarg, strlen(optarg))) {
+					cli_error("exec: --%s %s: not valid UTF-8", on, optarg);
+					return CLI_EXIT_USAGE;
+				}
+				if (opt == 0x1c0) {
+					if (!optarg[0]) {
+						cli_error("exec: --cwd needs a folder");
+						return CLI_EXIT_USAGE;
+					}
+					a.cwd = optarg;
+					break;
+				}
+				const char *eq = strchr(optarg, '=');
+				if (!eq || eq == optarg) {
+					cli_error("exec: --env %s: expected NAME=VALUE", optarg);
+					return CLI_EXIT_USAGE;
+				}
+				if (a.nenv == PROTOCOL_ENV_MAX) {
+					cli_error("exec: more than %d --env", PROTOCOL_ENV_MAX);
+					return CLI_EXIT_USAGE;
+				}
+				a.env[a.nenv++] = optarg;
+				break;
+			}
 			if (is_exec && opt == 0x101) { /* --timeout: this snippet's */
 				if (options_parse_seconds(optarg, &a.timeout) < 0) {
 					cli_error("exec: --timeout %s: expected seconds from 0 to "
@@ -1262,6 +1361,30 @@ int cli_client(int argc, char **argv)
 				  "input)");
 			return CLI_EXIT_USAGE;
 		}
+		/* Our standard input is the first snippet's, unless the code came from it. */
+		int got = a.file && strcmp(a.file, "-") == 0
+				  ? 0
+				  : cli_read_stdin("exec", &a.in_data, &a.in_len);
+		if (got > 0 && (memchr(a.in_data, '\0', a.in_len) ||
+				!protocol_utf8_valid(a.in_data, a.in_len))) {
+			cli_error("exec: standard input: not UTF-8 text without NUL (the "
+				  "server takes a snippet's stdin as text)");
+			got = -1;
+		}
+		if (got < 0) {
+			free(a.in_data);
+			free(a.file_code);
+			free(a.file_argv);
+			return CLI_EXIT_USAGE;
+		}
+		if (got > 0) { /* (a string for cJSON: its NUL) */
+			char *buf = realloc(a.in_data, a.in_len + 1);
+			if (!buf)
+				abort();
+			buf[a.in_len] = '\0';
+			a.in_data = buf;
+			a.has_in = true;
+		}
 	}
 	if (is_new && new_record_path(&na, t.host) < 0)
 		return CLI_EXIT_USAGE;
@@ -1272,6 +1395,7 @@ int cli_client(int argc, char **argv)
 	struct client cl;
 	if (client_open(&cl, cmd, &t, is_new) < 0) {
 		free(a.file_code);
+		free(a.in_data);
 		free(a.file_argv);
 		return CLI_EXIT_FAILED;
 	}
@@ -1279,7 +1403,7 @@ int cli_client(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	int rc = 0;
 	if (is_new) {
-		rc = verb_new(&cl, name, &na);
+		rc = verb_new(&cl, name, &na, t.host);
 	} else if (is_exec) {
 		rc = verb_exec_run(&cl, name, &a);
 	} else if (strcmp(cmd, "ls") == 0) {
@@ -1373,6 +1497,7 @@ int cli_client(int argc, char **argv)
 	}
 	client_close(&cl);
 	free(a.file_code);
+	free(a.in_data);
 	free(a.file_argv);
 	return rc;
 }

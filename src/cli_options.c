@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "mount.h"
 #include "options.h"
 #include "protocol.h"
 #include "record.h"
@@ -41,9 +42,17 @@
 	"  --tmp-size SIZE     size of the sandbox's /tmp (default 256M, kept below --memory)\n"   \
 	"  --nofile N          open files limit (default 1024, at least 16)\n"                     \
 	"  --max-file-size SIZE  largest file the code may write (default 256M; 0 = none)\n"       \
+	"  --max-get SIZE      largest file a get sends whole; ranges past it (default 64M)\n"     \
 	"  --net               give the sandbox the host's network\n"                              \
 	"  --env K=V           set a variable for the code (repeatable)\n"                         \
+	"  --mount HOST_PATH:SANDBOX_PATH[:ro|:rw]\n"                                              \
+	"                      show a host file or folder in the sandbox, read-only unless\n"      \
+	"                      :rw (repeatable, up to 64; local sandbox only)\n"                   \
+	"  --workdir PATH      the folder the code starts in (default /tmp)\n"                     \
+	"  --wheels DIR        a folder of wheels for pip install without the network\n"           \
 	"  --python PATH       interpreter to run the driver on\n"                                 \
+	"  --packages PATH     the folder pip installs into and imports come from, as the\n"       \
+	"                      code sees it (default /tmp/.ptybox-packages)\n"                     \
 	"  --busy-poll USEC    poll this long for each answer before sleeping (default\n"          \
 	"                      100; 0 = never)\n"
 
@@ -62,6 +71,7 @@ void cli_session_opts_init(struct cli_session_opts *c)
 	memset(c, 0, sizeof(*c));
 	ptybox_options_init(&c->o);
 	c->o.env = c->env;
+	c->packages_at = -1;
 }
 
 static int cli_bad(const char *cmd, const char *opt, const char *arg, const char *want)
@@ -138,6 +148,11 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		return options_parse_size(arg, &o->max_file_size) == 0
 			       ? 1
 			       : cli_bad(cmd, "max-file-size", arg, "expected a size, e.g. 64M");
+	case 0x118:
+		return options_parse_size(arg, &o->max_get) == 0 && o->max_get <= PROTOCOL_MAX_GET
+			       ? 1
+			       : cli_bad(cmd, "max-get", arg,
+					 "expected a size from 0 to 1T, e.g. 64M");
 	case 0x109:
 		c->given |= CLI_GIVEN_NET;
 		o->net = true;
@@ -149,7 +164,50 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 			return cli_bad(cmd, "env", arg, "too many variables");
 		c->env[c->nenv++] = (char *)arg;
 		return 1;
+	case 0x10f: {
+		struct mount_spec m;
+		char why[PATH_MAX + 128];
+		if (mount_parse(arg, &m, why, sizeof(why)) < 0)
+			return cli_bad(cmd, "mount", arg, why);
+		for (size_t i = 0; i < c->nmounts; i++) {
+			struct mount_spec other;
+			if (mount_parse(c->mounts[i], &other, why, sizeof(why)) == 0 &&
+			    strcmp(other.inside, m.inside) == 0) {
+				cli_error("%s: --mount %s: %s is mounted twice", cmd, arg,
+					  m.inside);
+				return -1;
+			}
+		}
+		if (c->nmounts == CLI_MAX_MOUNTS)
+			return cli_bad(cmd, "mount", arg, "more than 64 mounts");
+		c->mounts[c->nmounts++] = (char *)arg;
+		o->mounts = c->mounts;
+		return 1;
+	}
+	case 0x110:
+		if (!mount_path_ok(arg))
+			return cli_bad(cmd, "workdir", arg,
+				       "expected an absolute path without '..', e.g. /tmp/work");
+		o->workdir = arg;
+		return 1;
+	case 0x111:
+		if (!arg[0])
+			return cli_bad(cmd, "wheels", "''", "expected a folder");
+		o->wheels = arg;
+		return 1;
 	case 0x10b: o->python = arg; return 1;
+	case 0x140: { /* (an --env PTYBOX_PACKAGES=PATH of its own: a later one wins) */
+		if (!arg[0] || strlen(arg) > CLI_MAX_PACKAGES)
+			return cli_bad(cmd, "packages", arg[0] ? "PATH" : "''",
+				       "expected a folder's path, at most 4095 bytes");
+		if (c->packages_at < 0 && c->nenv == CLI_MAX_ENV)
+			return cli_bad(cmd, "packages", arg, "too many variables");
+		snprintf(c->packages_env, sizeof(c->packages_env), "PTYBOX_PACKAGES=%s", arg);
+		if (c->packages_at < 0)
+			c->packages_at = (int)c->nenv++;
+		c->env[c->packages_at] = c->packages_env;
+		return 1;
+	}
 	case 0x10c: o->log_path = arg; return 1;
 	case 0x10d:
 		return options_parse_seconds(arg, &o->kill_grace) == 0
@@ -251,6 +309,54 @@ int cli_session_opts_check(struct cli_session_opts *c, const char *cmd)
 	if (e) {
 		cli_error("%s: --output-dir %s: %s", cmd, c->output_dir, strerror(e));
 		return -1;
+	}
+	return cli_session_paths_check(c, cmd, false);
+}
+
+int cli_session_paths_check(const struct cli_session_opts *c, const char *cmd, bool absolute)
+{
+	const char *via = c->o.via;
+	bool local = !via || strcmp(via, "local") == 0;
+	char why[PATH_MAX + 128], resolved[PATH_MAX];
+	struct mount_spec m;
+
+	if (c->nmounts && !local) {
+		cli_error("%s: --mount needs the local sandbox (not --via %s)", cmd, via);
+		return -1;
+	}
+	for (size_t i = 0; i < c->nmounts; i++) {
+		if (mount_parse(c->mounts[i], &m, why, sizeof(why)) < 0) {
+			cli_error("%s: --mount %s: %s", cmd, c->mounts[i], why);
+			return -1;
+		}
+		if (absolute && m.host[0] != '/') {
+			cli_error("%s: --mount %s: the host's path must be absolute", cmd,
+				  c->mounts[i]);
+			return -1;
+		}
+		if (mount_check_host(&m, resolved, why, sizeof(why)) < 0) {
+			cli_error("%s: --mount %s", cmd, why);
+			return -1;
+		}
+	}
+	/* (elsewhere the folder is on the far side: its pip says what it finds) */
+	const char *w = c->o.wheels;
+	struct stat st;
+	if (w && local && absolute && w[0] != '/') {
+		cli_error("%s: --wheels %s: the host's path must be absolute", cmd, w);
+		return -1;
+	}
+	if (w && local) {
+		memset(&m, 0, sizeof(m));
+		snprintf(m.host, sizeof(m.host), "%s", w);
+		if (mount_check_host(&m, resolved, why, sizeof(why)) < 0) {
+			cli_error("%s: --wheels %s", cmd, why);
+			return -1;
+		}
+		if (stat(resolved, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			cli_error("%s: --wheels %s: %s", cmd, w, strerror(ENOTDIR));
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -96,7 +96,7 @@ static int repl_spawn(char **args, int nargs, pid_t *pid, int *rfd, int *wfd)
 	if (n <= 0)
 		return -ENOENT;
 	exe[n] = '\0';
-	char **argv = calloc((size_t)nargs + 5, sizeof(*argv));
+	char **argv = calloc((size_t)nargs + 6, sizeof(*argv));
 	if (!argv)
 		return -ENOMEM;
 	argv[0] = exe;
@@ -105,7 +105,8 @@ static int repl_spawn(char **args, int nargs, pid_t *pid, int *rfd, int *wfd)
 	/* (our end, however it comes: an _exit on a closed terminal, a
 	 * SIGKILL, is its end of input; the sandbox must not outlive us) */
 	argv[3] = "--stop-at-eof";
-	memcpy(argv + 4, args, (size_t)nargs * sizeof(*argv));
+	argv[4] = "--quiet"; /* (the prompt says why the session cannot start) */
+	memcpy(argv + 5, args, (size_t)nargs * sizeof(*argv));
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0) {
 		free(argv);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -68,6 +69,9 @@ struct run {
 	size_t ncodes;
 	const char *file;
 	const char *const *args;
+	const void *in_data; /* our standard input: the first snippet's, or FILE's */
+	size_t in_len;
+	bool has_in;
 	/* --put, --get */
 	struct run_files *files;
 };
@@ -95,7 +99,10 @@ static const char run_usage[] =
 	"                      current folder) under its own name\n"
 	"%s"
 	"  -h, --help          this help\n"
-	"\n";
+	"\n"
+	"Standard input, if it is a pipe or a file (and no - takes the code from it), is\n"
+	"read whole (at most 16 MiB) as the first snippet's stdin; later snippets, and\n"
+	"all without it, read end of file.\n";
 
 static const char run_usage_tail[] =
 	"\n"
@@ -283,7 +290,8 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 		cli_render_result(&r->out,
 				  &(struct cli_render_result){
 					  .id = res->id,
-					  .value = res->value_text,
+					  /* (python3 FILE shows no value) */
+					  .value = res->id == r->file_id ? NULL : res->value_text,
 					  .error_name = error_name,
 					  .error_value = file_exit < 0 ? res->error_value : NULL,
 					  .traceback = file_exit < 0 ? res->traceback : NULL,
@@ -291,13 +299,17 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 					  .truncated = res->truncated,
 					  .state_lost = res->state_lost,
 					  .dropped_bytes = res->dropped_bytes,
-					  .bundle = res->detail ? res->detail->bundle : NULL,
+					  .bundle = res->detail && res->id != r->file_id
+							    ? res->detail->bundle
+							    : NULL,
 				  });
 	}
 	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
 		transcript_result(&r->ts,
 				  &(struct transcript_result){
-					  .value = r->pictured ? NULL : res->value_text,
+					  .value = r->pictured || res->id == r->file_id
+							   ? NULL
+							   : res->value_text,
 					  .error_name = error_name,
 					  .error_value = file_exit < 0 ? res->error_value : NULL,
 					  .traceback = file_exit < 0 ? res->traceback : NULL,
@@ -341,17 +353,21 @@ static void run_queue_snippets(struct run *r)
 {
 	for (size_t i = 0; i < r->expected && r->session; i++) {
 		/* (a recording shows the output as it comes, --json or not) */
-		bool stream = !r->json || r->rec;
-		int rc;
-		if (i < r->ncodes) {
-			rc = ptybox_session_exec(r->session, i + 1, r->codes[i], r->lens[i], -1,
-						 stream);
-		} else {
+		struct ptybox_exec x = {
+			.code = r->codes[i],
+			.len = r->lens[i],
+			.timeout = -1,
+			.stream = !r->json || r->rec,
+			.stdin_data = r->in_data,
+			.stdin_len = r->in_len,
+			/* (the FILE's, as python3 FILE < IN; else the first's) */
+			.has_stdin = i == (r->expected > r->ncodes ? r->ncodes : 0) && r->has_in};
+		if (i == r->ncodes) {
 			r->file_id = i + 1;
-			rc = ptybox_session_exec_file(
-				r->session, i + 1, r->codes[i], r->lens[i], -1, stream,
-				strcmp(r->file, "-") == 0 ? "<stdin>" : r->file, r->args);
+			x.filename = strcmp(r->file, "-") == 0 ? "<stdin>" : r->file;
+			x.argv = r->args;
 		}
+		int rc = ptybox_session_exec_with(r->session, i + 1, &x);
 		if (rc < 0) {
 			cli_error("run: snippet %zu: %s", i + 1,
 				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
@@ -471,6 +487,58 @@ char *cli_read_code(const char *cmd, const char *path, size_t *len)
 	}
 	code[*len] = '\0';
 	return code;
+}
+
+int cli_read_stdin(const char *cmd, void **data, size_t *len)
+{
+	struct stat st;
+	*data = NULL;
+	*len = 0;
+	/* Only a pipe or a file: a terminal is the user's, and a device
+	 * (/dev/null, say) or a socket is no input meant for the code. */
+	if (isatty(0) || fstat(0, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode)))
+		return 0;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n == cap) {
+			if (cap > PROTOCOL_STDIN_MAX) {
+				cli_error("%s: standard input: larger than %zu MiB (the cap of a "
+					  "snippet's stdin)",
+					  cmd, PROTOCOL_STDIN_MAX >> 20);
+				free(buf);
+				return -1;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(0, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			cli_error("%s: standard input: %s", cmd, strerror(errno));
+			free(buf);
+			return -1;
+		}
+		if (r == 0) {
+			if (n > PROTOCOL_STDIN_MAX) {
+				cli_error("%s: standard input: larger than %zu MiB (the cap of a "
+					  "snippet's stdin)",
+					  cmd, PROTOCOL_STDIN_MAX >> 20);
+				free(buf);
+				return -1;
+			}
+			*data = buf;
+			*len = n;
+			return 1;
+		}
+		n += (size_t)r;
+	}
+	cli_error("%s: standard input: out of memory", cmd);
+	return -1;
 }
 
 /* The user's window, when stdout or stderr is a terminal: the sandbox's
@@ -633,6 +701,14 @@ int cli_run(int argc, char **argv)
 		fprintf(stderr, "Try 'ptybox run --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
+	/* Our standard input is the first snippet's, unless the code came from it. */
+	void *in_data = NULL;
+	size_t in_len = 0;
+	int has_in = file && strcmp(file, "-") == 0 ? 0 : cli_read_stdin("run", &in_data, &in_len);
+	if (has_in < 0) {
+		free(file_code);
+		return CLI_EXIT_USAGE;
+	}
 
 	struct run r = {.json = json, .file_exit = -1};
 	r.files = &files;
@@ -649,6 +725,7 @@ int cli_run(int argc, char **argv)
 	r.args = args;
 	if (rec.path && run_record_open(&r, &rec, &so.o, file) < 0) {
 		free(file_code);
+		free(in_data);
 		return CLI_EXIT_USAGE;
 	}
 	cli_warn_unsandboxed(&so.o);
@@ -671,6 +748,7 @@ int cli_run(int argc, char **argv)
 		cli_error("run: %s", err[0] ? err : strerror(-rc));
 		record_close(r.rec);
 		free(file_code);
+		free(in_data);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
@@ -681,6 +759,9 @@ int cli_run(int argc, char **argv)
 		r.out.on_picture = run_on_picture;
 		r.out.on_picture_data = &r;
 	}
+	r.in_data = in_data;
+	r.in_len = in_len;
+	r.has_in = has_in > 0;
 	switch (run_files_start_puts(r.files, r.session)) {
 	case RUN_FILES_PUTS_DONE: run_queue_snippets(&r); break; /* (no --put) */
 	case RUN_FILES_FAILED:
@@ -696,6 +777,7 @@ int cli_run(int argc, char **argv)
 	cli_render_text_end(&r.out, 2);
 	record_close(r.rec);
 	free(file_code);
+	free(in_data);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");
 	return r.exit_code;

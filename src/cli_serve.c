@@ -38,6 +38,7 @@ struct serve {
 	uv_signal_t sig[CLI_NSIGNALS];
 	bool eof, stopping, stopped;
 	bool stop_at_eof; /* --stop-at-eof: the end of input ends what runs too */
+	bool quiet;	  /* --quiet: a start failure is told on stdout only */
 	int exit_code;
 };
 
@@ -59,6 +60,8 @@ static const char serve_usage[] =
 	"                      a swap (default 0)\n"
 	"  --stop-at-eof       at the end of standard input, stop at once (as\n"
 	"                      kill-server): what runs is ended, not waited for\n"
+	"  --quiet             a session that cannot start is said only on standard\n"
+	"                      output (its cannot_start notice), not on stderr too\n"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -143,7 +146,8 @@ static void serve_on_fatal(struct server *server, const char *message, void *dat
 	struct serve *sv = data;
 	char why[640];
 	snprintf(why, sizeof(why), "the session could not be started: %s", message);
-	cli_error("serve: %s", why);
+	if (!sv->quiet)
+		cli_error("serve: %s", why);
 	if (sv->client)
 		server_client_notice(sv->client, "cannot_start", why);
 	sv->exit_code = CLI_EXIT_CANNOT_START;
@@ -223,11 +227,12 @@ int cli_serve(int argc, char **argv)
 		{"stdio", no_argument, NULL, 's'},
 		{"pool", required_argument, NULL, 'p'},
 		{"stop-at-eof", no_argument, NULL, 'e'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool stdio = false, stop_at_eof = false;
+	bool stdio = false, stop_at_eof = false, quiet = false;
 	unsigned pool = 0;
 	int opt, li = -1;
 	optind = 1;
@@ -238,6 +243,7 @@ int cli_serve(int argc, char **argv)
 		switch (opt) {
 		case 's': stdio = true; break;
 		case 'e': stop_at_eof = true; break;
+		case 'q': quiet = true; break;
 		case 'p':
 			if (options_parse_uint(optarg, 0, 64, &pool) < 0) {
 				cli_error("serve: --pool %s: expected a number from 0 to 64",
@@ -269,7 +275,7 @@ int cli_serve(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	cli_warn_unsandboxed(&so.o);
 	cli_warn_unenforced(&so);
-	struct serve sv = {.loop = uv_default_loop(), .stop_at_eof = stop_at_eof};
+	struct serve sv = {.loop = uv_default_loop(), .stop_at_eof = stop_at_eof, .quiet = quiet};
 	char err[512] = "out of memory";
 	if (pool) {
 		/* Interpreters started ahead: a restart is a swap. */

@@ -286,10 +286,10 @@ int conn_send(struct conn *c, char *line, size_t len)
 		free(line);
 		return 0;
 	}
-	/* The cap is on the backlog before this line: one line of any size (a
-	 * big result) goes; a client that then reads nothing is dropped at the
-	 * next one. */
-	if (c->queued > c->max_queue) {
+	/* The cap is on the backlog before this line beyond its longest line: one
+	 * line of any size (a big result, a get's file) goes, and what comes behind
+	 * it while it is read; a client that reads nothing is dropped at the cap. */
+	if (c->queued > c->largest && c->queued - c->largest > c->max_queue) {
 		free(line);
 		char why[128];
 		snprintf(why, sizeof(why),
@@ -318,7 +318,8 @@ int conn_send(struct conn *c, char *line, size_t len)
 		return -EPIPE;
 	}
 	c->queued += w->len;
-	c->writes++;
+	if (!c->writes++ || w->len > c->largest)
+		c->largest = w->len;
 	return 0;
 }
 

@@ -38,6 +38,7 @@ struct conn {
 	struct linebuf lines;
 	size_t queued, max_queue; /* bytes accepted by uv_write and not yet written */
 	unsigned writes;	  /* uv_write requests in flight */
+	size_t largest;		  /* the longest of them since none was in flight */
 	char why[160];
 	const struct conn_callbacks *cb;
 	void *data;

@@ -5,8 +5,9 @@
  * it, and gets back the driver's payloads and, in stream order, everything else as noise:
  *
  *     stream = *( noise / frame )
- *     frame  = "<<<ptybox:" NONCE ":" body ":ptybox>>>"
+ *     frame  = "<<<ptybox:" NONCE ":" ( body / binary ) ":ptybox>>>"
  *     body   = *( %x20-3B / %x3D / %x3F-7E )      ; printable ASCII but '<' and '>'
+ *     binary = "#" [ "z" ] LEN ":" LEN*OCTET       ; LEN: decimal, no leading zero
  *
  * Outside a frame it runs KMP over the start marker. The marker begins with "<<<", so a failed
  * match can still end inside a live prefix ("<<<<ptybox:" matches one byte late). What it holds
@@ -21,6 +22,10 @@
  * The payload buffer keeps a body's first max_payload bytes and only counts the rest: a frame
  * that closes past the cap is reported as oversize, and one that proves invalid comes back as
  * noise short of its dropped bytes. That is the price of a hard memory bound.
+ *
+ * A binary frame is known by its first body byte, '#' (a JSON body opens with '{'). Its header is
+ * read byte by byte (a byte that cannot continue it breaks the frame there), its data taken in
+ * one copy per chunk whatever the bytes, and the end marker must follow at once.
  */
 #include "frame.h"
 
@@ -99,6 +104,8 @@ static void frame_reset(struct frame_scanner *s)
 {
 	s->matched = 0;
 	s->in_frame = 0;
+	s->binary = 0;
+	s->bin_head_len = s->bin_digits = s->bin_len = s->bin_got = 0;
 	s->payload_len = 0;
 	s->dropped = 0;
 	s->end_matched = 0;
@@ -139,7 +146,7 @@ static size_t frame_scan_noise(struct frame_scanner *s, const char *buf, size_t 
 				j += s->start_len;
 				frame_release(s, carry, buf + i, j - i, s->start_len, cb, ctx);
 				s->matched = 0;
-				s->in_frame = 1;
+				s->in_frame = 2;
 				return j;
 			}
 		}
@@ -151,7 +158,7 @@ static size_t frame_scan_noise(struct frame_scanner *s, const char *buf, size_t 
 		if (m == s->start_len) {
 			frame_release(s, carry, buf + i, j - i, m, cb, ctx);
 			s->matched = 0;
-			s->in_frame = 1;
+			s->in_frame = 2;
 			return j;
 		}
 	}
@@ -284,6 +291,93 @@ static size_t frame_scan_body(struct frame_scanner *s, const char *buf, size_t l
 	return len;
 }
 
+/* A binary frame's header broke, or its end marker did not follow its data: noise, as a broken
+ * text frame is (its data past max_payload lost). */
+static void frame_abandon_binary(struct frame_scanner *s, frame_event_cb cb, void *ctx)
+{
+	size_t kept = s->payload_len, head = s->bin_head_len, end = s->end_matched;
+	char h[sizeof(s->bin_head)];
+
+	memcpy(h, s->bin_head, head);
+	frame_reset(s);
+	frame_noise(cb, ctx, s->start, s->start_len);
+	frame_noise(cb, ctx, h, head);
+	frame_noise(cb, ctx, s->payload, kept);
+	frame_noise(cb, ctx, FRAME_END, end);
+}
+
+/* Whether c continues a binary frame's header: "#" is read, then "z"?, then digits. */
+static int frame_binary_head_byte(struct frame_scanner *s, unsigned char c)
+{
+	size_t d;
+
+	if (c == 'z' && s->bin_head_len == 1)
+		return 1;
+	if (c < '0' || c > '9' || (s->bin_digits == 1 && s->bin_len == 0))
+		return 0; /* (not a digit, or one after a leading zero) */
+	d = (size_t)(c - '0');
+	if (s->bin_len > (FRAME_BINARY_MAX - d) / 10)
+		return 0;
+	s->bin_len = s->bin_len * 10 + d;
+	s->bin_digits++;
+	return 1;
+}
+
+/* Inside a binary frame: its header, then its data, then its end marker. Returns where
+ * scanning resumes, as frame_scan_body does. */
+static size_t frame_scan_binary(struct frame_scanner *s, const char *buf, size_t len, size_t i,
+				frame_event_cb cb, void *ctx)
+{
+	size_t j = i, n;
+	unsigned char c;
+
+	while (j < len) {
+		c = (unsigned char)buf[j];
+		if (s->binary == 1) {
+			if (c == ':' && s->bin_digits > 0) {
+				s->bin_head[s->bin_head_len++] = ':';
+				s->binary = s->bin_len ? 2 : 3;
+				n = s->bin_len < s->max_payload ? s->bin_len : s->max_payload;
+				if (n > s->payload_cap)
+					frame_grow(s, n);
+			} else if (!frame_binary_head_byte(s, c)) {
+				frame_abandon_binary(s, cb, ctx);
+				return j;
+			} else {
+				s->bin_head[s->bin_head_len++] = (char)c;
+			}
+			j++;
+		} else if (s->binary == 2) {
+			n = s->bin_len - s->bin_got;
+			if (n > len - j)
+				n = len - j;
+			frame_append(s, buf + j, n);
+			s->bin_got += n;
+			j += n;
+			if (s->bin_got == s->bin_len)
+				s->binary = 3;
+		} else if (c == (unsigned char)FRAME_END[s->end_matched]) {
+			j++;
+			if (++s->end_matched == FRAME_END_LEN) {
+				size_t n_len = s->bin_len;
+				enum frame_event ev = s->bin_head[1] == 'z' ? FRAME_EVENT_BINARY_Z
+									    : FRAME_EVENT_BINARY;
+				const char *data = s->payload != NULL ? s->payload : "";
+				frame_reset(s);
+				if (n_len <= s->max_payload)
+					cb(ctx, ev, data, n_len);
+				else
+					cb(ctx, FRAME_EVENT_OVERSIZE, NULL, n_len);
+				return j;
+			}
+		} else {
+			frame_abandon_binary(s, cb, ctx);
+			return j;
+		}
+	}
+	return len;
+}
+
 void frame_scanner_feed(struct frame_scanner *s, const char *buf, size_t len, frame_event_cb cb,
 			void *ctx)
 {
@@ -292,7 +386,18 @@ void frame_scanner_feed(struct frame_scanner *s, const char *buf, size_t len, fr
 	/* Each pass advances: a body scan that stops at once hands that byte to the noise scan,
 	 * which consumes at least it. */
 	while (i < len) {
-		if (s->in_frame)
+		if (s->in_frame == 2) { /* the body's first byte: '#' opens a binary frame */
+			s->in_frame = 1;
+			if (buf[i] == '#') {
+				s->binary = 1;
+				s->bin_head[s->bin_head_len++] = '#';
+				i++;
+				continue;
+			}
+		}
+		if (s->binary)
+			i = frame_scan_binary(s, buf, len, i, cb, ctx);
+		else if (s->in_frame)
 			i = frame_scan_body(s, buf, len, i, cb, ctx);
 		else
 			i = frame_scan_noise(s, buf, len, i, cb, ctx);
@@ -303,6 +408,10 @@ void frame_scanner_finish(struct frame_scanner *s, frame_event_cb cb, void *ctx)
 {
 	size_t held = s->matched;
 
+	if (s->binary) {
+		frame_abandon_binary(s, cb, ctx);
+		return;
+	}
 	if (s->in_frame) {
 		frame_abandon(s, cb, ctx);
 		return;

@@ -7,6 +7,12 @@
  * printable ASCII with '<' and '>' escaped, so a payload never contains either.
  * Everything outside frames is noise (echo, prompts, stray output).
  *
+ * A binary frame carries raw bytes (a file's): its body is "#" LEN ":" or
+ * "#z" LEN ":" (LEN decimal, no leading zero, at most FRAME_BINARY_MAX), then
+ * exactly LEN bytes of any value, then the end marker. Only the driver knows
+ * the nonce, so the bytes inside cannot forge a frame; a malformed header or a
+ * missing end marker makes the would-be frame noise, as for any broken frame.
+ *
  * The scanner is pure: bytes in, events out, no I/O and no allocation after
  * init beyond the payload buffer, which is capped. It is O(new bytes): every
  * byte is looked at a bounded number of times, whatever the chunking.
@@ -23,6 +29,8 @@
 #include <stddef.h>
 
 #define FRAME_NONCE_MAX 64
+/* The longest binary frame's data: 1 MiB and a little (a relay's chunk). */
+#define FRAME_BINARY_MAX ((size_t)(1 << 20) + 4096)
 
 enum frame_event {
 	/* Bytes outside any frame, in stream order. May come in many pieces. */
@@ -33,6 +41,11 @@ enum frame_event {
 	/* A frame whose payload grew past max_payload: its bytes were dropped.
 	 * data is NULL, len is the number of payload bytes seen. */
 	FRAME_EVENT_OVERSIZE,
+	/* One complete binary frame's data, len bytes at data (any byte values). A
+	 * binary frame past max_payload is FRAME_EVENT_OVERSIZE, as a text one. */
+	FRAME_EVENT_BINARY,
+	/* The same for a "#z" frame: data is a zlib stream (inflating it is the caller's). */
+	FRAME_EVENT_BINARY_Z,
 };
 
 typedef void (*frame_event_cb)(void *ctx, enum frame_event ev, const char *data, size_t len);
@@ -44,7 +57,11 @@ struct frame_scanner {
 	size_t start_len;
 	/* Bytes of start matched so far: held back from the noise until the match fails. */
 	size_t matched;
-	int in_frame;
+	int in_frame; /* 2: just after the start marker (is it a binary frame?) */
+	/* A binary frame: 1 reading its header, 2 its data, 3 its end marker; 0 none. */
+	int binary;
+	char bin_head[16]; /* "#", "z"?, digits, ":" as read */
+	size_t bin_head_len, bin_digits, bin_len, bin_got;
 	/* The frame body's first max_payload bytes; the rest are only counted in dropped. */
 	char *payload;
 	size_t payload_len, payload_cap, max_payload;

@@ -145,6 +145,11 @@ static void instance_scan_cb(void *ctx, enum frame_event ev, const char *data, s
 			in->cb->on_frame(in, data, len);
 		}
 		break;
+	case FRAME_EVENT_BINARY:
+	case FRAME_EVENT_BINARY_Z:
+		if ((in->state == I_READY || in->state == I_DYING) && in->cb->on_binary)
+			in->cb->on_binary(in, data, len, ev == FRAME_EVENT_BINARY_Z);
+		break;
 	case FRAME_EVENT_OVERSIZE:
 		log_to(in->log, "instance: dropped an oversize frame of %zu bytes", len);
 		if (in->cb->on_oversize)

@@ -37,6 +37,9 @@ struct instance_callbacks {
 	/* A frame's payload (ready and later). */
 	void (*on_frame)(struct instance *in, const char *payload, size_t len);
 	void (*on_oversize)(struct instance *in, size_t len);
+	/* A binary frame's data (a file's bytes; z: a zlib stream), ready and later. May be NULL.
+	 */
+	void (*on_binary)(struct instance *in, const char *data, size_t len, bool z);
 	/* The child is gone and the terminal drained. why says how it ended; for
 	 * a death before ready it ends with what the terminal last said. */
 	void (*on_dead)(struct instance *in, const char *why, bool during_boot);

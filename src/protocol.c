@@ -246,11 +246,64 @@ int protocol_query_line(uint64_t id, const char *op, const char *code, size_t le
 	return rc;
 }
 
-int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
-			    unsigned busy_poll_us, const char *filename, const char *const *argv,
-			    char **out, size_t *outlen)
+bool protocol_exec_input_valid(const struct protocol_exec_input *in)
 {
-	if (memchr(code, '\0', len) || !filename)
+	size_t n = 0;
+	for (; in->env && in->env[n]; n++) {
+		const char *eq = strchr(in->env[n], '=');
+		if (!eq || eq == in->env[n] || n >= PROTOCOL_ENV_MAX)
+			return false;
+	}
+	return (!in->cwd || in->cwd[0]) && (!in->has_stdin || in->stdin_len <= PROTOCOL_STDIN_MAX);
+}
+
+/* env, cwd and stdin_b64 into req: false when out of memory. */
+static bool protocol_add_input(cJSON *req, const struct protocol_exec_input *in)
+{
+	if (in->env) {
+		cJSON *env = cJSON_AddObjectToObject(req, "env");
+		if (!env)
+			return false;
+		for (size_t i = 0; in->env[i]; i++) {
+			const char *kv = in->env[i], *eq = strchr(kv, '=');
+			char *key = strndup(kv, (size_t)(eq - kv));
+			cJSON *v = cJSON_CreateString(eq + 1);
+			/* (a name given twice: the last is the one, as in a shell) */
+			if (key)
+				cJSON_DeleteItemFromObjectCaseSensitive(env, key);
+			bool ok = key && v && cJSON_AddItemToObject(env, key, v);
+			free(key);
+			if (!ok) {
+				cJSON_Delete(v);
+				return false;
+			}
+		}
+	}
+	if (in->cwd && !cJSON_AddStringToObject(req, "cwd", in->cwd))
+		return false;
+	if (in->has_stdin) {
+		size_t cap =
+			sodium_base64_ENCODED_LEN(in->stdin_len, sodium_base64_VARIANT_ORIGINAL);
+		char *b64 = malloc(cap);
+		if (!b64)
+			return false;
+		sodium_bin2base64(b64, cap, in->stdin_data, in->stdin_len,
+				  sodium_base64_VARIANT_ORIGINAL);
+		cJSON *item = cJSON_CreateString(b64);
+		free(b64);
+		if (!item || !cJSON_AddItemToObject(req, "stdin_b64", item)) {
+			cJSON_Delete(item);
+			return false;
+		}
+	}
+	return true;
+}
+
+int protocol_exec_input_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+			     unsigned busy_poll_us, const char *filename, const char *const *argv,
+			     const struct protocol_exec_input *in, char **out, size_t *outlen)
+{
+	if (memchr(code, '\0', len) || (in && !protocol_exec_input_valid(in)))
 		return -EINVAL;
 	char *copy = malloc(len + 1);
 	cJSON *req = cJSON_CreateObject(), *args = NULL;
@@ -265,15 +318,21 @@ int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t 
 	    (max_output != PROTOCOL_DEFAULT_MAX_OUTPUT &&
 	     !protocol_json_add_uint(req, "max_output", max_output)) ||
 	    (busy_poll_us != PROTOCOL_DEFAULT_BUSY_POLL &&
-	     !protocol_json_add_uint(req, "busy_poll", busy_poll_us)) ||
-	    !cJSON_AddStringToObject(req, "filename", filename) ||
-	    !cJSON_AddTrueToObject(req, "main") || !(args = cJSON_AddArrayToObject(req, "argv")))
+	     !protocol_json_add_uint(req, "busy_poll", busy_poll_us)))
 		goto fail;
-	if (!argv && !cJSON_AddItemToArray(args, cJSON_CreateString(filename)))
-		goto fail;
-	for (size_t i = 0; argv && argv[i]; i++)
-		if (!cJSON_AddItemToArray(args, cJSON_CreateString(argv[i])))
+	if (filename) {
+		if (!cJSON_AddStringToObject(req, "filename", filename) ||
+		    !cJSON_AddTrueToObject(req, "main") ||
+		    !(args = cJSON_AddArrayToObject(req, "argv")))
 			goto fail;
+		if (!argv && !cJSON_AddItemToArray(args, cJSON_CreateString(filename)))
+			goto fail;
+		for (size_t i = 0; argv && argv[i]; i++)
+			if (!cJSON_AddItemToArray(args, cJSON_CreateString(argv[i])))
+				goto fail;
+	}
+	if (in && !protocol_add_input(req, in))
+		goto fail;
 	json = cJSON_PrintUnformatted(req);
 	if (json)
 		rc = protocol_encode_text("", json, strlen(json), out, outlen);
@@ -282,6 +341,16 @@ fail:
 	cJSON_Delete(req);
 	free(copy);
 	return rc;
+}
+
+int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+			    unsigned busy_poll_us, const char *filename, const char *const *argv,
+			    char **out, size_t *outlen)
+{
+	if (!filename)
+		return -EINVAL;
+	return protocol_exec_input_line(id, code, len, max_output, busy_poll_us, filename, argv,
+					NULL, out, outlen);
 }
 
 int protocol_resize_line(unsigned cols, unsigned rows, char **out, size_t *outlen)
@@ -347,7 +416,7 @@ static const struct {
 } protocol_frame_types[] = {
 	{"ready", FRAME_READY},	  {"stream", FRAME_STREAM}, {"display", FRAME_DISPLAY},
 	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
-	{"died", FRAME_DIED},	  {"reply", FRAME_REPLY},
+	{"died", FRAME_DIED},	  {"reply", FRAME_REPLY},   {"file", FRAME_FILE},
 };
 
 size_t protocol_json_values(const char *json, size_t len, size_t max)
@@ -404,7 +473,13 @@ int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame 
 	}
 	/* Counted before cJSON builds anything: its items, not the text, are
 	 * what a hostile frame would make the host pay for. */
-	if (protocol_json_values(payload, len, PROTOCOL_MAX_VALUES) > PROTOCOL_MAX_VALUES)
+	/* (a file frame, its type first as the relay writes it, may list many entries) */
+	static const char file_frame[] = "{\"type\":\"file\"";
+	size_t max_values = len >= sizeof(file_frame) - 1 &&
+					    memcmp(payload, file_frame, sizeof(file_frame) - 1) == 0
+				    ? PROTOCOL_MAX_FILE_VALUES
+				    : PROTOCOL_MAX_VALUES;
+	if (protocol_json_values(payload, len, max_values) > max_values)
 		return -E2BIG;
 	cJSON *root = cJSON_ParseWithLength(payload, len);
 	if (!root && memmem(payload, len, "\\ud", 3)) {

@@ -74,6 +74,17 @@
  * oversize one; so a frame costs at most about 4 MiB of cJSON items besides
  * its strings. */
 #define PROTOCOL_MAX_VALUES ((size_t)1 << 16)
+/* The largest --max-get: 1 TiB. */
+#define PROTOCOL_MAX_GET ((uint64_t)1 << 40)
+/* A file op's path, at most (bytes). */
+#define PROTOCOL_PATH_MAX 4096
+/* Bytes of a put's data in one "!" line, at most (the relay's cap). */
+#define PROTOCOL_DATA_LINE ((size_t)1 << 20)
+/* The most JSON values a file frame may hold (a listing: up to 100,000
+ * entries of six values; cJSON items for all of them cost some 50 MiB). */
+#define PROTOCOL_MAX_FILE_VALUES ((size_t)1 << 20)
+/* Bytes a "#z" binary frame may inflate to (the relay deflates 1 MiB chunks). */
+#define PROTOCOL_BINARY_Z_MAX ((size_t)1 << 20)
 /* Bytes a deflated stream frame's text may inflate to (the relay deflates at
  * most 1 MiB of text into one: Z_MAX); a frame past it is refused. */
 #define PROTOCOL_STREAM_Z_MAX ((size_t)4 << 20)
@@ -95,6 +106,7 @@ enum protocol_frame_type {
 	FRAME_ERROR,
 	FRAME_DIED,  /* the kernel died under the relay; a ready frame follows its successor */
 	FRAME_REPLY, /* the answer to a query: complete, is_complete */
+	FRAME_FILE,  /* the answer to a file op: put, get, files, remove */
 };
 
 struct protocol_frame {
@@ -131,6 +143,30 @@ int protocol_exec_line(uint64_t id, const char *code, size_t len, uint64_t max_o
 int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
 			    unsigned busy_poll_us, const char *filename, const char *const *argv,
 			    char **out, size_t *outlen);
+/* A snippet's own input, for protocol_exec_input_line: env entries "K=V"
+ * (NULL-terminated; NULL: none), the folder it runs in (NULL: the current
+ * one) and the bytes of its stdin (when has_stdin). */
+struct protocol_exec_input {
+	const char *const *env;
+	const char *cwd;
+	const void *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
+};
+/* Caps of a snippet's input (the driver refuses more). */
+#define PROTOCOL_ENV_MAX   4096
+#define PROTOCOL_STDIN_MAX ((size_t)16 << 20)
+/* Whether in is within what the driver takes: at most PROTOCOL_ENV_MAX env
+ * entries, each "K=V" with K non-empty (V may be empty), a non-empty cwd,
+ * at most PROTOCOL_STDIN_MAX bytes of stdin. */
+bool protocol_exec_input_valid(const struct protocol_exec_input *in);
+/* The exec request for a snippet (filename NULL) or a file (as
+ * protocol_exec_file_line's) with in's members: "env" (an object),
+ * "cwd" and "stdin_b64" (base64). in NULL: none of them. -EINVAL if code has
+ * a NUL byte or in is not valid; -ENOMEM. Caller frees. */
+int protocol_exec_input_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
+			     unsigned busy_poll_us, const char *filename, const char *const *argv,
+			     const struct protocol_exec_input *in, char **out, size_t *outlen);
 /* The resize request: the client's terminal is cols x rows (1..65535 each,
  * else -EINVAL); the kernel's COLUMNS and LINES follow from its next snippet
  * on (and its terminal, with --tty). Caller frees. */
@@ -158,6 +194,28 @@ void protocol_describe_exit(int wstatus, char *why, size_t len);
  * the caller frees with protocol_frame_free. */
 int protocol_parse_frame(const char *payload, size_t len, struct protocol_frame *f);
 void protocol_frame_free(struct protocol_frame *f);
+/* A put's data escaped for a "!" line (protocol_files.c): the bytes a terminal
+ * or transport acts on as "=XX", the others as they are. out has room for 3 *
+ * len bytes; returns the bytes written. */
+size_t protocol_escape_data(char *out, const unsigned char *data, size_t len);
+/* The put request for len bytes of data (mode < 0: none; offset 0: none;
+ * more: the upload goes on), followed by its data lines, in one buffer.
+ * -EINVAL for a path that is empty or past PROTOCOL_PATH_MAX, or a mode past
+ * 07777. Caller frees. */
+int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t len, int mode,
+		       uint64_t offset, bool more, char **out, size_t *outlen);
+/* Standard base64 (padding optional, nothing else between) into out, which
+ * has room for len / 4 * 3 + 2 bytes: a table's speed, as libsodium's
+ * constant-time decoder is not needed for a file's bytes. -EINVAL for a
+ * character that is not base64. */
+int protocol_base64_decode(unsigned char *out, const char *in, size_t len, size_t *outlen);
+/* The get request: length 0 (none) is the rest of the file, max (0: none) the
+ * session's --max-get. Caller frees. */
+int protocol_get_line(uint64_t id, const char *path, uint64_t offset, uint64_t length, uint64_t max,
+		      char **out, size_t *outlen);
+/* The files or remove request (op). Caller frees. */
+int protocol_file_line(uint64_t id, const char *op, const char *path, bool recursive, char **out,
+		       size_t *outlen);
 /* At least as many as the JSON values that the text holds (each '[', '{' and
  * ',' outside strings counts one, and the text one more), counted up to
  * max + 1 at most: a bound on the cJSON items a parse can make, in one pass

@@ -146,12 +146,13 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		goto fail;
 
 	rc = sandbox_plan_env(sb);
-	if (rc == 0)
-		rc = sandbox_plan(sb);
 	if (rc < 0) {
 		sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
 		goto fail;
 	}
+	rc = sandbox_plan(sb, err, errlen);
+	if (rc < 0)
+		goto fail;
 	sandbox_plan_rlimit(sb, RLIMIT_CORE, 0, "setrlimit RLIMIT_CORE");
 	if (opts->memory)
 		sandbox_plan_rlimit(sb, RLIMIT_AS, opts->memory, "setrlimit RLIMIT_AS");

@@ -26,9 +26,12 @@ struct sandbox_options {
 	 * once per process. */
 	void (*warn)(void *ctx, const char *message);
 	void *warn_ctx;
-	char *const *env; /* the child's complete environment (already allow-listed);
-			   * copied by sandbox_new. Its PATH is where argv[0] is looked
-			   * up inside; HOME should be /tmp (the working folder). */
+	char *const *env;    /* the child's complete environment (already allow-listed);
+			      * copied by sandbox_new. Its PATH is where argv[0] is looked
+			      * up inside; HOME should be /tmp (the working folder). */
+	char *const *mounts; /* --mount specs (checked by mount_check_list), NULL-terminated */
+	const char *workdir; /* where the driver starts; NULL: /tmp */
+	const char *wheels;  /* a host folder bound read-only at MOUNT_WHEELS_PATH; NULL: none */
 };
 
 struct sandbox;

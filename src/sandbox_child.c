@@ -253,9 +253,47 @@ static int sandbox_remount_below(const char *path, unsigned long flags)
 	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr));
 }
 
-static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
+/* Binds src onto op->path and remounts it with op->flags. */
+static void sandbox_bind(const struct sandbox_op *op, const char *src, int err_fd)
 {
 	bool rec = false;
+
+	/* Non-recursive where the kernel allows it, so mounts under a bound folder
+	 * stay out; but a tree with locked submounts (all of the host's, in our
+	 * user namespace) can only be bound whole. */
+	if (mount(src, op->path, NULL, MS_BIND, NULL) < 0) {
+		if (errno != EINVAL || mount(src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		rec = true;
+	}
+	if (mount(NULL, op->path, NULL,
+		  MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path), NULL) < 0)
+		sandbox_fail(err_fd, op->what2, NULL, errno);
+	/* A remount changes one mount: the ones it took along (a host's
+	 * /usr/local...) would stay writable. Without mount_setattr the sandbox
+	 * does not start rather than start with them so. */
+	if (rec && sandbox_remount_below(op->path, op->flags) < 0)
+		sandbox_fail(err_fd, op->what2, "(the mounts below)", errno);
+}
+
+/* Opens the host side of every --mount while the host's tree is still in view:
+ * the new root is staged over /tmp, where host paths may be. With the
+ * sandbox's own rights (uid 1000 of the new user namespace): a folder it
+ * cannot reach fails here, with its reason. */
+static void sandbox_open_binds(const struct sandbox *sb, int err_fd)
+{
+	for (size_t i = 0; i < sb->nops; i++) {
+		struct sandbox_op *op = &sb->ops[i];
+		if (op->kind != OP_BIND_HOST)
+			continue;
+		op->fd = open(op->src, O_PATH | O_CLOEXEC);
+		if (op->fd < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+	}
+}
+
+static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
+{
 	int fd;
 
 	switch (op->kind) {
@@ -279,25 +317,31 @@ static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
 		if (symlink(op->src, op->path) < 0)
 			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
-	case OP_BIND:
-		/* Non-recursive where the kernel allows it, so mounts under a bound folder
-		 * stay out; but a tree with locked submounts (all of the host's, in our
-		 * user namespace) can only be bound whole. */
-		if (mount(op->src, op->path, NULL, MS_BIND, NULL) < 0) {
-			if (errno != EINVAL ||
-			    mount(op->src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0)
+	case OP_BIND: sandbox_bind(op, op->src, err_fd); break;
+	case OP_BIND_HOST: {
+		/* the fd sandbox_open_binds opened, by its /proc/self/fd link */
+		char src[64], num[24];
+		size_t n = sandbox_cat(src, sizeof(src), 0, "/proc/self/fd/");
+		n = sandbox_cat(src, sizeof(src), n, sandbox_utoa((unsigned long)op->fd, num + 24));
+		src[n] = '\0';
+		sandbox_bind(op, src, err_fd);
+		close(op->fd);
+		break;
+	}
+	case OP_MKPOINT:
+		/* Only what is missing: a mount point may be in a --mount above it,
+		 * where nothing may change (no chmod of the host's folder). */
+		if (S_ISDIR(op->mode)) {
+			if (mkdir(op->path, op->mode & 07777) < 0 && errno != EEXIST)
 				sandbox_fail(err_fd, op->what, NULL, errno);
-			rec = true;
+		} else {
+			fd = open(op->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+				  op->mode & 07777);
+			if (fd < 0 && errno != EISDIR)
+				sandbox_fail(err_fd, op->what, NULL, errno);
+			if (fd >= 0)
+				close(fd);
 		}
-		if (mount(NULL, op->path, NULL,
-			  MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path),
-			  NULL) < 0)
-			sandbox_fail(err_fd, op->what2, NULL, errno);
-		/* A remount changes one mount: the ones it took along (a host's
-		 * /usr/local...) would stay writable. Without mount_setattr the sandbox
-		 * does not start rather than start with them so. */
-		if (rec && sandbox_remount_below(op->path, op->flags) < 0)
-			sandbox_fail(err_fd, op->what2, "(the mounts below)", errno);
 		break;
 	case OP_MOUNT:
 		if (mount(op->src, op->path, op->src, op->flags, op->data) < 0)
@@ -345,7 +389,7 @@ static void sandbox_loopback_up(int err_fd)
 	close(s);
 }
 
-static void sandbox_pivot(int err_fd)
+static void sandbox_pivot(const struct sandbox *sb, int err_fd)
 {
 	if (chdir(SB_STAGE) < 0)
 		sandbox_fail(err_fd, "chdir", "to the new root", errno);
@@ -360,8 +404,9 @@ static void sandbox_pivot(int err_fd)
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | sandbox_locked_flags("/"),
 		  NULL) < 0)
 		sandbox_fail(err_fd, "remount / read-only", NULL, errno);
-	if (chdir("/tmp") < 0)
-		sandbox_fail(err_fd, "chdir", "/tmp", errno);
+	/* after the mounts: a --workdir may be one, or in one */
+	if (chdir(sb->workdir) < 0)
+		sandbox_fail(err_fd, "workdir", sb->workdir, errno);
 }
 
 static void sandbox_exec(const struct sandbox *sb, char *const argv[], int err_fd)
@@ -578,9 +623,10 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 		sandbox_loopback_up(err_fd);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		sandbox_fail(err_fd, "make / private", NULL, errno);
+	sandbox_open_binds(sb, err_fd);
 	for (i = 0; i < sb->nops; i++)
 		sandbox_run_op(&sb->ops[i], err_fd);
-	sandbox_pivot(err_fd);
+	sandbox_pivot(sb, err_fd);
 	sandbox_drop_caps(err_fd);
 
 	driver = sandbox_spawn_driver(sb, argv, err_fd);

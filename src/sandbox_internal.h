@@ -92,13 +92,16 @@ void sandbox_cgroup_remove(struct sandbox_cgroups *cgs);
 #define SB_HOSTNAME "ptybox"
 
 enum sandbox_op_kind {
-	OP_MKDIR,   /* path, mode */
-	OP_TOUCH,   /* path: an empty file for a file bind mount */
-	OP_WRITE,   /* path, data, len */
-	OP_SYMLINK, /* src (the target) at path */
-	OP_BIND,    /* src onto path, then remount with flags (plus what the kernel locked),
-		     * the mounts below it included */
-	OP_MOUNT,   /* src (fstype) at path, flags, data */
+	OP_MKDIR,     /* path, mode */
+	OP_TOUCH,     /* path: an empty file for a file bind mount */
+	OP_WRITE,     /* path, data, len */
+	OP_SYMLINK,   /* src (the target) at path */
+	OP_BIND,      /* src onto path, then remount with flags (plus what the kernel locked),
+		       * the mounts below it included */
+	OP_MOUNT,     /* src (fstype) at path, flags, data */
+	OP_MKPOINT,   /* path: a folder (mode a folder's) or an empty file, unless there */
+	OP_BIND_HOST, /* a --mount: src, opened (fd) before the root is staged over the host's
+		       * /tmp, onto path, as OP_BIND does */
 };
 
 struct sandbox_op {
@@ -111,6 +114,7 @@ struct sandbox_op {
 	mode_t mode;
 	const char *what;  /* error label: "bind /usr" */
 	const char *what2; /* OP_BIND: label of the remount */
+	int fd;		   /* OP_BIND_HOST: src as an O_PATH fd, in init only */
 };
 
 /* Shared with the outer child (MAP_SHARED before fork; exec drops it). */
@@ -135,7 +139,8 @@ struct sandbox {
 	char **strs; /* every string the plan points to */
 	size_t nstrs, capstrs;
 	char **env;
-	const char *path; /* PATH for argv[0] lookup, from env */
+	const char *path;    /* PATH for argv[0] lookup, from env */
+	const char *workdir; /* where the driver starts (a string of strs) */
 	struct sandbox_rlimit rl[5];
 	size_t nrl;
 	struct sock_fprog prog;
@@ -149,8 +154,9 @@ struct sandbox {
  * formats belongs to sb (freed by sandbox_free). */
 
 /* Appends the root filesystem's steps to sb->ops, in the order the child runs
- * them; 0 or -ENOMEM. */
-int sandbox_plan(struct sandbox *sb);
+ * them; 0, or a negative errno with one line in err (a --mount's host path
+ * that is not there, say). */
+int sandbox_plan(struct sandbox *sb, char *err, size_t errlen);
 /* Copies opts.env into sb->env (and points sb->opts.env at it) and sets sb->path,
  * where argv[0] is looked up; 0 or -ENOMEM. */
 int sandbox_plan_env(struct sandbox *sb);

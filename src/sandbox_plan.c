@@ -13,11 +13,14 @@
  * folders and a few files of /etc bound read-only, the mounts below those
  * folders included (mount_setattr, Linux 5.12+, when a folder has any; without
  * it such a sandbox does not start); fresh /proc, /dev/pts, /dev/shm and /tmp.
+ * Then the --mount binds and --wheels, parents before children, their mount
+ * points made where they are missing (in the root or in /tmp).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "sandbox_internal.h"
+#include "mount.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -169,7 +172,115 @@ static int sandbox_plan_mirror(struct sandbox *sb, const char *host, unsigned lo
 	return 0;
 }
 
-int sandbox_plan(struct sandbox *sb)
+/* One of the user's binds, resolved. */
+struct sandbox_plan_bind {
+	char inside[PATH_MAX];
+	char host[PATH_MAX];
+	bool rw, dir;
+};
+
+static int sandbox_plan_bind_cmp(const void *a, const void *b)
+{
+	/* a parent sorts before what is below it: its prefix */
+	return strcmp(((const struct sandbox_plan_bind *)a)->inside,
+		      ((const struct sandbox_plan_bind *)b)->inside);
+}
+
+static int sandbox_plan_mkpoint(struct sandbox *sb, const char *inside, bool dir)
+{
+	struct sandbox_op *op = sandbox_op_add(sb, OP_MKPOINT);
+
+	if (!op || !(op->path = sandbox_str(sb, SB_STAGE "%s", inside)) ||
+	    !(op->what = sandbox_str(sb, "make the mount point %s", inside)))
+		return -ENOMEM;
+	op->mode = dir ? (S_IFDIR | 0755) : (S_IFREG | 0644);
+	return 0;
+}
+
+/* The mount point of b and its missing parents, then the bind. */
+static int sandbox_plan_bind_host(struct sandbox *sb, const struct sandbox_plan_bind *b)
+{
+	char parent[PATH_MAX];
+	struct sandbox_op *op;
+
+	for (const char *p = strchr(b->inside + 1, '/'); p; p = strchr(p + 1, '/')) {
+		snprintf(parent, sizeof(parent), "%.*s", (int)(p - b->inside), b->inside);
+		if (strcmp(parent, "/tmp") != 0 && sandbox_plan_mkpoint(sb, parent, true) < 0)
+			return -ENOMEM;
+	}
+	if (sandbox_plan_mkpoint(sb, b->inside, b->dir) < 0)
+		return -ENOMEM;
+	op = sandbox_op_add(sb, OP_BIND_HOST);
+	if (!op || !(op->src = sandbox_str(sb, "%s", b->host)) ||
+	    !(op->path = sandbox_str(sb, SB_STAGE "%s", b->inside)) ||
+	    !(op->what = sandbox_str(sb, "mount %s", b->host)) ||
+	    !(op->what2 = sandbox_str(sb, "remount %s%s", b->inside, b->rw ? "" : " read-only")))
+		return -ENOMEM;
+	op->flags = MS_NOSUID | MS_NODEV | (b->rw ? 0 : MS_RDONLY);
+	op->fd = -1;
+	return 0;
+}
+
+/* --mount and --wheels: resolved on the host now (the child only opens them),
+ * sorted so that a mount inside another one comes after it. */
+static int sandbox_plan_binds(struct sandbox *sb, char *err, size_t errlen)
+{
+	const struct sandbox_options *o = &sb->opts;
+	size_t n = 0, nm = 0, cap;
+	struct mount_spec m;
+	int rc = 0;
+
+	while (o->mounts && o->mounts[nm])
+		nm++;
+	cap = nm + (o->wheels ? 1 : 0);
+	if (!cap)
+		return 0;
+	rc = mount_check_list(o->mounts, o->wheels != NULL, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct sandbox_plan_bind *b = calloc(cap, sizeof(*b));
+	if (!b) {
+		sandbox_errf(err, errlen, "sandbox plan: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cap; i++) {
+		char why[PATH_MAX + 128];
+		bool wheels = i == nm;
+		struct stat st;
+		if (wheels) {
+			memset(&m, 0, sizeof(m));
+			snprintf(m.host, sizeof(m.host), "%s", o->wheels);
+			snprintf(m.inside, sizeof(m.inside), "%s", MOUNT_WHEELS_PATH);
+		} else if ((rc = mount_parse(o->mounts[i], &m, why, sizeof(why))) < 0) {
+			sandbox_errf(err, errlen, "--mount %s: %s", o->mounts[i], why);
+			goto out;
+		}
+		if ((rc = mount_check_host(&m, b[n].host, why, sizeof(why))) < 0) {
+			sandbox_errf(err, errlen, "%s %s", wheels ? "--wheels" : "--mount", why);
+			goto out;
+		}
+		if (stat(b[n].host, &st) < 0) {
+			rc = -errno;
+			sandbox_errf(err, errlen, "%s %s: %s", wheels ? "--wheels" : "--mount",
+				     m.host, strerror(-rc));
+			goto out;
+		}
+		memcpy(b[n].inside, m.inside, sizeof(m.inside));
+		b[n].rw = m.rw;
+		b[n].dir = S_ISDIR(st.st_mode);
+		n++;
+	}
+	qsort(b, n, sizeof(*b), sandbox_plan_bind_cmp);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = sandbox_plan_bind_host(sb, &b[i]);
+	if (rc < 0)
+		sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
+out:
+	free(b);
+	return rc;
+}
+
+int sandbox_plan(struct sandbox *sb, char *err, size_t errlen)
 {
 	static const char *const sys_dirs[] = {"/usr",	 "/bin",   "/sbin",  "/lib",
 					       "/lib64", "/lib32", "/libx32"};
@@ -191,8 +302,10 @@ int sandbox_plan(struct sandbox *sb)
 
 #define TRY(x)                                                                                     \
 	do {                                                                                       \
-		if ((x) < 0)                                                                       \
+		if ((x) < 0) {                                                                     \
+			sandbox_errf(err, errlen, "sandbox plan: %s", strerror(ENOMEM));           \
 			return -ENOMEM;                                                            \
+		}                                                                                  \
 	} while (0)
 
 	TRY(sandbox_plan_mount(sb, "tmpfs", "", MS_NOSUID | MS_NODEV,
@@ -254,8 +367,11 @@ int sandbox_plan(struct sandbox *sb)
 		snprintf(data, sizeof(data), "mode=1777");
 	}
 	TRY(sandbox_plan_mount(sb, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV, data));
+	TRY(!(sb->workdir = sandbox_str(sb, "%s", o->workdir ? o->workdir : MOUNT_WORKDIR_DEFAULT))
+		    ? -1
+		    : 0);
 #undef TRY
-	return 0;
+	return sandbox_plan_binds(sb, err, errlen);
 }
 
 void sandbox_plan_rlimit(struct sandbox *sb, int resource, uint64_t value, const char *what)

@@ -25,7 +25,7 @@ static const char srv_nul_msg[] =
 
 static const char srv_ops[] =
 	"hello, new, exec, result, ls, interrupt, cancel, restart, kill, watch, capture, "
-	"complete, is_complete, resize, kill-server or ping";
+	"complete, is_complete, resize, put, get, files, remove, kill-server or ping";
 
 static void srv_send_line(struct server_client *c, char *s, size_t n)
 {
@@ -443,12 +443,14 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_reply_error(c, id, "usage", "%s", srv_nul_msg);
 	else if (strcmp(op, "new") == 0)
 		srv_new(c, req, id, name);
-	else if (!ss && (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||
-			 strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
-			 strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
-			 strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0 ||
-			 strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0 ||
-			 strcmp(op, "resize") == 0))
+	else if (!ss &&
+		 (strcmp(op, "exec") == 0 || strcmp(op, "result") == 0 ||
+		  strcmp(op, "interrupt") == 0 || strcmp(op, "cancel") == 0 ||
+		  strcmp(op, "restart") == 0 || strcmp(op, "kill") == 0 ||
+		  strcmp(op, "watch") == 0 || strcmp(op, "capture") == 0 ||
+		  strcmp(op, "complete") == 0 || strcmp(op, "is_complete") == 0 ||
+		  strcmp(op, "resize") == 0 || strcmp(op, "put") == 0 || strcmp(op, "get") == 0 ||
+		  strcmp(op, "files") == 0 || strcmp(op, "remove") == 0))
 		srv_reply_error(c, id, "no_session", "no session '%.*s'",
 				(int)protocol_utf8_prefix(name, strlen(name), 64), name);
 	else if (strcmp(op, "exec") == 0)
@@ -471,6 +473,9 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_session_query(ss, c, req, id, op[0] == 'i');
 	else if (strcmp(op, "resize") == 0)
 		srv_session_resize(ss, c, req, id);
+	else if (strcmp(op, "put") == 0 || strcmp(op, "get") == 0 || strcmp(op, "files") == 0 ||
+		 strcmp(op, "remove") == 0)
+		srv_session_file(ss, c, req, id, op);
 	else
 		srv_reply_error(c, id, "usage", "unknown op \"%.*s\": expected %s",
 				(int)protocol_utf8_prefix(op, strlen(op), 64), op, srv_ops);

@@ -65,6 +65,8 @@ struct srv_session {
 	struct srv_waiter *new_waiters, *kill_waiters, *watchers;
 	struct srv_waiter *queries; /* (each answered within seconds: session.c) */
 	uint64_t next_query;
+	struct srv_waiter *files; /* file ops asked, oldest first (server_files.c) */
+	uint64_t next_file;
 	size_t nwatchers;
 	struct screen *screen;
 	char *tail; /* output not yet fed to the screen (server_session.c) */
@@ -160,6 +162,12 @@ void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJ
  * snippet (ptybox_session_complete). */
 void srv_session_query(struct srv_session *ss, struct server_client *c, const cJSON *req,
 		       const cJSON *id, bool is_complete);
+/* server_files.c: put, get, files and remove (op), queued in the session. */
+void srv_session_file(struct srv_session *ss, struct server_client *c, const cJSON *req,
+		      const cJSON *id, const char *op);
+/* The session's on_file: the answer to whoever asked. */
+void srv_on_file(ptybox_session *ps, uint64_t fid, const char *reply, const void *bytes, size_t len,
+		 void *data);
 void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
 			 const cJSON *id);
 cJSON *srv_session_describe(const struct srv_session *ss);

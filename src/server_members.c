@@ -23,8 +23,9 @@ static const struct member_table member_tables[] = {
 	{"ls", ""},
 	{"kill-server", ""},
 	{"new", "session, options, record, record_max, "},
-	{"exec",
-	 "session, code, timeout, stream, wait, stop_on_error, render, ack, filename, argv, "},
+	{"exec", "session, code, timeout, stream, wait, stop_on_error, render, ack, filename, "
+		 "argv, env, cwd, "
+		 "stdin, "},
 	{"result", "session, exec, wait, stream, "},
 	{"interrupt", "session, exec, "},
 	{"cancel", "session, exec, "},
@@ -35,6 +36,10 @@ static const struct member_table member_tables[] = {
 	{"complete", "session, code, cursor, "},
 	{"is_complete", "session, code, "},
 	{"resize", "session, cols, rows, "},
+	{"put", "session, path, data, mode, offset, more, "},
+	{"get", "session, path, offset, length, "},
+	{"files", "session, path, recursive, "},
+	{"remove", "session, path, recursive, "},
 };
 
 /* Whether name is one of list's "a, b, " entries. */

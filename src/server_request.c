@@ -8,8 +8,9 @@
  * Python's json.dumps writes for such a str) are answered under the id.
  *
  * Options come as an object whose keys are the long options of `ptybox run`
- * ({"memory": "512M", "net": true, "env": ["K=V"]}) and go through the very
- * parser of the command line, so both say the same about a bad value.
+ * ({"memory": "512M", "net": true, "env": ["K=V"], "mount": ["/a:/data"]}) and
+ * go through the very parser of the command line, so both say the same about
+ * a bad value.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -152,9 +153,21 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 				 lo->name, cJSON_IsString(item) ? item->valuestring : "");
 			return -EINVAL;
 		}
+		/* Host files in the sandbox, as "record" writes one: not for a
+		 * dial-stdio client, unless the server allows remote transports. */
+		if (remote && !allow_remote &&
+		    (strcmp(lo->name, "mount") == 0 || strcmp(lo->name, "wheels") == 0)) {
+			snprintf(err, errlen,
+				 "\"%s\" (files of the server's machine) is refused through "
+				 "dial-stdio (start the server with --allow-remote-transports to "
+				 "allow it)",
+				 lo->name);
+			return -EINVAL;
+		}
 		/* Each value as the command line would give it. */
 		const cJSON *values = item;
-		bool list = cJSON_IsArray(item) && strcmp(lo->name, "env") == 0;
+		bool list = cJSON_IsArray(item) &&
+			    (strcmp(lo->name, "env") == 0 || strcmp(lo->name, "mount") == 0);
 		const cJSON *v = list ? item->child : item;
 		for (; v; v = list ? v->next : NULL) {
 			char num[64];
@@ -174,8 +187,10 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 				arg = num; /* (parsed into numbers: nothing keeps it) */
 			} else {
 				snprintf(err, errlen, "\"%s\" must be a %s", lo->name,
-					 list ? "list of NAME=VALUE strings"
-					      : "string or a number");
+					 !list ? "string or a number"
+					 : strcmp(lo->name, "env") == 0
+						 ? "list of NAME=VALUE strings"
+						 : "list of strings");
 				return -EINVAL;
 			}
 			if (lo->has_arg != no_argument && !arg) {
@@ -195,6 +210,15 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 			}
 		}
 		(void)values;
+	}
+	/* The host's paths, here where the sandbox will be. */
+	cli_error_quiet = true;
+	int rc = cli_session_paths_check(so, "new", true);
+	cli_error_quiet = false;
+	if (rc < 0) {
+		const char *msg = cli_last_error();
+		snprintf(err, errlen, "%s", strncmp(msg, "new: ", 5) == 0 ? msg + 5 : msg);
+		return -EINVAL;
 	}
 	return 0;
 }

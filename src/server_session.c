@@ -511,6 +511,7 @@ static void srv_session_free(struct srv_session *ss)
 	srv_waiters_free(&ss->kill_waiters);
 	srv_waiters_free(&ss->watchers);
 	srv_waiters_free(&ss->queries);
+	srv_waiters_free(&ss->files);
 	for (size_t i = 0; i < ss->nstrings; i++)
 		free(ss->strings[i]);
 	if (ss->screen)
@@ -573,6 +574,7 @@ static void srv_on_reply(ptybox_session *ps, uint64_t qid, const char *reply, vo
 
 static const struct ptybox_callbacks srv_callbacks = {
 	.on_reply = srv_on_reply,
+	.on_file = srv_on_file,
 	.on_warning = srv_on_warning,
 	.on_ready = srv_on_ready,
 	.on_stream = srv_on_stream,
@@ -787,9 +789,36 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 				       "\"argv\" must be a list of at most %d strings, with "
 				       "\"filename\"",
 				       SRV_EXEC_ARGV_MAX);
+	const char *bad = NULL;
+	const cJSON *env = cJSON_GetObjectItemCaseSensitive(req, "env");
+	const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(req, "cwd");
+	const cJSON *in = cJSON_GetObjectItemCaseSensitive(req, "stdin"), *ev;
+	size_t nenv = 0;
+	if (env && !cJSON_IsObject(env))
+		bad = "\"env\" must be an object of strings";
+	const cJSON *envo = cJSON_IsObject(env) ? env : NULL; /* (an array's items have no names) */
+	cJSON_ArrayForEach(ev, envo)
+	{
+		if (!cJSON_IsString(ev) || ++nenv > PROTOCOL_ENV_MAX)
+			bad = "\"env\" must be an object of at most 4096 strings";
+		else if (!ev->string[0] || strchr(ev->string, '='))
+			bad = "\"env\": a variable's name must be non-empty and without '='";
+		if (bad)
+			break;
+	}
+	if (!bad && cwd && (!cJSON_IsString(cwd) || !cwd->valuestring[0]))
+		bad = "\"cwd\" must be a non-empty string";
+	size_t inlen = cJSON_IsString(in) ? strlen(in->valuestring) : 0;
+	if (!bad && in && !cJSON_IsString(in))
+		bad = "\"stdin\" must be a string";
+	if (!bad && inlen > PROTOCOL_STDIN_MAX)
+		bad = "\"stdin\" is longer than 16 MiB";
+	if (bad)
+		return srv_reply_error(c, id, "usage", "%s", bad);
 	size_t clen = strlen(code->valuestring);
 	if (ss->live >= SERVER_MAX_QUEUE)
 		return srv_reply_error(c, id, "busy", "too many snippets queued");
+	clen += inlen; /* (bytes queued: its code and its stdin) */
 	if (ss->queued_bytes + clen > SERVER_MAX_QUEUE_BYTES)
 		return srv_reply_error(c, id, "busy",
 				       "too much code queued in session '%s' (more than %zu MiB)",
@@ -817,11 +846,32 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 		abort(); /* out of memory is fatal (STYLE.md) */
 	size_t na = 0;
 	cJSON_ArrayForEach(fa, fargv) args[na++] = fa->valuestring;
-	int rc = filename ? ptybox_session_exec_file(ss->ps, x->id, code->valuestring, clen,
-						     timeout ? timeout->valuedouble : -1, true,
-						     filename->valuestring, args)
-			  : ptybox_session_exec(ss->ps, x->id, code->valuestring, clen,
-						timeout ? timeout->valuedouble : -1, true);
+	char **envv = env ? calloc(nenv + 1, sizeof(*envv)) : NULL;
+	if (env && !envv)
+		abort();
+	size_t ne = 0;
+	cJSON_ArrayForEach(ev, env)
+	{
+		if (asprintf(&envv[ne++], "%s=%s", ev->string, ev->valuestring) < 0)
+			abort();
+	}
+	struct ptybox_exec px = {
+		.code = code->valuestring,
+		.len = clen - inlen,
+		.timeout = timeout ? timeout->valuedouble : -1,
+		.stream = true,
+		.filename = filename ? filename->valuestring : NULL,
+		.argv = args,
+		.env = (const char *const *)envv,
+		.cwd = cwd ? cwd->valuestring : NULL,
+		.stdin_data = in ? in->valuestring : NULL,
+		.stdin_len = inlen,
+		.has_stdin = in != NULL,
+	};
+	int rc = ptybox_session_exec_with(ss->ps, x->id, &px);
+	for (size_t i = 0; i < ne; i++)
+		free(envv[i]);
+	free(envv);
 	free(args);
 	if (rc < 0) {
 		ss->next_exec--;
@@ -1014,6 +1064,9 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 	for (struct srv_waiter *w = ss->queries; w; w = w->next)
 		srv_reply_error(w->client, w->id, "killed", "%s", why);
 	srv_waiters_free(&ss->queries);
+	for (struct srv_waiter *w = ss->files; w; w = w->next)
+		srv_reply_error(w->client, w->id, "killed", "%s", why);
+	srv_waiters_free(&ss->files);
 	for (struct srv_waiter *w = ss->new_waiters; w; w = w->next)
 		srv_reply_error(w->client, w->id, "killed", "%s", why);
 	srv_waiters_free(&ss->new_waiters);
@@ -1148,6 +1201,7 @@ void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
 	srv_waiters_drop_client(&ss->new_waiters, c);
 	srv_waiters_drop_client(&ss->kill_waiters, c);
 	srv_waiters_drop_client(&ss->queries, c);
+	srv_waiters_drop_client(&ss->files, c);
 	srv_session_unwatch(ss, c);
 }
 

@@ -62,6 +62,7 @@ static void session_replace_with(ptybox_session *s, enum ptybox_status status, c
 static void session_restart_kernel(ptybox_session *s, enum ptybox_status status, const char *what,
 				   const char *done);
 static void session_on_ready(struct instance *in);
+static void session_send_failed_cb(uv_timer_t *t);
 static void session_on_died(ptybox_session *s, struct protocol_frame *f);
 
 void ptybox_options_init(struct ptybox_options *o)
@@ -75,6 +76,7 @@ void ptybox_options_init(struct ptybox_options *o)
 		.memory = 1ULL << 30,
 		.tmp_size = 256ULL << 20,
 		.max_file_size = 256ULL << 20,
+		.max_get = 64ULL << 20,
 		.pids = 256,
 		.nofile = 1024,
 		.cpus = 1,
@@ -98,7 +100,13 @@ static void exec_free(struct exec *e)
 	for (size_t i = 0; e->argv && e->argv[i]; i++)
 		free(e->argv[i]);
 	free(e->argv);
+	for (size_t i = 0; e->env && e->env[i]; i++)
+		free(e->env[i]);
+	free(e->env);
+	free(e->cwd);
+	free(e->stdin_data);
 	cJSON_Delete(e->display);
+	session_file_free(e->file);
 	free(e);
 }
 
@@ -108,6 +116,18 @@ static void exec_free(struct exec *e)
 static int session_exec_line(ptybox_session *s, const struct exec *e, char **line, size_t *len)
 {
 	unsigned poll = session_awaiting == 0 ? s->opts.busy_poll_us : 0;
+	if (e->env || e->cwd || e->has_stdin) {
+		struct protocol_exec_input in = {
+			.env = (const char *const *)e->env,
+			.cwd = e->cwd,
+			.stdin_data = e->stdin_data,
+			.stdin_len = e->stdin_len,
+			.has_stdin = e->has_stdin,
+		};
+		return protocol_exec_input_line(e->id, e->code, e->code_len, s->opts.max_output,
+						poll, e->filename, (const char *const *)e->argv,
+						&in, line, len);
+	}
 	if (e->filename)
 		return protocol_exec_file_line(e->id, e->code, e->code_len, s->opts.max_output,
 					       poll, e->filename, (const char *const *)e->argv,
@@ -162,10 +182,81 @@ static char *session_join_traceback(const cJSON *error)
 	return out;
 }
 
+/* Ends the file op at the head with reply (owned: cJSON_free), and moves on. */
+static void session_file_done(ptybox_session *s, char *reply)
+{
+	struct exec *e = session_pop(s);
+	uv_timer_stop(&s->timer);
+	if (e->file->line) /* (never sent) */
+		s->put_waiting -= e->file->put_len;
+	if (s->state == S_RUNNING)
+		s->state = S_IDLE;
+	if (s->in)
+		frame_scanner_shrink(&s->in->scanner, 1 << 20);
+	log_to(s->log, "session: %s id=%llu done", e->file->op, (unsigned long long)e->id);
+	if (s->cb.on_file)
+		s->cb.on_file(
+			s, e->id,
+			reply ? reply
+			      : "{\"ok\":false,\"error\":\"out of memory\",\"errno\":\"ENOMEM\"}",
+			e->file->len ? e->file->data : NULL, e->file->len, s->data);
+	cJSON_free(reply);
+	exec_free(e);
+	session_pump(s);
+}
+
+static void session_on_file(ptybox_session *s, struct protocol_frame *f)
+{
+	struct exec *e = s->head;
+	if (s->state != S_RUNNING || !e || !e->file || !f->has_id || f->id != e->id)
+		return;
+	session_file_done(s, session_file_reply(e->file, f->root));
+}
+
+static void session_on_binary(struct instance *in, const char *data, size_t len, bool z)
+{
+	ptybox_session *s = in->data;
+	if (s->state == S_RUNNING && s->head && s->head->file)
+		session_file_binary(s->head->file, data, len, z);
+}
+
+static void session_file_timeout_cb(uv_timer_t *t)
+{
+	ptybox_session *s = t->data;
+	struct exec *e = s->head;
+	if (s->state != S_RUNNING || !e || !e->file)
+		return;
+	char msg[128];
+	snprintf(msg, sizeof(msg), "timed out after %g s; killed", e->timeout);
+	session_restart_kernel(s, PTYBOX_TIMEOUT, msg, session_and_restarted);
+}
+
+/* Sends the file op at the head (the session is idle). */
+static void session_send_file(ptybox_session *s, struct exec *e)
+{
+	int rc = instance_write(s->in, e->file->line, e->file->line_len);
+	e->file->line = NULL; /* (the instance's now, written or not) */
+	s->put_waiting -= e->file->put_len;
+	e->sent_ns = uv_hrtime();
+	s->state = S_RUNNING;
+	if (rc < 0) {
+		s->send_error = -rc;
+		uv_timer_start(&s->timer, session_send_failed_cb, 0, 0);
+		return;
+	}
+	session_arm(s, options_seconds_ms(e->timeout), session_file_timeout_cb);
+}
+
 /* Delivers the running snippet's result and moves on to the next one. */
 static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *bundle,
 			   cJSON *error, double duration_ms, bool state_lost, const char *message)
 {
+	if (s->head && s->head->file) { /* a file op that did not end by itself */
+		session_file_done(
+			s, session_file_error(s->head->file, message ? message : "it did not run",
+					      status == PTYBOX_TIMEOUT ? "ETIMEDOUT" : "EIO"));
+		return;
+	}
 	struct exec *e = session_pop(s);
 	if (!e)
 		return;
@@ -327,6 +418,10 @@ static void session_pump(ptybox_session *s)
 	}
 	if (s->in && s->in->state == I_DYING)
 		return; /* its death is told soon (on_dead): the snippet runs on the fresh one */
+	if (e->file) {
+		session_send_file(s, e);
+		return;
+	}
 	char *line;
 	size_t line_len;
 	int rc = session_exec_line(s, e, &line, &line_len);
@@ -655,6 +750,7 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 		session_on_died(s, &f);
 		break;
 	case FRAME_REPLY: session_on_reply(s, &f); break;
+	case FRAME_FILE: session_on_file(s, &f); break;
 	case FRAME_READY:
 		if (s->state == S_STARTING && s->kernel_restarting &&
 		    (!s->restart_awaited || session_ready_answers(&f, s->restart_awaited))) {
@@ -925,6 +1021,7 @@ static const struct instance_callbacks session_instance_callbacks = {
 	.on_ready = session_on_ready,
 	.on_frame = session_on_frame,
 	.on_oversize = session_on_oversize,
+	.on_binary = session_on_binary,
 	.on_dead = session_on_dead,
 };
 
@@ -1018,7 +1115,7 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 }
 
 /* Queues e behind everything queued, and starts it if nothing runs. */
-static void session_push(ptybox_session *s, struct exec *e)
+void session_push(ptybox_session *s, struct exec *e)
 {
 	if (s->tail)
 		s->tail->next = e;
@@ -1054,15 +1151,64 @@ static int session_exec_new(ptybox_session *s, uint64_t id, const char *code, si
 	return 0;
 }
 
+/* A NULL-terminated copy of v (NULL: NULL); false when out of memory. */
+static bool session_strv_dup(const char *const *v, char ***out)
+{
+	*out = NULL;
+	if (!v)
+		return true;
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = calloc(n + 1, sizeof(char *));
+	if (!c)
+		return false;
+	*out = c;
+	for (size_t i = 0; i < n; i++)
+		if (!(c[i] = strdup(v[i])))
+			return false;
+	return true;
+}
+
+int ptybox_session_exec_with(ptybox_session *s, uint64_t id, const struct ptybox_exec *x)
+{
+	struct protocol_exec_input in = {
+		.env = x->env,
+		.cwd = x->cwd,
+		.stdin_data = x->stdin_data,
+		.stdin_len = x->stdin_len,
+		.has_stdin = x->has_stdin,
+	};
+	if (!protocol_exec_input_valid(&in))
+		return -EINVAL;
+	struct exec *e;
+	int rc = session_exec_new(s, id, x->code, x->len, x->timeout, x->stream, &e);
+	if (rc < 0)
+		return rc;
+	if ((x->filename && !(e->filename = strdup(x->filename))) ||
+	    !session_strv_dup(x->filename ? x->argv : NULL, &e->argv) ||
+	    !session_strv_dup(x->env, &e->env) || (x->cwd && !(e->cwd = strdup(x->cwd))))
+		goto nomem;
+	if (x->has_stdin) {
+		e->has_stdin = true;
+		e->stdin_len = x->stdin_len;
+		if (!(e->stdin_data = malloc(x->stdin_len ? x->stdin_len : 1)))
+			goto nomem;
+		if (x->stdin_len)
+			memcpy(e->stdin_data, x->stdin_data, x->stdin_len);
+	}
+	session_push(s, e);
+	return 0;
+nomem:
+	exec_free(e);
+	return -ENOMEM;
+}
+
 int ptybox_session_exec(ptybox_session *s, uint64_t id, const char *code, size_t len,
 			double timeout, bool stream)
 {
-	struct exec *e;
-	int rc = session_exec_new(s, id, code, len, timeout, stream, &e);
-	if (rc < 0)
-		return rc;
-	session_push(s, e);
-	return 0;
+	struct ptybox_exec x = {.code = code, .len = len, .timeout = timeout, .stream = stream};
+	return ptybox_session_exec_with(s, id, &x);
 }
 
 int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, size_t len,
@@ -1071,24 +1217,13 @@ int ptybox_session_exec_file(ptybox_session *s, uint64_t id, const char *code, s
 {
 	if (!filename)
 		return -EINVAL;
-	struct exec *e;
-	int rc = session_exec_new(s, id, code, len, timeout, stream, &e);
-	if (rc < 0)
-		return rc;
-	size_t n = 0;
-	while (argv && argv[n])
-		n++;
-	if (!(e->filename = strdup(filename)) ||
-	    (argv && !(e->argv = calloc(n + 1, sizeof(char *)))))
-		goto nomem;
-	for (size_t i = 0; i < n; i++)
-		if (!(e->argv[i] = strdup(argv[i])))
-			goto nomem;
-	session_push(s, e);
-	return 0;
-nomem:
-	exec_free(e);
-	return -ENOMEM;
+	struct ptybox_exec x = {.code = code,
+				.len = len,
+				.timeout = timeout,
+				.stream = stream,
+				.filename = filename,
+				.argv = argv};
+	return ptybox_session_exec_with(s, id, &x);
 }
 
 int ptybox_session_resize(ptybox_session *s, unsigned cols, unsigned rows)
@@ -1118,14 +1253,14 @@ int ptybox_session_interrupt(ptybox_session *s)
 		 * one has run already. */
 		if (e && s->held.on)
 			e = e->next;
-		while (e && e->restart)
+		while (e && (e->restart || e->file))
 			e = e->next;
 		if (!e)
 			return -ENOENT;
 		e->stop = STOP_INTERRUPT;
 		return 0;
 	}
-	if (s->state != S_RUNNING || !e)
+	if (s->state != S_RUNNING || !e || e->file) /* (a file op is never interrupted) */
 		return -ENOENT;
 	if (e->stop == STOP_NONE)
 		e->stop = STOP_INTERRUPT;
@@ -1184,7 +1319,7 @@ int ptybox_session_cancel(ptybox_session *s, uint64_t id)
 	struct exec **link = &s->head, *prev = NULL;
 	for (; *link; prev = *link, link = &(*link)->next) {
 		struct exec *e = *link;
-		if (e->restart || e->id != id)
+		if (e->restart || e->file || e->id != id)
 			continue;
 		if (e == s->head && head_started)
 			return -EBUSY;
@@ -1205,7 +1340,7 @@ size_t ptybox_session_pending(const ptybox_session *s)
 
 bool ptybox_session_running(const ptybox_session *s, uint64_t *id)
 {
-	bool running = s->state == S_RUNNING && s->head && !s->head->restart;
+	bool running = s->state == S_RUNNING && s->head && !s->head->restart && !s->head->file;
 	if (running && id)
 		*id = s->head->id;
 	return running;

@@ -30,6 +30,21 @@ enum session_state { S_STARTING, S_IDLE, S_RUNNING, S_FATAL, S_CLOSING };
 /* Why ptybox stopped the running snippet. */
 enum exec_stop { STOP_NONE, STOP_TIMEOUT, STOP_INTERRUPT };
 
+/* A file op's own part of its queue item (session_files.c). */
+struct file_op {
+	const char *op; /* "put", "get", "files" or "remove" */
+	char *line;	/* its request (a put's data lines after it) until sent */
+	size_t line_len;
+	size_t put_len;	     /* a put's data bytes, counted in put_waiting until sent */
+	unsigned char *data; /* a get's bytes so far */
+	size_t len, cap;
+	uint64_t want; /* a get's most bytes: more is an error */
+	bool bad;      /* its data passed want or did not inflate */
+};
+
+/* Put data waiting per session, at most: past it, a put is -ENOBUFS. */
+#define SESSION_PUT_CAP ((size_t)256 << 20)
+
 struct exec {
 	struct exec *next;
 	uint64_t id;
@@ -39,9 +54,15 @@ struct exec {
 	size_t code_len;
 	char *filename; /* a file's run: its name and argv (NULL-terminated); else NULL */
 	char **argv;
+	char **env; /* "K=V", NULL-terminated; NULL: none */
+	char *cwd;
+	void *stdin_data;
+	size_t stdin_len;
+	bool has_stdin;
 	double timeout;
 	bool stream, ctrl_c_sent;
-	bool restart; /* not a snippet: a restart queued in order */
+	bool restart;	      /* not a snippet: a restart queued in order */
+	struct file_op *file; /* not a snippet: a file op queued in order (session_files.c) */
 	enum exec_stop stop;
 	uint64_t sent_ns;
 	cJSON *display;
@@ -96,6 +117,7 @@ struct ptybox_session {
 	uint64_t next_query;
 	uv_timer_t query_timer; /* the next query due: answered, or past its time */
 
+	size_t put_waiting;	  /* bytes of put data queued, not yet sent (SESSION_PUT_CAP) */
 	bool awaiting;		  /* counted in session_awaiting */
 	struct exec *head, *tail; /* head is the running one in S_RUNNING */
 	size_t queued;
@@ -113,5 +135,17 @@ struct ptybox_session {
 		const char *done;   /* follows what when the fresh interpreter is up */
 	} held;
 };
+
+/* session.c: queues e behind everything queued, and starts it if nothing runs. */
+void session_push(ptybox_session *s, struct exec *e);
+
+/* session_files.c, for session.c: */
+void session_file_free(struct file_op *f);
+/* Takes a get's binary frame into f (z: a zlib stream). */
+void session_file_binary(struct file_op *f, const char *data, size_t len, bool z);
+/* The reply for the file frame root (changed: its type and id go); cJSON_free it. */
+char *session_file_reply(struct file_op *f, cJSON *root);
+/* The reply of a file op that did not run to its end: {"ok":false,...}. */
+char *session_file_error(const struct file_op *f, const char *message, const char *code);
 
 #endif

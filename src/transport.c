@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mount.h"
 #include "protocol.h"
 #include "ptybox.h"
 
@@ -28,6 +29,7 @@ struct transport {
 	char *envp[TRANSPORT_MAX_ENV + 1];
 	size_t envc;
 	char *exec_path; /* argv[0] resolved in the parent (none, ssh, exec) */
+	char *workdir;	 /* none: where the child starts */
 	struct sandbox *sandbox;
 };
 
@@ -98,6 +100,20 @@ int transport_options_from(const struct ptybox_options *o, struct transport_opti
 		return rc;
 	t->python = o->python;
 	t->env_extra = o->env;
+	t->workdir = o->workdir ? o->workdir : MOUNT_WORKDIR_DEFAULT;
+	t->wheels = o->wheels && *o->wheels ? o->wheels : NULL;
+	if (!mount_path_ok(t->workdir)) {
+		snprintf(err, errlen, "--workdir %s: expected an absolute path without '..'",
+			 t->workdir);
+		return -EINVAL;
+	}
+	if (o->mounts && *o->mounts && t->kind != TRANSPORT_LOCAL) {
+		snprintf(err, errlen, "--mount needs the local sandbox (--via local)");
+		return -EINVAL;
+	}
+	if ((rc = mount_check_list(o->mounts, t->wheels && t->kind == TRANSPORT_LOCAL, err,
+				   errlen)) < 0)
+		return rc;
 	t->sandbox = (struct sandbox_options){
 		.net = o->net,
 		.memory = o->memory,
@@ -106,6 +122,9 @@ int transport_options_from(const struct ptybox_options *o, struct transport_opti
 		.pids = o->pids,
 		.nofile = o->nofile,
 		.cpus = o->cpus,
+		.mounts = o->mounts,
+		.workdir = t->workdir,
+		.wheels = t->kind == TRANSPORT_LOCAL ? t->wheels : NULL,
 	};
 	/* tmpfs pages count against the memory limit: /tmp stays below it. */
 	struct sandbox_options *so = &t->sandbox;
@@ -119,17 +138,26 @@ static bool transport_str_equal(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-bool transport_options_equal(const struct transport_options *a, const struct transport_options *b)
+/* Whether two NULL-terminated lists hold the same strings in the same order
+ * (an empty list is no list). */
+static bool transport_list_equal(char *const *e, char *const *f)
 {
-	const struct sandbox_options *x = &a->sandbox, *y = &b->sandbox;
-	char *const *e = a->env_extra, *const *f = b->env_extra;
 	for (; e && f && *e && *f; e++, f++)
 		if (strcmp(*e, *f) != 0)
 			return false;
-	/* (an empty list is no list) */
-	if ((e && *e) || (f && *f))
-		return false;
-	return a->kind == b->kind && transport_str_equal(a->target, b->target) &&
+	return !(e && *e) && !(f && *f);
+}
+
+bool transport_options_equal(const struct transport_options *a, const struct transport_options *b)
+{
+	const struct sandbox_options *x = &a->sandbox, *y = &b->sandbox;
+	/* A pooled interpreter made without a session's mounts (or with another
+	 * one's) would show it other files: such a session starts its own. */
+	return transport_list_equal(a->env_extra, b->env_extra) &&
+	       transport_list_equal(x->mounts, y->mounts) &&
+	       transport_str_equal(a->workdir, b->workdir) &&
+	       transport_str_equal(a->wheels, b->wheels) && a->kind == b->kind &&
+	       transport_str_equal(a->target, b->target) &&
 	       transport_str_equal(a->python, b->python) && x->net == y->net &&
 	       x->memory == y->memory && x->tmp_size == y->tmp_size &&
 	       x->max_file_size == y->max_file_size && x->pids == y->pids &&
@@ -172,8 +200,26 @@ static int transport_build_env(struct transport *t, const struct transport_optio
 	rc = rc ? rc : transport_add_env(t, "MALLOC_ARENA_MAX", "2");
 	for (char *const *e = o->env_extra; !rc && e && *e; e++)
 		rc = transport_add_env(t, *e, NULL);
+	/* ptybox's own, after --env: they say what the session is */
+	rc = rc ? rc : transport_add_env(t, "PTYBOX_WORKDIR", o->workdir);
+	if (o->wheels)
+		rc = rc ? rc
+			: transport_add_env(t, "PTYBOX_WHEELS",
+					    o->kind == TRANSPORT_LOCAL ? MOUNT_WHEELS_PATH
+								       : o->wheels);
+	if (o->kind == TRANSPORT_LOCAL && o->sandbox.net)
+		rc = rc ? rc : transport_add_env(t, "PTYBOX_NET", "1");
 	return rc;
 }
+
+/* Python run before the bootstrap over ssh and exec, where no process of ours
+ * runs on the far side before the interpreter: the folder the code starts in
+ * (the relay and every kernel it forks inherit it). Its error is the last line
+ * on the terminal, which the session's start failure tells. */
+#define TRANSPORT_CHDIR                                                                            \
+	"import os;w=os.environ.get(\"PTYBOX_WORKDIR\");w and(os.path.isdir(w)or "                 \
+	"__import__(\"sys\").exit(\"ptybox: workdir \"+w+\": No such file or directory\"));"       \
+	"w and os.chdir(w);"
 
 /* execvp's search, done in the parent. */
 static char *transport_which(const char *name)
@@ -257,9 +303,19 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 	/* Over ssh and exec the local allow-list stays here (the far side has its
 	 * own PATH and HOME), but --env goes along, through env(1). */
 	const char *env_cmd = "";
-	if ((o->kind == TRANSPORT_SSH || o->kind == TRANSPORT_EXEC) && o->env_extra &&
-	    *o->env_extra) {
-		if (!(renv = transport_remote_env(o->env_extra)))
+	if (o->kind == TRANSPORT_SSH || o->kind == TRANSPORT_EXEC) {
+		/* ptybox's own variables go along too (transport_build_env put them last) */
+		char *own[4] = {NULL};
+		size_t n = 0;
+		for (size_t i = 0; i < t->envc && n < 3; i++)
+			if (strncmp(t->envp[i], "PTYBOX_", 7) == 0)
+				own[n++] = t->envp[i];
+		char *user = transport_remote_env(o->env_extra), *ours = transport_remote_env(own);
+		if (user && ours && asprintf(&renv, "%s%s", user, ours) < 0)
+			renv = NULL;
+		free(user);
+		free(ours);
+		if (!renv)
 			goto nomem;
 		env_cmd = "env";
 	}
@@ -271,7 +327,8 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 		break;
 	case TRANSPORT_SSH: {
 		if (asprintf(&remote, "exec %s%s %s -I -S -c '%s'", env_cmd, renv ? renv : "",
-			     o->python ? o->python : "python3", PROTOCOL_BOOTSTRAP) < 0) {
+			     o->python ? o->python : "python3",
+			     TRANSPORT_CHDIR PROTOCOL_BOOTSTRAP) < 0) {
 			remote = NULL;
 			rc = -ENOMEM;
 			break;
@@ -303,7 +360,7 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 	case TRANSPORT_EXEC:
 		if (asprintf(&remote, "exec %s %s%s %s -I -S -c '%s'", o->target, env_cmd,
 			     renv ? renv : "", o->python ? o->python : "python3",
-			     PROTOCOL_BOOTSTRAP) < 0) {
+			     TRANSPORT_CHDIR PROTOCOL_BOOTSTRAP) < 0) {
 			remote = NULL;
 			rc = -ENOMEM;
 			break;
@@ -323,6 +380,8 @@ int transport_new(const struct transport_options *o, struct transport **out, cha
 		if (rc < 0)
 			goto fail;
 	} else {
+		if (o->kind == TRANSPORT_NONE && !(t->workdir = strdup(o->workdir)))
+			goto nomem;
 		t->exec_path = transport_which(t->argv[0]);
 		if (!t->exec_path) {
 			snprintf(err, errlen, "%s: not found", t->argv[0]);
@@ -345,10 +404,16 @@ void transport_child_exec(struct transport *t, int err_fd)
 {
 	if (t->kind == TRANSPORT_LOCAL)
 		sandbox_child_exec(t->sandbox, t->argv, err_fd);
-	execve(t->exec_path, t->argv, t->envp);
+	const char *what = "exec ", *arg = t->exec_path;
+	if (t->workdir && chdir(t->workdir) < 0) {
+		what = "workdir ";
+		arg = t->workdir;
+	} else {
+		execve(t->exec_path, t->argv, t->envp);
+	}
 	const char *why = strerrordesc_np(errno);
-	ssize_t w = write(err_fd, "exec ", 5);
-	w = write(err_fd, t->exec_path, strlen(t->exec_path));
+	ssize_t w = write(err_fd, what, strlen(what));
+	w = write(err_fd, arg, strlen(arg));
 	w = write(err_fd, ": ", 2);
 	w = write(err_fd, why, strlen(why));
 	(void)w;
@@ -403,5 +468,6 @@ void transport_free(struct transport *t)
 	for (size_t i = 0; i < t->envc; i++)
 		free(t->envp[i]);
 	free(t->exec_path);
+	free(t->workdir);
 	free(t);
 }

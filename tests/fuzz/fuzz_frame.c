@@ -78,7 +78,8 @@ static void rec_event(struct rec *r, enum frame_event ev, const char *data, size
 /* What every callback must look like, whatever the input. */
 static void rec_cb(void *ctx, enum frame_event ev, const char *data, size_t len)
 {
-	CHECK(ev == FRAME_EVENT_NOISE || ev == FRAME_EVENT_PAYLOAD || ev == FRAME_EVENT_OVERSIZE);
+	CHECK(ev == FRAME_EVENT_NOISE || ev == FRAME_EVENT_PAYLOAD || ev == FRAME_EVENT_OVERSIZE ||
+	      ev == FRAME_EVENT_BINARY || ev == FRAME_EVENT_BINARY_Z);
 	CHECK((ev == FRAME_EVENT_OVERSIZE) == (data == NULL));
 	CHECK(ev != FRAME_EVENT_NOISE || len > 0);
 	rec_event(ctx, ev, data, len);
@@ -106,6 +107,47 @@ static int rec_equal(const struct rec *a, const struct rec *b)
 	return 1;
 }
 
+/* A binary frame's reference: the start marker at i, '#' after it. Records its event (or its
+ * noise) and returns where scanning resumes. */
+static size_t ref_binary(struct rec *r, size_t i, size_t sl, size_t cap, const char *in, size_t n)
+{
+	size_t p = i + sl, j = p + 1, len = 0, digits = 0, d, k, keep;
+
+	if (j < n && in[j] == 'z')
+		j++;
+	while (j < n && in[j] >= '0' && in[j] <= '9' && !(digits == 1 && len == 0) &&
+	       len <= (FRAME_BINARY_MAX - (size_t)(in[j] - '0')) / 10) {
+		len = len * 10 + (size_t)(in[j] - '0');
+		digits++;
+		j++;
+	}
+	if (j >= n || in[j] != ':' || digits == 0) {
+		rec_event(r, FRAME_EVENT_NOISE, in + i, j - i);
+		return j;
+	}
+	d = j + 1;
+	if (n - d < len) {
+		keep = n - d < cap ? n - d : cap;
+		rec_event(r, FRAME_EVENT_NOISE, in + i, d - i + keep);
+		return n;
+	}
+	for (k = 0; k < END_LEN && d + len + k < n && in[d + len + k] == END[k]; k++)
+		;
+	if (k == END_LEN) {
+		if (len <= cap)
+			rec_event(r, in[p + 1] == 'z' ? FRAME_EVENT_BINARY_Z : FRAME_EVENT_BINARY,
+				  in + d, len);
+		else
+			rec_event(r, FRAME_EVENT_OVERSIZE, NULL, len);
+		return d + len + END_LEN;
+	}
+	keep = len < cap ? len : cap;
+	rec_event(r, FRAME_EVENT_NOISE, in + i, d - i + keep);
+	if (k > 0)
+		rec_event(r, FRAME_EVENT_NOISE, END, k);
+	return d + len + k;
+}
+
 /* The contract the slow, obvious way: at each position, either a whole frame starts here and is
  * read to its end or its first bad byte, or this one byte is noise. A broken frame's body past
  * the cap is lost (frame.h). */
@@ -121,6 +163,10 @@ static void ref_scan(struct rec *r, const char *start, size_t sl, size_t cap, co
 			continue;
 		}
 		p = j = i + sl;
+		if (p < n && in[p] == '#') {
+			i = ref_binary(r, i, sl, cap, in, n);
+			continue;
+		}
 		while (j < n && !(n - j >= END_LEN && memcmp(in + j, END, END_LEN) == 0) &&
 		       (unsigned char)in[j] >= 0x20 && (unsigned char)in[j] <= 0x7e &&
 		       in[j] != '<' && in[j] != '>')
@@ -186,10 +232,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	scan(&full, nonce, n, in, n, seed, 1u << (data[0] >> 4));
 	for (i = 0; i < full.n; i++) {
 		CHECK(full.v[i].ev != FRAME_EVENT_OVERSIZE);
-		if (full.v[i].ev == FRAME_EVENT_PAYLOAD)
+		int framed = full.v[i].ev != FRAME_EVENT_NOISE;
+		if (framed)
 			rec_bytes(&out, start, sl);
+		if (full.v[i].ev == FRAME_EVENT_BINARY || full.v[i].ev == FRAME_EVENT_BINARY_Z) {
+			char head[32];
+			int hl =
+				snprintf(head, sizeof(head),
+					 "#%s%zu:", full.v[i].ev == FRAME_EVENT_BINARY_Z ? "z" : "",
+					 full.v[i].len);
+			rec_bytes(&out, head, (size_t)hl);
+		}
 		rec_bytes(&out, full.text + full.v[i].off, full.v[i].len);
-		if (full.v[i].ev == FRAME_EVENT_PAYLOAD)
+		if (framed)
 			rec_bytes(&out, END, END_LEN);
 	}
 	CHECK(out.text_len == n);

@@ -25,8 +25,9 @@ def run(*args, input=None, timeout=60, via=True, env=None):
     if via and len(args) and args[0] in ("run", "serve") and not any(
             a.startswith("--via") for a in args):
         argv[2:2] = ["--via", VIA]
+    # (no input: /dev/null, not ours, which run would read if it were a pipe)
     return subprocess.run(argv, input=input, capture_output=True, timeout=timeout,
-                          env=env, text=isinstance(input, str) or input is None,
+                          stdin=subprocess.DEVNULL if input is None else None, env=env, text=isinstance(input, str) or input is None,
                           errors="replace" if not isinstance(input, bytes) else None)
 
 

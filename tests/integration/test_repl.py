@@ -475,6 +475,13 @@ class ReplTest(TestCase):
         self.assertEqual(p.returncode, 0)
         self.assertIn("detach", p.stdout)
 
+    def test_a_session_that_cannot_start_is_said_once_and_status_125(self):
+        p = run("repl", "--workdir", "/no/such/folder", timeout=60)
+        self.assertEqual(p.returncode, 125, p.stderr)
+        self.assertEqual(p.stderr.count("could not be started"), 1, p.stderr)
+        self.assertTrue(p.stderr.startswith("ptybox: repl: "), p.stderr)
+        self.assertIn("/no/such/folder", p.stderr)
+
 
 @unittest.skipUnless(TMUX, "tmux is not installed")
 class AttachTest(TestCase):

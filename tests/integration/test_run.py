@@ -71,7 +71,11 @@ class StartUpTest(TestCase):
         host = subprocess.run(["/usr/bin/python3", "-I", "-c", "import sys; print(sys.path)"],
                               capture_output=True, text=True, check=True).stdout
         self.assertOk(results[0])
-        self.assertEqual(results[0]["stdout"], host.replace("[", "['', ", 1))
+        # (and the package folder before the first site-packages: test_packages.py)
+        want = [""] + eval(host)
+        at = next((i for i, p in enumerate(want) if p.endswith("-packages")), len(want))
+        want.insert(at, "/tmp/.ptybox-packages")
+        self.assertEqual(results[0]["stdout"], "%r\n" % want)
         self.assertEqual(results[1]["error"]["name"], "SystemExit", results[1])
         self.assertEqual(results[1]["error"]["value"], "3")
         self.assertIn("help(", results[2]["result"]["text/plain"])
@@ -212,7 +216,7 @@ class InputsTest(TestCase):
 
     def test_dash_reads_standard_input(self):
         p = run("run", "-c", "y = 'from -c'", "-", input="print(y)\nimport sys\n40 + 2\n")
-        self.assertEqual(p.stdout, "from -c\n42\n")
+        self.assertEqual(p.stdout, "from -c\n")   # (as python3 -: no value shown)
 
 
 class JsonTest(TestCase):
@@ -501,6 +505,11 @@ class RunFileTest(TestCase):
         self.assertEqual((p.returncode, p.stdout),
                          (0, "%r\n%s\n" % ([path, "a", "--verbose", "-x"], path)), p.stderr)
 
+    def test_piped_input_goes_to_the_file_not_to_the_c_snippets(self):
+        path = self.file("import sys\nprint(sys.stdin.read().upper())\n")
+        p = run("run", "-c", "import sys; print(repr(sys.stdin.read()))", path, input="abc\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "''\nABC\n\n"), p.stderr)
+
     def test_standard_input_is_dash_and_stdin(self):
         p = run("run", "-", "q", input="import sys\nprint(sys.argv, __file__)\n")
         self.assertEqual(p.stdout, "['-', 'q'] <stdin>\n")
@@ -511,9 +520,12 @@ class RunFileTest(TestCase):
                 "-c", "40 + 2", path, "arg")
         self.assertEqual(p.stdout, "['-c']\nFalse\n42\n['arg'] False\n")
 
-    def test_tracebacks_name_the_file_and_its_last_value_is_printed_as_ever(self):
+    def test_tracebacks_name_the_file_and_its_last_value_is_not_shown(self):
+        # As python3 FILE: no value printed (--json still has it in "result").
         p = run("run", self.file("40 + 2\n"))
-        self.assertEqual((p.returncode, p.stdout), (0, "42\n"), p.stderr)
+        self.assertEqual((p.returncode, p.stdout), (0, ""), p.stderr)
+        results, p = run_json(extra=[self.file("40 + 2\n")])
+        self.assertEqual(results[0]["result"]["text/plain"], "42")
         path = self.file("x = 1\n1 / 0\n")
         p = run("run", path)
         self.assertEqual(p.returncode, 1)

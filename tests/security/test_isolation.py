@@ -22,8 +22,9 @@ class IsolationChecks:
         self.assertFalse(in_raw)
         self.assertNotIn(secret, "".join(env.values()))
         self.assertEqual(sorted(env), ["HOME", "LANG", "MALLOC_ARENA_MAX", "MPLBACKEND",
-                                       "PATH", "TERM"])
+                                       "PATH", "PTYBOX_WORKDIR", "TERM"])
         self.assertEqual(env["HOME"], "/tmp")
+        self.assertEqual(env["PTYBOX_WORKDIR"], "/tmp")  # (ptybox's own: --workdir)
         self.assertEqual(env["PATH"], "/usr/local/bin:/usr/bin:/bin")
 
         # --env adds exactly what the user asked for, and nothing of the host's.
@@ -31,7 +32,7 @@ class IsolationChecks:
                             env={"PTYBOX_TEST_SECRET": secret, "FOO": "host"})
         self.assertEqual(env["FOO"], "bar baz")
         self.assertEqual(sorted(env), ["FOO", "HOME", "LANG", "MALLOC_ARENA_MAX",
-                                       "MPLBACKEND", "PATH", "TERM"])
+                                       "MPLBACKEND", "PATH", "PTYBOX_WORKDIR", "TERM"])
 
     def test_host_files_are_invisible(self):
         hidden = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/root", "/home",

@@ -96,7 +96,7 @@ static void rec_free(struct rec *r)
 
 static void dump_events(const char *who, const struct rec *r)
 {
-	static const char kind[] = "NPO";
+	static const char kind[] = "NPOBZ";
 	size_t i, k;
 	const char *p;
 
@@ -188,14 +188,22 @@ static void assert_rebuilds(const struct rec *r, const char *nonce, const char *
 	size_t i;
 
 	for (i = 0; i < r->n; i++) {
+		int framed = r->v[i].ev != FRAME_EVENT_NOISE;
 		assert_int_not_equal(r->v[i].ev, FRAME_EVENT_OVERSIZE);
-		if (r->v[i].ev == FRAME_EVENT_PAYLOAD) {
+		if (framed) {
 			rec_bytes(&out, "<<<ptybox:", 10);
 			rec_bytes(&out, nonce, strlen(nonce));
 			rec_bytes(&out, ":", 1);
 		}
+		if (r->v[i].ev == FRAME_EVENT_BINARY || r->v[i].ev == FRAME_EVENT_BINARY_Z) {
+			char head[32];
+			int hl = snprintf(head, sizeof(head),
+					  "#%s%zu:", r->v[i].ev == FRAME_EVENT_BINARY_Z ? "z" : "",
+					  r->v[i].len);
+			rec_bytes(&out, head, (size_t)hl);
+		}
 		rec_bytes(&out, r->text + r->v[i].off, r->v[i].len);
-		if (r->v[i].ev == FRAME_EVENT_PAYLOAD)
+		if (framed)
 			rec_bytes(&out, END, strlen(END));
 	}
 	assert_int_equal(out.text_len, n);
@@ -526,6 +534,54 @@ static void test_oversize(void **state)
 }
 
 /* White box: the buffer never grows past the cap, and shrink gives it back. */
+/* clang-format off */
+#define B(s) { FRAME_EVENT_BINARY, (s), sizeof(s) - 1 }
+#define BZ(s) { FRAME_EVENT_BINARY_Z, (s), sizeof(s) - 1 }
+/* clang-format on */
+
+static void test_binary_frames(void **state)
+{
+	(void)state;
+	/* Any bytes inside, the end marker and a start marker included. */
+	CHECK("N", BIG, "<<<ptybox:N:#5:\0\n<>\xff:ptybox>>>", B("\0\n<>\xff"));
+	CHECK("N", BIG, "a<<<ptybox:N:#10::ptybox>>>:ptybox>>>b", N("a"), B(":ptybox>>>"), N("b"));
+	CHECK("N", BIG, "<<<ptybox:N:#13:<<<ptybox:N:x:ptybox>>>", B("<<<ptybox:N:x"));
+	CHECK("N", BIG, "<<<ptybox:N:#z3:x\x9c\x01:ptybox>>>", BZ("x\x9c\x01"));
+	CHECK("N", BIG, "<<<ptybox:N:#0::ptybox>>>", B(""));
+	/* Text and binary frames side by side. */
+	CHECK("N", BIG, "<<<ptybox:N:{}:ptybox>>><<<ptybox:N:#1:#:ptybox>>>", P("{}"), B("#"));
+}
+
+static void test_broken_binary_frames(void **state)
+{
+	(void)state;
+	/* A header that is not one: noise up to the byte that broke it, scanning resumes there. */
+	CHECK("N", BIG, "<<<ptybox:N:#x:ab:ptybox>>>", N("<<<ptybox:N:#x:ab:ptybox>>>"));
+	CHECK("N", BIG, "<<<ptybox:N:#:ptybox>>>", N("<<<ptybox:N:#:ptybox>>>"));
+	CHECK("N", BIG, "<<<ptybox:N:#01:a:ptybox>>>", N("<<<ptybox:N:#01:a:ptybox>>>"));
+	CHECK("N", BIG, "<<<ptybox:N:#zz1:a:ptybox>>>", N("<<<ptybox:N:#zz1:a:ptybox>>>"));
+	CHECK("N", BIG, "<<<ptybox:N:#9999999:", N("<<<ptybox:N:#9999999:"));
+	CHECK("N", BIG, "<<<ptybox:N:#1<<<ptybox:N:{}:ptybox>>>", N("<<<ptybox:N:#1"), P("{}"));
+	/* Past FRAME_BINARY_MAX: the header breaks at the digit that passes it. */
+	CHECK("N", BIG, "<<<ptybox:N:#99999999:", N("<<<ptybox:N:#99999999:"));
+	/* A missing end marker: noise, and a frame right after is found. */
+	CHECK("N", BIG, "<<<ptybox:N:#2:ab:ptybo<<<ptybox:N:{}:ptybox>>>",
+	      N("<<<ptybox:N:#2:ab:ptybo"), P("{}"));
+	CHECK("N", BIG, "<<<ptybox:N:#2:abc:ptybox>>>", N("<<<ptybox:N:#2:abc:ptybox>>>"));
+	/* Cut short by the stream's end. */
+	CHECK("N", BIG, "<<<ptybox:N:#4:ab", N("<<<ptybox:N:#4:ab"));
+	CHECK("N", BIG, "<<<ptybox:N:#z", N("<<<ptybox:N:#z"));
+}
+
+static void test_binary_frames_past_the_cap(void **state)
+{
+	(void)state;
+	CHECK("N", 3, "<<<ptybox:N:#5:abcde:ptybox>>>x", O(5), N("x"));
+	CHECK("N", 3, "<<<ptybox:N:#2:ab:ptybox>>>", B("ab"));
+	/* Broken past the cap: its data past the cap is lost, as a text frame's. */
+	CHECK("N", 3, "<<<ptybox:N:#5:abcde:ptyboy", N("<<<ptybox:N:#5:abc:ptybo"), N("y"));
+}
+
 static void test_memory_bound_and_shrink(void **state)
 {
 	struct frame_scanner s;
@@ -602,6 +658,47 @@ static void test_empty_feeds(void **state)
 	rec_free(&got);
 }
 
+/* A binary frame's reference: the start marker at i, '#' after it. Records its event (or its
+ * noise) and returns where scanning resumes. */
+static size_t ref_binary(struct rec *r, size_t i, size_t sl, size_t cap, const char *in, size_t n)
+{
+	size_t p = i + sl, j = p + 1, len = 0, digits = 0, d, k, keep;
+
+	if (j < n && in[j] == 'z')
+		j++;
+	while (j < n && in[j] >= '0' && in[j] <= '9' && !(digits == 1 && len == 0) &&
+	       len <= (FRAME_BINARY_MAX - (size_t)(in[j] - '0')) / 10) {
+		len = len * 10 + (size_t)(in[j] - '0');
+		digits++;
+		j++;
+	}
+	if (j >= n || in[j] != ':' || digits == 0) {
+		rec_event(r, FRAME_EVENT_NOISE, in + i, j - i);
+		return j;
+	}
+	d = j + 1;
+	if (n - d < len) {
+		keep = n - d < cap ? n - d : cap;
+		rec_event(r, FRAME_EVENT_NOISE, in + i, d - i + keep);
+		return n;
+	}
+	for (k = 0; k < 10 && d + len + k < n && in[d + len + k] == END[k]; k++)
+		;
+	if (k == 10) {
+		if (len <= cap)
+			rec_event(r, in[p + 1] == 'z' ? FRAME_EVENT_BINARY_Z : FRAME_EVENT_BINARY,
+				  in + d, len);
+		else
+			rec_event(r, FRAME_EVENT_OVERSIZE, NULL, len);
+		return d + len + 10;
+	}
+	keep = len < cap ? len : cap;
+	rec_event(r, FRAME_EVENT_NOISE, in + i, d - i + keep);
+	if (k > 0)
+		rec_event(r, FRAME_EVENT_NOISE, END, k);
+	return d + len + k;
+}
+
 /* The contract the slow, obvious way: at each position, either a whole frame starts here and is
  * read to its end or its first bad byte, or this one byte is noise. */
 static void ref_scan(struct rec *r, const char *nonce, size_t cap, const char *in, size_t n)
@@ -617,6 +714,10 @@ static void ref_scan(struct rec *r, const char *nonce, size_t cap, const char *i
 			continue;
 		}
 		p = j = i + sl;
+		if (p < n && in[p] == '#') {
+			i = ref_binary(r, i, sl, cap, in, n);
+			continue;
+		}
 		while (j < n && !(n - j >= 10 && memcmp(in + j, END, 10) == 0) &&
 		       (unsigned char)in[j] >= 0x20 && (unsigned char)in[j] <= 0x7e &&
 		       in[j] != '<' && in[j] != '>')
@@ -684,7 +785,22 @@ static void gen_stream(struct rec *out, uint64_t *rng, size_t want)
 	size_t k, len;
 
 	while (out->text_len < want) {
-		switch (rng_next(rng) % 4) {
+		switch (rng_next(rng) % 5) {
+		case 4: /* a binary frame of any bytes, now and then broken */
+			len = rng_next(rng) % 40;
+			{
+				char head[32];
+				int hl = snprintf(head, sizeof(head), "<<<ptybox:ab12:#%s%zu:",
+						  rng_next(rng) % 3 ? "" : "z", len);
+				rec_bytes(out, head, (size_t)hl);
+			}
+			for (k = 0; k < len; k++) {
+				c = rng_next(rng) % 3 ? (char)rng_next(rng) : ':';
+				rec_bytes(out, &c, 1);
+			}
+			k = rng_next(rng) % 8;
+			rec_bytes(out, END, k == 0 ? 4 : 10);
+			break;
 		case 0: /* a well-formed frame */
 			rec_bytes(out, "<<<ptybox:ab12:", 15);
 			len = rng_next(rng) % 24;
@@ -728,7 +844,9 @@ static void test_random_chunks_vs_reference(void **state)
 		ref_scan(&want, "ab12", caps[ci], in.text, in.text_len);
 		payloads = oversizes = 0;
 		for (k = 0; k < want.n; k++) {
-			payloads += want.v[k].ev == FRAME_EVENT_PAYLOAD;
+			payloads += want.v[k].ev == FRAME_EVENT_PAYLOAD ||
+				    want.v[k].ev == FRAME_EVENT_BINARY ||
+				    want.v[k].ev == FRAME_EVENT_BINARY_Z;
 			oversizes += want.v[k].ev == FRAME_EVENT_OVERSIZE;
 		}
 		/* The stream must exercise what it is here for. */
@@ -778,6 +896,9 @@ int main(void)
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_memory_bound_and_shrink),
 		cmocka_unit_test(test_empty_feeds),
+		cmocka_unit_test(test_binary_frames),
+		cmocka_unit_test(test_broken_binary_frames),
+		cmocka_unit_test(test_binary_frames_past_the_cap),
 		cmocka_unit_test(test_random_chunks_vs_reference),
 	};
 

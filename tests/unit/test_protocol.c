@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -285,6 +286,60 @@ static void test_exec_file_line_names_the_file_and_its_argv(void **state)
 			 -EINVAL);
 	assert_int_equal(protocol_exec_file_line(4, "x", 1, 10, 0, NULL, NULL, &line, &len),
 			 -EINVAL);
+}
+
+static void test_exec_input_line_has_env_cwd_and_stdin(void **state)
+{
+	const char *env[] = {"A=1", "EMPTY=", "A=2", "B=x=y", NULL};
+	struct protocol_exec_input in = {.env = env,
+					 .cwd = "sub",
+					 .stdin_data = "a\0\xff",
+					 .stdin_len = 3,
+					 .has_stdin = true};
+	char *line;
+	size_t len;
+	assert_int_equal(protocol_exec_input_line(5, "x", 1, PROTOCOL_DEFAULT_MAX_OUTPUT,
+						  PROTOCOL_DEFAULT_BUSY_POLL, NULL, NULL, &in,
+						  &line, &len),
+			 0);
+	cJSON *o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "code"), "x");
+	assert_null(cJSON_GetObjectItem(o, "filename"));
+	cJSON *e = cJSON_GetObjectItem(o, "env");
+	assert_int_equal(cJSON_GetArraySize(e), 3); /* (A given twice: the last one) */
+	assert_string_equal(protocol_str(e, "A"), "2");
+	assert_string_equal(protocol_str(e, "EMPTY"), "");
+	assert_string_equal(protocol_str(e, "B"), "x=y");
+	assert_string_equal(protocol_str(o, "cwd"), "sub");
+	assert_string_equal(protocol_str(o, "stdin_b64"), "YQD/");
+	cJSON_Delete(o);
+	free(line);
+
+	/* empty stdin is stdin still; a file keeps its members */
+	struct protocol_exec_input empty = {.has_stdin = true};
+	assert_int_equal(
+		protocol_exec_input_line(6, "x", 1, 10, 0, "f.py", NULL, &empty, &line, &len), 0);
+	o = decode_line(line, len);
+	assert_string_equal(protocol_str(o, "stdin_b64"), "");
+	assert_string_equal(protocol_str(o, "filename"), "f.py");
+	assert_null(cJSON_GetObjectItem(o, "env"));
+	assert_null(cJSON_GetObjectItem(o, "cwd"));
+	cJSON_Delete(o);
+	free(line);
+
+	/* what the driver would refuse is refused here */
+	const char *noeq[] = {"A", NULL}, *nokey[] = {"=1", NULL};
+	struct protocol_exec_input bad[] = {
+		{.env = noeq},
+		{.env = nokey},
+		{.cwd = ""},
+		{.has_stdin = true, .stdin_len = PROTOCOL_STDIN_MAX + 1, .stdin_data = ""}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_false(protocol_exec_input_valid(&bad[i]));
+		assert_int_equal(protocol_exec_input_line(7, "x", 1, 10, 0, NULL, NULL, &bad[i],
+							  &line, &len),
+				 -EINVAL);
+	}
 }
 
 static void test_resize_and_tty_lines(void **state)
@@ -1090,6 +1145,101 @@ static void test_stream_frames_deflated(void **state)
 	free(text);
 }
 
+/* "=XX" back to bytes, as the relay's binascii.a2b_qp does for our lines. */
+static size_t unescape(unsigned char *out, const char *in, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] == '=' && i + 2 < n) {
+			unsigned v;
+			assert_true(sscanf(in + i + 1, "%2X", &v) == 1);
+			out[o++] = (unsigned char)v;
+			i += 2;
+		} else {
+			out[o++] = (unsigned char)in[i];
+		}
+	}
+	return o;
+}
+
+static void test_escape_data_every_byte(void **state)
+{
+	(void)state;
+	unsigned char all[256 * 2], back[sizeof(all)];
+	char enc[3 * sizeof(all)];
+	for (size_t i = 0; i < sizeof(all); i++)
+		all[i] = (unsigned char)(i < 256 ? i : 511 - i);
+	size_t n = protocol_escape_data(enc, all, sizeof(all));
+	/* Nine byte values are escaped, twice each: 2 * 9 * 2 more bytes. */
+	assert_int_equal(n, sizeof(all) + 2 * 9 * 2);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)enc[i];
+		assert_true(c != 0 && c != 3 && c != '\n' && c != '\r' && c != 0x10 && c != 0x11 &&
+			    c != 0x13 && c != '~');
+	}
+	assert_memory_equal(enc + 0, "=00", 3);
+	assert_int_equal(unescape(back, enc, n), sizeof(all));
+	assert_memory_equal(back, all, sizeof(all));
+	/* Trailing spaces and tabs go as they are (a2b_qp keeps them: test_driver.py). */
+	assert_int_equal(protocol_escape_data(enc, (const unsigned char *)"a \t", 3), 3);
+	assert_memory_equal(enc, "a \t", 3);
+}
+
+static void test_put_lines(void **state)
+{
+	(void)state;
+	char *out;
+	size_t n;
+	size_t len = PROTOCOL_DATA_LINE + 5;
+	unsigned char *data = calloc(1, len);
+	assert_non_null(data);
+	assert_int_equal(protocol_put_lines(7, "a/b", data, len, 0644, 3, true, &out, &n), 0);
+	char *nl = memchr(out, '\n', n);
+	assert_non_null(nl);
+	/* The request, then two data lines: 1 MiB of NULs (each "=00"), then 5. */
+	unsigned char json[256];
+	size_t jn;
+	assert_int_equal(sodium_base642bin(json, sizeof(json), out, (size_t)(nl - out), NULL, &jn,
+					   NULL, sodium_base64_VARIANT_URLSAFE_NO_PADDING),
+			 0);
+	assert_int_equal(jn, strlen("{\"id\":7,\"op\":\"put\",\"path\":\"a/b\",\"size\":1048581,"
+				    "\"mode\":420,\"offset\":3,\"more\":true}"));
+	assert_memory_equal(json, "{\"id\":7,\"op\":\"put\",\"path\":\"a/b\",\"size\":1048581", 46);
+	assert_int_equal(n,
+			 (size_t)(nl - out) + 1 + (1 + 3 * PROTOCOL_DATA_LINE + 1) + (1 + 15 + 1));
+	assert_int_equal(nl[1], '!');
+	assert_int_equal(out[n - 1], '\n');
+	free(out);
+	assert_int_equal(protocol_put_lines(1, "", data, 1, -1, 0, false, &out, &n), -EINVAL);
+	assert_int_equal(protocol_put_lines(1, "x", data, 1, 010000, 0, false, &out, &n), -EINVAL);
+	assert_int_equal(protocol_put_lines(1, "x", data, 0, -1, 0, false, &out, &n), 0);
+	assert_int_equal(memchr(out, '!', n), NULL); /* no data: no data line */
+	free(out);
+	free(data);
+}
+
+static void test_base64_decode(void **state)
+{
+	(void)state;
+	unsigned char in[300], out[400];
+	char enc[500];
+	size_t n;
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (unsigned char)(i * 7 + 3);
+	for (size_t len = 0; len < 8; len++) {
+		size_t k = len == 7 ? sizeof(in) : len;
+		sodium_bin2base64(enc, sizeof(enc), in, k, sodium_base64_VARIANT_ORIGINAL);
+		assert_int_equal(protocol_base64_decode(out, enc, strlen(enc), &n), 0);
+		assert_int_equal(n, k);
+		assert_memory_equal(out, in, k);
+	}
+	assert_int_equal(protocol_base64_decode(out, "ab-_", 4, &n), -EINVAL);
+	assert_int_equal(protocol_base64_decode(out, "abcde", 5, &n), -EINVAL);
+	assert_int_equal(protocol_base64_decode(out, "ab\ncd", 5, &n), -EINVAL);
+	assert_int_equal(protocol_base64_decode(out, "YQ", 2, &n), 0); /* (no padding) */
+	assert_int_equal(n, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1101,6 +1251,7 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_runs_source_and_code),
 		cmocka_unit_test(test_exec_line_round_trips_any_code),
 		cmocka_unit_test(test_exec_file_line_names_the_file_and_its_argv),
+		cmocka_unit_test(test_exec_input_line_has_env_cwd_and_stdin),
 		cmocka_unit_test(test_resize_and_tty_lines),
 		cmocka_unit_test(test_interrupt_line_is_the_request_alone),
 		cmocka_unit_test(test_restart_line_and_exit_words),
@@ -1122,6 +1273,9 @@ int main(void)
 		cmocka_unit_test(test_stream_frames_fast_as_cjson),
 		cmocka_unit_test(test_long_output_quoted_as_cjson),
 		cmocka_unit_test(test_stream_frames_deflated),
+		cmocka_unit_test(test_escape_data_every_byte),
+		cmocka_unit_test(test_put_lines),
+		cmocka_unit_test(test_base64_decode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

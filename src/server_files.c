@@ -1,0 +1,206 @@
+/*
+ * server_files.c - the server's file ops (put, get, files, remove): a request's members
+ * checked, the session's op queued (ptybox_session_put ...), and its on_file answered to whoever
+ * asked (ptybox-protocol(7), SERVER PROTOCOL).
+ *
+ * A put's data and a get's come as base64 in the JSON line. A get's reply line is built by hand
+ * (libsodium's base64 straight into the line), not printed by cJSON: a 64 MiB file is an 86 MB
+ * line, which cJSON would copy and escape several times over.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "protocol.h"
+#include "server_internal.h"
+
+static const cJSON *srv_file_member(const cJSON *req, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(req, name);
+}
+
+/* A member that must be an integer from 0 to max (absent: ok, *v untouched). */
+static bool srv_file_uint(const cJSON *req, const char *name, uint64_t max, uint64_t *v)
+{
+	const cJSON *m = srv_file_member(req, name);
+	if (!m)
+		return true;
+	if (!cJSON_IsNumber(m) || m->valuedouble < 0 || m->valuedouble > (double)max ||
+	    m->valuedouble != (double)(uint64_t)m->valuedouble)
+		return false;
+	*v = (uint64_t)m->valuedouble;
+	return true;
+}
+
+static bool srv_file_bool(const cJSON *req, const char *name, bool *v)
+{
+	const cJSON *m = srv_file_member(req, name);
+	if (m && !cJSON_IsBool(m))
+		return false;
+	*v = cJSON_IsTrue(m);
+	return true;
+}
+
+void srv_session_file(struct srv_session *ss, struct server_client *c, const cJSON *req,
+		      const cJSON *id, const char *op)
+{
+	const cJSON *path = srv_file_member(req, "path");
+	bool is_put = strcmp(op, "put") == 0, is_get = strcmp(op, "get") == 0;
+	uint64_t mode = UINT64_MAX, offset = 0, length = 0;
+	bool more = false, recursive = false;
+	if (!path && strcmp(op, "files") == 0)
+		path = NULL; /* (".") */
+	else if (!cJSON_IsString(path) || !path->valuestring[0] ||
+		 strlen(path->valuestring) > PROTOCOL_PATH_MAX)
+		return srv_reply_error(c, id, "usage",
+				       "%s needs \"path\": a string of 1 to %d bytes", op,
+				       PROTOCOL_PATH_MAX);
+	const char *p = path ? path->valuestring : ".";
+	if ((is_put || is_get) && !srv_file_uint(req, "offset", (uint64_t)1 << 62, &offset))
+		return srv_reply_error(c, id, "usage", "\"offset\" must be an integer >= 0");
+	if (is_get && !srv_file_uint(req, "length", (uint64_t)1 << 62, &length))
+		return srv_reply_error(c, id, "usage", "\"length\" must be an integer >= 0");
+	if (is_put &&
+	    (!srv_file_uint(req, "mode", 07777, &mode) || !srv_file_bool(req, "more", &more)))
+		return srv_reply_error(
+			c, id, "usage",
+			"\"mode\" must be an integer from 0 to 4095 (07777), \"more\" "
+			"true or false");
+	if (!is_put && !is_get && !srv_file_bool(req, "recursive", &recursive))
+		return srv_reply_error(c, id, "usage", "\"recursive\" must be true or false");
+	const cJSON *data = srv_file_member(req, "data");
+	if (is_put && !cJSON_IsString(data))
+		return srv_reply_error(c, id, "usage", "put needs \"data\": a base64 string");
+	if (ss->state == SS_DEAD)
+		return srv_reply_error(c, id, "dead",
+				       "session '%s' is dead (its interpreter cannot start): "
+				       "restart or kill it",
+				       ss->name);
+	unsigned char *bytes = NULL;
+	size_t nbytes = 0;
+	if (is_put) {
+		size_t n = strlen(data->valuestring);
+		if (!(bytes = malloc(n / 4 * 3 + 3)))
+			return srv_reply_error(c, id, "nomem", "out of memory");
+		if (protocol_base64_decode(bytes, data->valuestring, n, &nbytes) != 0) {
+			free(bytes);
+			return srv_reply_error(c, id, "usage", "put: \"data\" is not base64");
+		}
+	}
+	struct srv_waiter *w = srv_waiter_new(c, id, false);
+	if (!w) {
+		free(bytes);
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	}
+	w->query = ++ss->next_file;
+	int rc;
+	if (is_put)
+		rc = ptybox_session_put(ss->ps, w->query, p, bytes, nbytes,
+					mode == UINT64_MAX ? -1 : (int)mode, offset, more);
+	else if (is_get)
+		rc = ptybox_session_get(ss->ps, w->query, p, offset, length);
+	else if (strcmp(op, "files") == 0)
+		rc = ptybox_session_files(ss->ps, w->query, p, recursive);
+	else
+		rc = ptybox_session_remove(ss->ps, w->query, p, recursive);
+	free(bytes);
+	if (rc < 0) {
+		srv_waiter_free(w);
+		if (rc == -EINVAL)
+			return srv_reply_error(c, id, "usage", "%s: bad path or mode", op);
+		return srv_reply_error(c, id, rc == -ENOBUFS ? "busy" : "not_running", "%s: %s", op,
+				       rc == -ENOBUFS ? "the session's queue is full (4096 items, "
+							"or 256 MiB of put data)"
+						      : "the session is not running");
+	}
+	struct srv_waiter **tail = &ss->files; /* (answered in order) */
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = w;
+}
+
+/* The reply line for a file op: its reply's members, with a get's data as base64. */
+static void srv_file_answer(struct server_client *c, const cJSON *id, cJSON *reply,
+			    const void *bytes, size_t len)
+{
+	bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"));
+	if (!ok) {
+		cJSON *error = cJSON_DetachItemFromObjectCaseSensitive(reply, "error");
+		cJSON *code = cJSON_DetachItemFromObjectCaseSensitive(reply, "errno");
+		cJSON_Delete(reply);
+		reply = cJSON_CreateObject();
+		if (reply && error)
+			cJSON_AddItemToObject(reply, "error", error);
+		else
+			cJSON_Delete(error);
+		if (reply)
+			cJSON_AddStringToObject(reply, "code", "file");
+		if (reply && code)
+			cJSON_AddItemToObject(reply, "errno", code);
+		else
+			cJSON_Delete(code);
+	} else {
+		cJSON_DeleteItemFromObjectCaseSensitive(reply, "ok");
+	}
+	size_t rn = 0;
+	char *rest = srv_print(reply, &rn); /* "{...}" */
+	/* (a get's reply has "eof": its data, "" for none) */
+	bool get = ok && cJSON_GetObjectItemCaseSensitive(reply, "eof");
+	cJSON_Delete(reply);
+	size_t b64 = get ? sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL) : 0;
+	char *line = rest ? malloc(32 + b64 + rn) : NULL;
+	if (!line) {
+		cJSON_free(rest);
+		return srv_reply_error(c, id, "nomem", "out of memory");
+	}
+	size_t n = 0;
+	if (ok) {
+		memcpy(line, "\"ok\":true,", 10);
+		n = 10;
+	}
+	if (b64) {
+		memcpy(line + n, "\"data\":\"", 8);
+		n += 8;
+		sodium_bin2base64(line + n, b64, bytes ? bytes : (const void *)"", len,
+				  sodium_base64_VARIANT_ORIGINAL);
+		n += b64 - 1;
+		memcpy(line + n, "\",", 2);
+		n += 2;
+	}
+	if (rn > 2) {
+		memcpy(line + n, rest + 1, rn - 1); /* (its members and '}') */
+		n += rn - 1;
+	} else if (n) {
+		line[n - 1] = '}'; /* (no members: the last comma closes it) */
+	} else {
+		line[n++] = '}';
+	}
+	cJSON_free(rest);
+	srv_send_joined(c, id, line, n);
+	free(line);
+}
+
+void srv_on_file(ptybox_session *ps, uint64_t fid, const char *reply, const void *bytes, size_t len,
+		 void *data)
+{
+	(void)ps;
+	struct srv_session *ss = data;
+	struct srv_waiter **link = &ss->files, *w;
+	while ((w = *link) && w->query != fid)
+		link = &w->next;
+	if (!w)
+		return;
+	*link = w->next;
+	cJSON *o = cJSON_Parse(reply);
+	if (cJSON_IsObject(o))
+		srv_file_answer(w->client, w->id, o, bytes, len);
+	else {
+		cJSON_Delete(o);
+		srv_reply_error(w->client, w->id, "nomem", "out of memory");
+	}
+	srv_waiter_free(w);
+	srv_maybe_idle(ss->server);
+}

@@ -1,0 +1,274 @@
+"""put, get, files and remove through `ptybox serve --stdio`, as a program
+speaks to it: what the issue's "What it must survive" list asks (issue 16)."""
+import base64
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+import unittest
+
+from ptybox_test import VIA, Serve, TestCase
+
+ALL_BYTES = bytes(range(256)) + b"  \t\t \r\n~.=\x03\x10\x11\x13" + bytes(range(255, -1, -1)) + b" "
+
+
+class Files:
+    """A session of serve --stdio and its file ops."""
+
+    def __init__(self, *extra, via=None, cwd=None):
+        self.s = Serve(*extra, via=via, cwd=cwd)
+        self.n = 0
+
+    def ask(self, op, timeout=60, **members):
+        self.n += 1
+        self.s.send(dict(id=self.n, op=op, **members))
+        return self.s.recv_result(self.n, timeout=timeout)
+
+    def put(self, path, data, **members):
+        return self.ask("put", path=path, data=base64.b64encode(data).decode(), **members)
+
+    def get(self, path, **members):
+        r = self.ask("get", path=path, **members)
+        if "data" in r:
+            r["bytes"] = base64.b64decode(r.pop("data"))
+        return r
+
+    def exec(self, code, timeout=30):
+        self.n += 1
+        return self.s.exec(code, id=self.n, timeout=timeout)
+
+    def close(self):
+        self.s.close()
+
+
+class FileOpsTest(TestCase):
+    via = None                              # the tests' transport (PTYBOX_TEST_VIA)
+
+    def setUp(self):
+        self.cwd = tempfile.mkdtemp()
+        # (without a sandbox, /tmp is the host's: a folder of the test's own)
+        extra = ("--workdir", self.cwd) if self.via == "none" else ()
+        self.f = Files(*extra, via=self.via, cwd=self.cwd)
+        # The start folder: /tmp in the sandbox, the server's cwd without one.
+        self.home = self.f.exec("import os; os.getcwd()")["result"]["text/plain"][1:-1]
+
+    def tearDown(self):
+        self.f.close()
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+    def test_every_byte_value_and_sizes_round_trip(self):
+        for n in (0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1):
+            data = os.urandom(n)
+            r = self.f.put("d/f%d" % n, data)
+            self.assertEqual((r["ok"], r["size"], r["path"]), (True, n, "%s/d/f%d" % (self.home, n)),
+                             r)
+            g = self.f.get("d/f%d" % n)
+            self.assertEqual((g["ok"], g["length"], g["eof"], g["bytes"] == data), (True, n, True, True))
+        self.assertTrue(self.f.put("all", ALL_BYTES)["ok"])
+        self.assertEqual(self.f.get("all")["bytes"], ALL_BYTES)
+        r = self.f.exec("import hashlib; hashlib.sha256(open('all', 'rb').read()).hexdigest()")
+        self.assertEqual(r["result"]["text/plain"][1:-1], hashlib.sha256(ALL_BYTES).hexdigest())
+
+    def test_a_text_file_comes_back_whole(self):
+        csv = b"".join(b"%d,%d,name %d\n" % (i, i * 7, i) for i in range(300000))
+        self.assertTrue(self.f.put("t.csv", csv)["ok"])
+        g = self.f.get("t.csv")
+        self.assertEqual((g["length"], g["bytes"] == csv), (len(csv), True))
+
+    def test_relative_paths_are_from_the_start_folder_and_dotdot_resolves(self):
+        self.f.exec("import os; os.makedirs('sub', exist_ok=True); os.chdir('sub')")
+        r = self.f.put("a/../b.txt", b"b")
+        self.assertEqual(r["path"], self.home + "/a/../b.txt")
+        self.assertEqual(self.f.get(self.home + "/b.txt")["bytes"], b"b")
+        self.assertEqual(self.f.get("b.txt")["bytes"], b"b")
+        self.assertEqual(self.f.exec("open('../b.txt').read()")["result"]["text/plain"], "'b'")
+
+    def test_files_and_remove(self):
+        for p in ("w/b.txt", "w/a/x", "w/a/y/z"):
+            self.assertTrue(self.f.put(p, b"12")["ok"])
+        self.f.exec("import os; os.symlink('/', 'w/l')")
+        r = self.f.ask("files", path="w")
+        self.assertEqual((r["ok"], r["type"], r["cut"]), (True, "dir", False), r)
+        self.assertEqual([(e["name"], e["type"], e["size"]) for e in r["entries"]][1:],
+                         [("b.txt", "file", 2), ("l", "link", 1)])
+        self.assertEqual(r["entries"][1]["mode"], 0o644)
+        self.assertIsInstance(r["entries"][1]["mtime"], float)
+        r = self.f.ask("files", path="w", recursive=True)
+        self.assertEqual([e["name"] for e in r["entries"]],
+                         ["a", "a/x", "a/y", "a/y/z", "b.txt", "l"])
+        r = self.f.ask("files", path="w/b.txt")
+        self.assertEqual((r["type"], [e["name"] for e in r["entries"]]), ("file", ["b.txt"]))
+        self.assertEqual(self.f.ask("files")["path"], self.home)     # (path: "." by default)
+        r = self.f.ask("remove", path="w/a")
+        self.assertEqual((r.get("code"), r.get("errno")), ("file", "ENOTEMPTY"), r)
+        self.assertTrue(self.f.ask("remove", path="w/a", recursive=True)["ok"])
+        self.assertTrue(self.f.ask("remove", path="w/l")["ok"])      # the link, not /
+        self.assertEqual([e["name"] for e in self.f.ask("files", path="w")["entries"]], ["b.txt"])
+        r = self.f.ask("remove", path="w/none")
+        self.assertEqual(r["errno"], "ENOENT")
+        self.assertIn("remove: %s/w/none: No such file or directory" % self.home, r["error"])
+
+    def test_chunked_upload_and_a_wrong_offset(self):
+        r = self.f.put("up", b"abc", more=True)
+        self.assertEqual((r["ok"], r["size"], r.get("more")), (True, 3, True), r)
+        self.assertEqual(self.f.get("up")["errno"], "ENOENT")        # not in place yet
+        r = self.f.put("up", b"x", offset=5)
+        self.assertEqual((r["code"], r["errno"]), ("file", "EINVAL"), r)
+        self.assertIn("no upload of %s/up in progress at offset 5" % self.home, r["error"])
+        self.assertTrue(self.f.put("up", b"def", offset=3, more=True)["ok"])
+        r = self.f.put("up", b"g", offset=6, mode=0o600)
+        self.assertEqual((r["ok"], r["size"]), (True, 7))
+        g = self.f.get("up")
+        self.assertEqual((g["bytes"], g["mode"]), (b"abcdefg", 0o600))
+        names = [e["name"] for e in self.f.ask("files")["entries"]]
+        self.assertFalse([n for n in names if ".ptybox-" in n and n != ".ptybox-packages"],
+                         names)
+        # A put at offset 0 starts afresh, dropping an unfinished upload.
+        self.f.put("up2", b"old", more=True)
+        self.assertTrue(self.f.put("up2", b"new")["ok"])
+        self.assertEqual(self.f.get("up2")["bytes"], b"new")
+
+    def test_get_of_special_files_ends_at_once(self):
+        self.f.exec("import os; os.mkfifo('fifo'); os.mkdir('folder')")
+        t0 = time.monotonic()
+        for path, what in (("fifo", "a fifo"), ("folder", "a folder"),
+                           ("/dev/zero", "a character device")):
+            r = self.f.get(path, timeout=10)
+            self.assertEqual(r["code"], "file", r)
+            self.assertIn("not a regular file (%s)" % what, r["error"])
+        self.assertLess(time.monotonic() - t0, 10)
+
+    def test_get_of_a_growing_file(self):
+        self.f.exec("import threading, itertools\n"
+                    "f = open('grow', 'wb', buffering=0); f.write(b'x' * (8 << 20))\n"
+                    "def more():\n"
+                    "    for _ in itertools.count(): f.write(b'y' * 65536)\n"
+                    "threading.Thread(target=more, daemon=True).start()")
+        g = self.f.get("grow")
+        self.assertTrue(g["ok"], g)
+        self.assertEqual(len(g["bytes"]), g["length"])
+        self.assertEqual(g["length"], g["size"])          # what it was at open, no more
+        self.assertTrue(g["bytes"].startswith(b"x" * (8 << 20)))
+        self.assertFalse(g["eof"])
+        self.f.exec("f.close()")
+
+    def test_max_get_and_ranges(self):
+        extra = ("--workdir", self.cwd) if self.via == "none" else ()
+        f = Files("--max-get", "1K", *extra, via=self.via, cwd=self.cwd)
+        try:
+            self.assertTrue(f.put("big", b"0123456789" * 200)["ok"])
+            r = f.get("big")
+            self.assertEqual((r["code"], r["errno"]), ("file", "EFBIG"), r)
+            self.assertIn("is 2000 bytes, past --max-get 1024: ask for a range (offset, length)",
+                          r["error"])
+            r = f.get("big", offset=1995, length=100)
+            self.assertEqual((r["bytes"], r["offset"], r["length"], r["eof"], r["size"]),
+                             (b"56789", 1995, 5, True, 2000))
+            r = f.get("big", offset=10, length=3)
+            self.assertEqual((r["bytes"], r["eof"]), (b"012", False))
+            self.assertEqual(f.get("big", length=2000)["errno"], "EFBIG")
+        finally:
+            f.close()
+
+    def test_a_put_waits_for_the_running_snippet_and_its_interrupt_does_not_cut_it(self):
+        self.f.s.send({"id": "run", "op": "exec", "code": "import time; time.sleep(30)"})
+        data = os.urandom(3 << 20)
+        self.f.s.send({"id": "put", "op": "put", "path": "late.bin",
+                       "data": base64.b64encode(data).decode()})
+        self.f.s.send({"id": "int", "op": "interrupt"})
+        got = {}
+        while len(got) < 3:
+            m = self.f.s.recv(60)
+            got[m["id"]] = m
+        self.assertEqual(got["run"]["status"], "interrupted")
+        self.assertEqual((got["put"]["ok"], got["put"]["size"]), (True, len(data)), got["put"])
+        self.assertEqual(self.f.get("late.bin")["bytes"], data)
+
+    def test_usage_errors_for_bad_members(self):
+        for op, members, says in (
+                ("put", {"path": "x"}, "put needs \"data\""),
+                ("put", {"path": "x", "data": "!!"}, "not base64"),
+                ("put", {"path": "x", "data": "", "mode": 99999}, "\"mode\""),
+                ("put", {"path": "", "data": ""}, "\"path\""),
+                ("get", {"path": "x", "offset": -1}, "\"offset\""),
+                ("get", {"path": "x", "length": "3"}, "\"length\""),
+                ("get", {"path": "x", "lenght": 3}, "unknown member 'lenght'"),
+                ("files", {"recursive": 1}, "\"recursive\""),
+                ("remove", {}, "remove needs \"path\""),
+                ("get", {"path": "a\u0000b"}, "NUL")):
+            r = self.f.ask(op, **members)
+            self.assertEqual(r.get("code"), "usage", (op, members, r))
+            self.assertIn(says, r["error"])
+        self.assertEqual(self.f.exec("1 + 1")["result"], {"text/plain": "2"})
+
+
+class FileOpsWithoutSandboxTest(FileOpsTest):
+    via = "none"
+
+
+@unittest.skipIf(VIA != "local", "the local sandbox's own limits")
+class SandboxedFileOpsTest(TestCase):
+    def test_a_put_larger_than_tmp_is_enospc_and_leaves_nothing(self):
+        f = Files("--tmp-size", "8M", via="local")
+        try:
+            r = f.put("huge.bin", os.urandom(12 << 20))
+            self.assertEqual((r["code"], r["errno"]), ("file", "ENOSPC"), r)
+            self.assertIn("No space left on device", r["error"])
+            names = [e["name"] for e in f.ask("files", path="/tmp")["entries"]]
+            self.assertFalse([n for n in names if ("ptybox-" in n and n != ".ptybox-packages")
+                          or n == "huge.bin"], names)
+            self.assertTrue(f.put("small", b"ok")["ok"])           # the session goes on
+            self.assertEqual(f.exec("open('/tmp/small').read()")["result"], {"text/plain": "'ok'"})
+        finally:
+            f.close()
+
+    def test_links_and_proc_self_root_see_what_the_code_sees(self):
+        host = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(host, "secret"), "w") as fh:
+                fh.write("host")
+            f = Files(via="local")
+            try:
+                f.exec("import os; os.symlink(%r, '/tmp/out')" % host)
+                r = f.get("/tmp/out/secret")
+                self.assertEqual(r["errno"], "ENOENT", r)          # nothing of the host
+                self.assertEqual(f.get("/proc/self/root%s/secret" % host)["errno"], "ENOENT")
+                self.assertTrue(f.put("/tmp/mine", b"m")["ok"])
+                self.assertEqual(f.get("/proc/self/root/tmp/mine")["bytes"], b"m")
+                r = f.put("/proc/self/root/usr/evil", b"x")        # read-only for the code too
+                self.assertIn(r["errno"], ("EROFS", "EACCES", "EPERM"), r)
+                r = f.put("/tmp/out/new", b"x")
+                self.assertEqual(r["code"], "file", r)
+                self.assertEqual(os.listdir(host), ["secret"])
+                r = f.get("/etc/shadow")
+                self.assertIn(r.get("errno"), ("EACCES", "ENOENT"), r)
+            finally:
+                f.close()
+        finally:
+            shutil.rmtree(host, ignore_errors=True)
+
+    def test_100_mb_round_trip_in_chunks(self):
+        f = Files(via="local")
+        try:
+            data = os.urandom(100 * 10 ** 6)
+            chunk = 16 << 20
+            for at in range(0, len(data), chunk):
+                last = at + chunk >= len(data)
+                r = f.put("big.bin", data[at:at + chunk], offset=at, more=not last,
+                          timeout=120)
+                self.assertTrue(r["ok"], r)
+            self.assertEqual(r["size"], len(data))
+            got = []
+            for at in range(0, len(data), chunk):
+                r = f.get("big.bin", offset=at, length=chunk, timeout=120)
+                got.append(r["bytes"])
+            self.assertTrue(r["eof"])
+            self.assertEqual(hashlib.sha256(b"".join(got)).hexdigest(),
+                             hashlib.sha256(data).hexdigest())
+        finally:
+            f.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
