@@ -49,7 +49,7 @@ _ptybox()
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		run | repl | serve | new | exec | result | ls | interrupt | cancel | restart | kill | \
-			kill-server | capture | watch | attach | server | dial-stdio)
+			kill-server | capture | watch | attach | cp | server | dial-stdio)
 			cmd=${words[i]}
 			break
 			;;
@@ -71,7 +71,7 @@ _ptybox()
 			;;
 		esac
 		COMPREPLY=($(compgen -W 'run repl serve new exec result ls interrupt cancel restart
-			kill kill-server capture watch attach server dial-stdio -L -S -H --help
+			kill kill-server capture watch attach cp server dial-stdio -L -S -H --help
 			--version' -- "$cur"))
 		return
 	fi
@@ -101,7 +101,7 @@ _ptybox()
 		fi
 		return
 		;;
-	--python | --packages)
+	--python | --packages | --put)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
 		return
@@ -134,7 +134,7 @@ _ptybox()
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
 		--tmp-size | --nofile | --max-file-size | --max-get | --env | --pool | --busy-poll | --record-max | -c | -H | \
-		--workdir)
+		--workdir | --get)
 		# a value of the user's own
 		return
 		;;
@@ -143,7 +143,7 @@ _ptybox()
 	case $cmd in
 	run)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-c --json --raw --tty --help $human_opts $session_opts" -- "$cur"))
+			COMPREPLY=($(compgen -W "-c --json --raw --tty --put --get --help $human_opts $session_opts" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -- "$cur"))
 			compopt -o filenames 2>/dev/null
@@ -190,6 +190,20 @@ _ptybox()
 			for name in $(_ptybox_sessions); do
 				[[ $name == "$cur"* ]] && COMPREPLY+=("$(printf '%q' "$name")")
 			done
+		fi
+		;;
+	cp)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--help -L -S -H" -- "$cur"))
+		elif [[ $cur != *:* ]]; then
+			# SESSION: (the server's sessions) or a path here; a session's
+			# own paths are not listed (that would run its code's queue)
+			local IFS=$'\n' name
+			for name in $(_ptybox_sessions); do
+				[[ $name == "$cur"* ]] && COMPREPLY+=("$(printf '%q' "$name"):")
+			done
+			COMPREPLY+=($(compgen -f -- "$cur"))
+			compopt -o nospace -o filenames 2>/dev/null
 		fi
 		;;
 	ls)

@@ -74,10 +74,14 @@ complete -c ptybox -n __fish_use_subcommand -a kill-server -d 'End every session
 complete -c ptybox -n __fish_use_subcommand -a capture -d "A session's screen as text"
 complete -c ptybox -n __fish_use_subcommand -a watch -d 'Follow a session as JSON lines'
 complete -c ptybox -n __fish_use_subcommand -a attach -d 'The prompt on a session of the server'
+complete -c ptybox -n __fish_use_subcommand -a cp -d 'Copy files between here and a session'
 complete -c ptybox -n __fish_use_subcommand -a server -d 'Start the server'
 complete -c ptybox -n __fish_use_subcommand -a dial-stdio -d "The server's socket on stdin and stdout"
 complete -c ptybox -n '__fish_seen_subcommand_from exec result interrupt cancel restart kill capture watch attach; and __ptybox_needs_session' -a '(__ptybox_sessions)' -d Session
 complete -c ptybox -n '__fish_seen_subcommand_from exec; and not __ptybox_needs_session' -F -d 'File to run (- for standard input)'
+# cp SRC DST: SESSION: (a session's own paths are not listed) or a path here
+complete -c ptybox -n '__fish_seen_subcommand_from cp; and not string match -q "*:*" -- (commandline -ct)' -a '(__ptybox_sessions | string replace -r \$ :)' -d Session
+complete -c ptybox -n '__fish_seen_subcommand_from cp; and not string match -q "*:*" -- (commandline -ct)' -F
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l timeout -x -d "These snippets' time limit, seconds"
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l stop-on-error -d 'Drop the snippets after one that fails'
@@ -88,9 +92,9 @@ complete -c ptybox -n '__fish_seen_subcommand_from capture' -s e -d 'Keep colour
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l foreground -d 'Do not daemonize; log on standard error'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l allow-remote-transports -d 'Let dial-stdio clients start ssh:, exec:, none sessions'
 complete -c ptybox -n '__fish_seen_subcommand_from new' -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
-complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach server dial-stdio' -s L -x -d 'The server named NAME'
-complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach server dial-stdio' -s S -r -F -d 'The server at socket PATH'
-complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach' -s H -x -a 'ssh://' -d 'The server on another machine'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s L -x -d 'The server named NAME'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s S -r -F -d 'The server at socket PATH'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach cp' -s H -x -a 'ssh://' -d 'The server on another machine'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -s c -x -d 'A snippet (repeatable)'
 complete -c ptybox -n '__fish_seen_subcommand_from exec result ls' -l json -d 'JSON lines'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l no-wait -d "Print each execution's id and return"
@@ -111,6 +115,8 @@ complete -c ptybox -n '__fish_seen_subcommand_from repl attach' -l record-max -x
 complete -c ptybox -n $human -l output-dir -x -a '(__fish_complete_directories)' -d 'Folder for the pictures (default: the current one)'
 complete -c ptybox -n $human -l no-inline-images -d 'Do not show pictures inline on the terminal'
 complete -c ptybox -n '__fish_seen_subcommand_from run' -l tty -d "The code's stdout is a terminal"
+complete -c ptybox -n '__fish_seen_subcommand_from run' -l put -r -F -d 'Copy FILE[:PATH] into the sandbox before the first snippet'
+complete -c ptybox -n '__fish_seen_subcommand_from run' -l get -x -d 'Copy PATH out of the sandbox after the last snippet'
 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'

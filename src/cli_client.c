@@ -535,6 +535,60 @@ int cli_client_dial(const char *cmd, const char *label, const char *spath, const
 	return 0;
 }
 
+/* For the verbs in files of their own (cli_cp.c): the same connection, hello and deadlines. */
+struct cli_conn {
+	struct client cl;
+};
+
+int cli_conn_open(const char *cmd, const char *label, const char *spath, const char *host,
+		  struct cli_conn **out)
+{
+	struct cli_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		abort(); /* out of memory is fatal (STYLE.md) */
+	struct client_target t = {.label = label, .spath = spath, .host = host};
+	if (client_open(&c->cl, cmd, &t, false) < 0) {
+		free(c);
+		return CLI_EXIT_FAILED;
+	}
+	*out = c;
+	return 0;
+}
+
+uint64_t cli_conn_send(struct cli_conn *c, cJSON *req)
+{
+	return client_send(&c->cl, req);
+}
+
+cJSON *cli_conn_next(struct cli_conn *c, bool *interrupted)
+{
+	*interrupted = false;
+	return client_next(&c->cl, true, interrupted);
+}
+
+uint64_t cli_conn_id(const cJSON *o)
+{
+	return client_id(o);
+}
+
+int cli_conn_error_exit(const char *cmd, struct cli_conn *c, const cJSON *reply)
+{
+	return client_error_exit(cmd, &c->cl, reply);
+}
+
+const char *cli_conn_where(const struct cli_conn *c)
+{
+	return c->cl.where;
+}
+
+void cli_conn_close(struct cli_conn *c)
+{
+	if (!c)
+		return;
+	client_close(&c->cl);
+	free(c);
+}
+
 static int client_simple(struct client *cl, const char *cmd, cJSON *req, cJSON **out)
 {
 	return client_simple_within(cl, cmd, req, out, 0);

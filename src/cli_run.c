@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "protocol.h"
 #include "cli_render.h"
+#include "cli_run_files.h"
 #include "record.h"
 #include "transcript.h"
 
@@ -64,6 +65,15 @@ struct run {
 	bool pictured; /* the result being shown: its value was a picture */
 	const char *const *codes;
 	const size_t *lens;
+	/* what is queued once the puts are in */
+	size_t ncodes;
+	const char *file;
+	const char *const *args;
+	const void *in_data; /* our standard input: the first snippet's, or FILE's */
+	size_t in_len;
+	bool has_in;
+	/* --put, --get */
+	struct run_files *files;
 };
 
 static const char run_usage[] =
@@ -82,6 +92,11 @@ static const char run_usage[] =
 	"                      and all (by default only colours pass; see ptybox(1))\n"
 	"  --tty               the code's stdout and stderr are a terminal (isatty), so\n"
 	"                      libraries keep their colours (not with --json)\n"
+	"  --put FILE[:PATH]   copy FILE into the sandbox before the first snippet, to\n"
+	"                      PATH (default: FILE's name, in the working folder)\n"
+	"  --get PATH          after the last snippet (ok or not), copy PATH out of the\n"
+	"                      sandbox into --output-dir (made if missing; default: the\n"
+	"                      current folder) under its own name\n"
 	"%s"
 	"  -h, --help          this help\n"
 	"\n"
@@ -242,6 +257,8 @@ static int run_file_exit(const struct run *r, const struct ptybox_result *res)
 	return cJSON_IsNumber(st) && st->valueint >= 0 && st->valueint <= 255 ? st->valueint : -1;
 }
 
+static void run_after_snippets(struct run *r);
+
 static void run_on_result(ptybox_session *s, const struct ptybox_result *res, void *data)
 {
 	struct run *r = data;
@@ -305,10 +322,76 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			       : r->failed	   ? CLI_EXIT_FAILED
 			       : r->file_exit >= 0 ? r->file_exit
 						   : CLI_EXIT_OK;
-		run_close(r);
+		run_after_snippets(r);
 		return;
 	}
 	run_show_begin(r, r->done + 1);
+}
+
+/* --get, once every --get is done: a failed one fails a run that was ok. */
+static void run_gets_done(struct run *r)
+{
+	if (r->files->failed && r->exit_code == CLI_EXIT_OK)
+		r->exit_code = CLI_EXIT_FAILED;
+	run_close(r);
+}
+
+/* The last snippet has ended (whatever its status: a chart written before an error is
+ * still wanted): the gets, unless the run was stopped or the session could not start. */
+static void run_after_snippets(struct run *r)
+{
+	if (!r->files->nget || r->interrupts || r->fatal || !r->session) {
+		run_close(r);
+		return;
+	}
+	if (run_files_start_gets(r->files, r->session) == RUN_FILES_GETS_DONE)
+		run_gets_done(r);
+}
+
+/* The snippets, once the puts are in. */
+static void run_queue_snippets(struct run *r)
+{
+	for (size_t i = 0; i < r->expected && r->session; i++) {
+		/* (a recording shows the output as it comes, --json or not) */
+		struct ptybox_exec x = {
+			.code = r->codes[i],
+			.len = r->lens[i],
+			.timeout = -1,
+			.stream = !r->json || r->rec,
+			.stdin_data = r->in_data,
+			.stdin_len = r->in_len,
+			/* (the FILE's, as python3 FILE < IN; else the first's) */
+			.has_stdin = i == (r->expected > r->ncodes ? r->ncodes : 0) && r->has_in};
+		if (i == r->ncodes) {
+			r->file_id = i + 1;
+			x.filename = strcmp(r->file, "-") == 0 ? "<stdin>" : r->file;
+			x.argv = r->args;
+		}
+		int rc = ptybox_session_exec_with(r->session, i + 1, &x);
+		if (rc < 0) {
+			cli_error("run: snippet %zu: %s", i + 1,
+				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
+			r->exit_code = CLI_EXIT_USAGE;
+			run_close(r);
+			break;
+		}
+	}
+}
+
+static void run_on_file(ptybox_session *s, uint64_t id, const char *reply, const void *data,
+			size_t len, void *data_)
+{
+	struct run *r = data_;
+	switch (run_files_on_file(r->files, id, reply, data, len, r->fatal)) {
+	case RUN_FILES_BUSY: break;
+	case RUN_FILES_PUTS_DONE: run_queue_snippets(r); break;
+	case RUN_FILES_GETS_DONE: run_gets_done(r); break;
+	case RUN_FILES_FAILED: /* (a put: nothing runs) */
+		if (!r->fatal)
+			r->exit_code = CLI_EXIT_FAILED;
+		run_close(r);
+		break;
+	}
 }
 
 /* The results of the snippets left, not run, follow: --json prints a line for
@@ -505,6 +588,8 @@ int cli_run(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"raw", no_argument, NULL, 'r'},
 		{"tty", no_argument, NULL, 't'},
+		{"put", required_argument, NULL, 0x1a0},
+		{"get", required_argument, NULL, 0x1a1},
 		{"help", no_argument, NULL, 'h'},
 		CLI_RECORD_LONGOPTS,
 		CLI_SESSION_LONGOPTS,
@@ -514,6 +599,8 @@ int cli_run(int argc, char **argv)
 	size_t ncodes = 0;
 	bool json = false, raw = false, tty = false;
 	struct cli_record_opts rec = {0};
+	static struct run_files files; /* (big: off the stack) */
+	run_files_init(&files);
 	int opt, li = -1, ro;
 	optind = 1;
 	opterr = 0;
@@ -537,6 +624,13 @@ int cli_run(int argc, char **argv)
 			return CLI_EXIT_OK;
 		case '?':
 		case ':': cli_bad_option("run", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
+		case 0x1a0:
+		case 0x1a1:
+			ro = opt == 0x1a0 ? run_files_put_opt(&files, optarg)
+					  : run_files_get_opt(&files, optarg);
+			if (ro < 0)
+				return CLI_EXIT_USAGE;
+			break;
 		default:
 			ro = cli_record_opt(&rec, opt, optarg, "run");
 			if (ro == 0)
@@ -545,8 +639,13 @@ int cli_run(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 		}
 	}
-	if (cli_session_opts_check(&so, "run") < 0)
+	files.output_dir = so.output_dir;
+	files.max_get = so.o.max_get;
+	/* (before the options' check: --output-dir is made for --get) */
+	if (run_files_check(&files) < 0 || cli_session_opts_check(&so, "run") < 0) {
+		run_files_free(&files);
 		return CLI_EXIT_USAGE;
+	}
 	if (tty && json) {
 		cli_error("run: --tty is for human output: with --json the code's output is "
 			  "in the results");
@@ -612,6 +711,7 @@ int cli_run(int argc, char **argv)
 	}
 
 	struct run r = {.json = json, .file_exit = -1};
+	r.files = &files;
 	r.expected = ncodes + (file_code ? 1 : 0);
 	size_t lens[RUN_MAX_SNIPPETS + 1];
 	for (size_t i = 0; i < ncodes; i++)
@@ -620,6 +720,9 @@ int cli_run(int argc, char **argv)
 	lens[ncodes] = file_len;
 	r.codes = codes;
 	r.lens = lens;
+	r.ncodes = ncodes;
+	r.file = file;
+	r.args = args;
 	if (rec.path && run_record_open(&r, &rec, &so.o, file) < 0) {
 		free(file_code);
 		free(in_data);
@@ -638,6 +741,7 @@ int cli_run(int argc, char **argv)
 					    .on_display = run_on_display,
 					    .on_result = run_on_result,
 					    .on_fatal = run_on_fatal,
+					    .on_file = run_on_file,
 				    },
 				    &r, &r.session, err, sizeof(err));
 	if (rc < 0) {
@@ -655,36 +759,19 @@ int cli_run(int argc, char **argv)
 		r.out.on_picture = run_on_picture;
 		r.out.on_picture_data = &r;
 	}
-	for (size_t i = 0; i <= ncodes && r.session; i++) {
-		const char *code = i < ncodes ? codes[i] : file_code;
-		size_t len = i < ncodes ? strlen(codes[i]) : file_len;
-		if (!code)
-			break;
-		/* (a recording shows the output as it comes, --json or not) */
-		bool stream = !json || r.rec;
-		struct ptybox_exec x = {.code = code,
-					.len = len,
-					.timeout = -1,
-					.stream = stream,
-					.stdin_data = in_data,
-					.stdin_len = in_len,
-					/* (the FILE's, as python3 FILE < IN; else the first's) */
-					.has_stdin = i == (file_code ? ncodes : 0) && has_in > 0};
-		if (i == ncodes) {
-			r.file_id = i + 1;
-			x.filename = strcmp(file, "-") == 0 ? "<stdin>" : file;
-			x.argv = args;
-		}
-		rc = ptybox_session_exec_with(r.session, i + 1, &x);
-		if (rc < 0) {
-			cli_error("run: snippet %zu: %s", i + 1,
-				  rc == -EINVAL ? "the source contains a NUL byte" : strerror(-rc));
-			r.exit_code = CLI_EXIT_USAGE;
-			run_close(&r);
-			break;
-		}
+	r.in_data = in_data;
+	r.in_len = in_len;
+	r.has_in = has_in > 0;
+	switch (run_files_start_puts(r.files, r.session)) {
+	case RUN_FILES_PUTS_DONE: run_queue_snippets(&r); break; /* (no --put) */
+	case RUN_FILES_FAILED:
+		r.exit_code = CLI_EXIT_FAILED;
+		run_close(&r);
+		break;
+	default: break;
 	}
 	uv_run(r.loop, UV_RUN_DEFAULT);
+	run_files_free(r.files);
 	run_late_flush(&r);
 	cli_render_text_end(&r.out, 1); /* late output may have ended inside a sequence */
 	cli_render_text_end(&r.out, 2);

@@ -26,6 +26,7 @@ static const char main_usage[] =
 	"  interrupt, cancel, restart, kill NAME;  kill-server\n"
 	"  attach NAME                 its prompt, live (Ctrl-D or Ctrl-\\ detaches)\n"
 	"  capture NAME                its screen as text\n"
+	"  cp SRC DST                  copy files in or out: ptybox cp data.csv NAME:\n"
 	"  watch NAME                  follow it live, as JSON lines\n"
 	"  -L NAME, -S PATH            another server;  -H ssh://HOST: one on HOST\n"
 	"\n"
@@ -94,6 +95,8 @@ int main(int argc, char **argv)
 		return cli_server(argc - 1, argv + 1);
 	if (strcmp(cmd, "dial-stdio") == 0)
 		return cli_dial_stdio(argc - 1, argv + 1);
+	if (strcmp(cmd, "cp") == 0)
+		return cli_cp(argc - 1, argv + 1);
 	if (cli_client_verb(cmd))
 		return cli_client(argc - 1, argv + 1);
 	cli_error("unknown command '%s'", cmd);

@@ -19,7 +19,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 COMPLETIONS = os.path.join(TOP, "completions")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 SUBCOMMANDS = {"run", "repl", "serve", "new", "exec", "result", "ls", "interrupt", "cancel",
-               "restart", "kill", "kill-server", "capture", "watch", "attach", "server",
+               "restart", "kill", "kill-server", "capture", "watch", "attach", "cp", "server",
                "dial-stdio"}
 HUMAN = {"--record", "--record-max", "--output-dir", "--no-inline-images"}
 
@@ -123,6 +123,16 @@ class Shells:
         # Another server (-L) has no sessions: none offered, none started.
         self.assertEqual(self.complete("ptybox -L other kill al"), [])
         self.assertFalse(os.path.exists(os.path.join(self.runtime, "ptybox", "other")))
+
+    def test_cp_offers_sessions_and_files(self):
+        self.start_sessions("alpha", "albatross")
+        open(os.path.join(self.tmp, "albums.csv"), "w").close()
+        got = set(self.complete("ptybox cp al"))
+        self.assertTrue({"alpha:", "albatross:"} <= got, got)
+        self.assertIn("albums.csv", {os.path.basename(w) for w in got})
+        self.assertEqual(self.complete("ptybox cp alpha:/tm"), [])
+        self.assertTrue({"-L", "-S", "-H"} <= set(self.complete("ptybox cp -")))
+        self.assertIn("--put", self.complete("ptybox run --p"))
 
     def test_a_server_that_does_not_answer_gives_no_names(self):
         # A socket that takes the connection and never says a word.

@@ -1,0 +1,848 @@
+/*
+ * cli_cp.c - `ptybox cp SRC DST`: files and folders between this machine and a
+ * session of the server, as docker cp and kubectl cp copy them.
+ *
+ * It is a client of the server protocol's file ops (put, get, files, remove;
+ * ptybox-protocol(7)) over cli_client.c's connection. Big files travel in
+ * chunks of CP_CHUNK bytes (put with "offset" and "more", get with "offset" and
+ * "length"), CP_IN_FLIGHT requests at a time so that the session's terminal
+ * never idles while we read or write here; memory stays at a few chunks.
+ * A folder from the session is listed (files, recursive) and each of its files
+ * fetched: the names come from the session's code, so each is checked
+ * (cp_unsafe_name) before it is written under DST. The pure rules are
+ * cp_path.c's.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "cli.h"
+#include "cli_client.h"
+#include "cp_path.h"
+#include "protocol.h"
+
+/* One put's data or one get's length: 8 MiB, an 11 MB line in base64. */
+#define CP_CHUNK ((uint64_t)8 << 20)
+/* The smallest a get's range shrinks to when the session's --max-get is below CP_CHUNK. */
+#define CP_MIN_CHUNK ((uint64_t)64 << 10)
+/* Requests sent and not yet answered: two, so that the next is there when one ends. */
+#define CP_IN_FLIGHT 2
+/* The progress bar: for copies past 8 MiB, at most 10 redraws a second. */
+#define CP_PROGRESS_MIN ((uint64_t)8 << 20)
+#define CP_PROGRESS_MS	100
+/* The most files and folders one copy takes (the server's recursive listing: 100,000). */
+#define CP_MAX_JOBS 100000
+
+struct cp_job {
+	char *remote; /* the session's path */
+	char *host;   /* the host's path; NULL: standard input or output */
+	uint64_t size;
+	int mode; /* permission bits, -1: none */
+	bool dir; /* a folder: made (out), or made empty (in) */
+	/* the transfer */
+	int fd;
+	uint64_t next;	/* the next offset to ask for (get) or send (put) */
+	uint64_t known; /* get: the size the far side said last */
+	bool sent_last; /* put: the request without "more" is out */
+	bool started;
+};
+
+struct cp_sent {
+	uint64_t id;
+	size_t job;
+	uint64_t offset, length;
+};
+
+struct cp {
+	struct cli_conn *conn;
+	const char *name; /* the session */
+	struct cp_job *jobs;
+	size_t njobs, capjobs;
+	struct cp_sent sent[CP_IN_FLIGHT];
+	size_t nsent;
+	uint64_t chunk;
+	/* progress */
+	bool progress;
+	uint64_t done, total;
+	int64_t t0_ms, drawn_ms;
+	bool drawn;
+	int rc;
+};
+
+static int64_t cp_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void cp_progress_draw(struct cp *c, bool force)
+{
+	if (!c->progress || (!c->total && c->done <= CP_PROGRESS_MIN))
+		return;
+	int64_t now = cp_now_ms();
+	if (!force && c->drawn && now - c->drawn_ms < CP_PROGRESS_MS)
+		return;
+	char text[128], line[160];
+	cp_progress_text(text, sizeof(text), c->done, c->total, (double)(now - c->t0_ms) / 1e3);
+	int n = snprintf(line, sizeof(line), "\r%s\033[K", text);
+	cli_write_all(2, line, (size_t)n);
+	c->drawn = true;
+	c->drawn_ms = now;
+}
+
+/* The bar is gone before any message, and at the end. */
+static void cp_progress_clear(struct cp *c)
+{
+	if (c->drawn)
+		cli_write_all(2, "\r\033[K", 4);
+	c->drawn = false;
+}
+
+static void cp_progress_start(struct cp *c)
+{
+	c->progress = isatty(2) && c->total > CP_PROGRESS_MIN;
+	c->t0_ms = cp_now_ms();
+}
+
+/* "cp: WHERE: why", the bar cleared first; the copy fails (exit 1). */
+static void cp_fail(struct cp *c, const char *where, const char *why)
+{
+	cp_progress_clear(c);
+	cli_error("cp: %s: %s", where, why);
+	c->rc = CLI_EXIT_FAILED;
+}
+
+static void cp_warn(struct cp *c, const char *where, const char *why)
+{
+	cp_progress_clear(c);
+	cli_error("cp: warning: %s: %s", where, why);
+}
+
+static struct cp_job *cp_add_job(struct cp *c, const char *remote, const char *host)
+{
+	if (c->njobs == CP_MAX_JOBS)
+		return NULL;
+	if (c->njobs == c->capjobs) {
+		size_t n = c->capjobs ? c->capjobs * 2 : 16;
+		struct cp_job *nj = realloc(c->jobs, n * sizeof(*nj));
+		if (!nj)
+			abort(); /* out of memory is fatal (STYLE.md) */
+		c->jobs = nj;
+		c->capjobs = n;
+	}
+	struct cp_job *j = &c->jobs[c->njobs++];
+	memset(j, 0, sizeof(*j));
+	j->remote = strdup(remote);
+	j->host = host ? strdup(host) : NULL;
+	if (!j->remote || (host && !j->host))
+		abort();
+	j->fd = -1;
+	j->mode = -1;
+	return j;
+}
+
+static void cp_free(struct cp *c)
+{
+	for (size_t i = 0; i < c->njobs; i++) {
+		if (c->jobs[i].fd > 2)
+			close(c->jobs[i].fd);
+		free(c->jobs[i].remote);
+		free(c->jobs[i].host);
+	}
+	free(c->jobs);
+	cli_conn_close(c->conn);
+}
+
+/* "NAME:PATH" for messages. */
+static const char *cp_where(const struct cp *c, const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%s", c->name, path);
+	return buf;
+}
+
+static cJSON *cp_request(const struct cp *c, const char *op, const char *path)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "op", op);
+	cJSON_AddStringToObject(o, "session", c->name);
+	cJSON_AddStringToObject(o, "path", path);
+	return o;
+}
+
+/* The reply to id (anything else is dropped), or NULL: the server is gone (said). */
+static cJSON *cp_reply(struct cp *c, uint64_t id)
+{
+	bool intr;
+	cJSON *o;
+	while ((o = cli_conn_next(c->conn, &intr))) {
+		if (cli_conn_id(o) == id && !cJSON_GetObjectItemCaseSensitive(o, "event"))
+			return o;
+		cJSON_Delete(o);
+	}
+	cp_progress_clear(c);
+	c->rc = cli_conn_error_exit("cp", c->conn, NULL);
+	return NULL;
+}
+
+/* Whether reply is an error; if so it is said: a file op's as "cp: NAME:PATH: why", any
+ * other (no such session, a usage error) as the server put it. */
+static bool cp_error(struct cp *c, const cJSON *reply, const char *op, const char *path)
+{
+	const char *msg = protocol_str(reply, "error"), *code = protocol_str(reply, "code");
+	if (!msg)
+		return false;
+	if (code && strcmp(code, "file") == 0) {
+		char where[PATH_MAX + 80], why[512];
+		cp_reason(protocol_str(reply, "errno"), msg, op, why, sizeof(why));
+		cp_fail(c, cp_where(c, path, where, sizeof(where)), why);
+		return true;
+	}
+	cp_progress_clear(c);
+	c->rc = cli_conn_error_exit("cp", c->conn, reply);
+	return true;
+}
+
+/* One request and its reply, an error said: the reply, or NULL. */
+static cJSON *cp_call(struct cp *c, cJSON *req, const char *op, const char *path)
+{
+	uint64_t id = cli_conn_send(c->conn, req);
+	cJSON *reply = id ? cp_reply(c, id) : NULL;
+	if (!id) {
+		c->rc = cli_conn_error_exit("cp", c->conn, NULL);
+		return NULL;
+	}
+	if (reply && cp_error(c, reply, op, path)) {
+		cJSON_Delete(reply);
+		return NULL;
+	}
+	return reply;
+}
+
+static uint64_t cp_num(const cJSON *o, const char *key, uint64_t dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9.0e15
+		       ? (uint64_t)v->valuedouble
+		       : dflt;
+}
+
+/* ---- out of the session ---- */
+
+static int cp_get_send(struct cp *c, size_t k)
+{
+	struct cp_job *j = &c->jobs[k];
+	cJSON *req = cp_request(c, "get", j->remote);
+	uint64_t want = c->chunk;
+	protocol_json_add_uint(req, "offset", j->next);
+	protocol_json_add_uint(req, "length", want);
+	uint64_t id = cli_conn_send(c->conn, req);
+	if (!id) {
+		c->rc = cli_conn_error_exit("cp", c->conn, NULL);
+		return -1;
+	}
+	c->sent[c->nsent++] =
+		(struct cp_sent){.id = id, .job = k, .offset = j->next, .length = want};
+	j->next += want;
+	j->started = true;
+	return 0;
+}
+
+/* The host file of job j, open for writing: created 0600 (its mode comes once it is
+ * whole), never through a link. */
+static int cp_get_open(struct cp *c, struct cp_job *j)
+{
+	if (j->fd >= 0)
+		return 0;
+	if (!j->host) {
+		j->fd = 1;
+		return 0;
+	}
+	j->fd = open(j->host, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (j->fd < 0) {
+		cp_fail(c, j->host, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int cp_get_finish(struct cp *c, struct cp_job *j)
+{
+	if (j->fd <= 2)
+		return 0;
+	int rc = 0;
+	if (j->mode >= 0 && fchmod(j->fd, (mode_t)j->mode & 0777) < 0)
+		rc = -errno;
+	if (close(j->fd) < 0 && !rc)
+		rc = -errno;
+	j->fd = -1;
+	if (rc < 0)
+		cp_fail(c, j->host, strerror(-rc));
+	return rc;
+}
+
+/* A get's reply: its bytes written where they go. 0, 1 to ask again with a smaller range
+ * (the session's --max-get is below ours), or -1 (said). */
+static int cp_get_reply(struct cp *c, const struct cp_sent *s, cJSON *reply)
+{
+	struct cp_job *j = &c->jobs[s->job];
+	const char *msg = protocol_str(reply, "error");
+	if (msg) {
+		const char *e = protocol_str(reply, "errno");
+		if (e && strcmp(e, "EFBIG") == 0 && c->chunk > CP_MIN_CHUNK) {
+			c->chunk = c->chunk / 8 > CP_MIN_CHUNK ? c->chunk / 8 : CP_MIN_CHUNK;
+			return 1;
+		}
+		cp_error(c, reply, "get", j->remote);
+		return -1;
+	}
+	const char *data = protocol_str(reply, "data");
+	if (!data && cp_num(reply, "length", 1) == 0)
+		data = ""; /* (none for an empty range) */
+	if (!data) {
+		cp_fail(c, j->remote, "the server's reply has no data");
+		return -1;
+	}
+	size_t b64 = strlen(data), len = 0;
+	unsigned char *buf = malloc(b64 / 4 * 3 + 3);
+	if (!buf)
+		abort();
+	if (sodium_base642bin(buf, b64 / 4 * 3 + 3, data, b64, NULL, &len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0) {
+		free(buf);
+		cp_fail(c, j->remote, "the server's data is not base64");
+		return -1;
+	}
+	uint64_t size = cp_num(reply, "size", j->known);
+	if (size > j->known)
+		j->known = size; /* (it grew while we read it: what it is now) */
+	if (j->mode < 0 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "mode")))
+		j->mode = (int)cp_num(reply, "mode", 0) & 0777;
+	int rc = cp_get_open(c, j);
+	if (rc == 0 && len) {
+		int w = j->fd == 1 ? cli_write_all(1, (const char *)buf, len) : 0;
+		if (j->fd != 1 && pwrite(j->fd, buf, len, (off_t)s->offset) != (ssize_t)len)
+			w = errno ? -errno : -EIO;
+		if (w < 0) {
+			cp_fail(c, j->host ? j->host : "standard output", strerror(-w));
+			rc = -1;
+		}
+	}
+	free(buf);
+	c->done += len;
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "eof")) &&
+	    s->offset + len < j->known)
+		j->known = s->offset + len; /* (it shrank) */
+	return rc;
+}
+
+/* The get jobs, CP_IN_FLIGHT ranges at a time: 0 or -1 (said). */
+static int cp_get_all(struct cp *c)
+{
+	size_t k = 0; /* the job whose ranges are being asked for */
+	c->chunk = CP_CHUNK;
+	for (;;) {
+		while (c->nsent < CP_IN_FLIGHT && k < c->njobs) {
+			struct cp_job *j = &c->jobs[k];
+			if (j->dir || (j->started && j->next >= j->known)) {
+				k++;
+				continue;
+			}
+			if (cp_get_send(c, k) < 0)
+				return -1;
+		}
+		if (!c->nsent)
+			return 0;
+		struct cp_sent s = c->sent[0];
+		cJSON *reply = cp_reply(c, s.id);
+		if (!reply)
+			return -1;
+		memmove(c->sent, c->sent + 1, --c->nsent * sizeof(c->sent[0]));
+		int rc = cp_get_reply(c, &s, reply);
+		cJSON_Delete(reply);
+		if (rc < 0)
+			return -1;
+		if (rc ==
+		    1) { /* again from that range, smaller: what was sent after it is dropped */
+			for (size_t i = 0; i < c->nsent; i++) {
+				cJSON *r = cp_reply(c, c->sent[i].id);
+				if (!r)
+					return -1;
+				cJSON_Delete(r);
+			}
+			c->nsent = 0;
+			for (size_t i = s.job + 1; i < c->njobs; i++)
+				c->jobs[i].next = 0, c->jobs[i].started = false;
+			c->jobs[s.job].next = s.offset;
+			k = s.job;
+			continue;
+		}
+		struct cp_job *j = &c->jobs[s.job];
+		bool pending = false;
+		for (size_t i = 0; i < c->nsent; i++)
+			pending |= c->sent[i].job == s.job;
+		if (j->next < j->known && k > s.job)
+			k = s.job; /* (it grew: more of it to ask for) */
+		if (!pending && j->next >= j->known) {
+			if (cp_get_open(c, j) < 0 || cp_get_finish(c, j) < 0)
+				return -1;
+		}
+		cp_progress_draw(c, false);
+	}
+}
+
+/* Makes dir (a listed one 0700 while it fills: its mode comes at the end), or takes it as it
+ * is. */
+static int cp_mkdir(struct cp *c, const char *dir, mode_t mode)
+{
+	struct stat st;
+	if (mkdir(dir, mode) == 0)
+		return 0;
+	int e = errno;
+	if (e == EEXIST && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	cp_fail(c, dir, e == EEXIST ? "exists and is not a folder" : strerror(e));
+	return -1;
+}
+
+static int cp_out(struct cp *c, const char *src, const struct cp_side *dst)
+{
+	char where[PATH_MAX + 80];
+	cJSON *req = cp_request(c, "files", src);
+	cJSON_AddBoolToObject(req, "recursive", 1);
+	cJSON *list = cp_call(c, req, "files", src);
+	if (!list)
+		return -1;
+	const char *type = protocol_str(list, "type"), *abs = protocol_str(list, "path");
+	bool folder = type && strcmp(type, "dir") == 0;
+	int rc = 0;
+	if (!abs || !type) {
+		cp_fail(c, cp_where(c, src, where, sizeof(where)),
+			"the server's reply has no path");
+		goto out;
+	}
+	if (!folder && strcmp(type, "file") != 0) {
+		char why[64];
+		snprintf(why, sizeof(why), "not a regular file (a %s)", type);
+		cp_fail(c, cp_where(c, src, where, sizeof(where)), why);
+		goto out;
+	}
+	if (dst->kind == CP_STDIO) {
+		if (folder) {
+			cp_fail(c, cp_where(c, src, where, sizeof(where)),
+				"a folder cannot go to standard output");
+			goto out;
+		}
+		struct cp_job *j = cp_add_job(c, abs, NULL);
+		const cJSON *e =
+			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(list, "entries"), 0);
+		j->size = j->known = cp_num(e, "size", 0);
+		c->total = j->size;
+		goto get;
+	}
+	struct stat st;
+	bool exists = stat(dst->path, &st) == 0;
+	bool into = (exists && S_ISDIR(st.st_mode)) || cp_ends_slash(dst->path);
+	if (!exists && cp_ends_slash(dst->path) && cp_mkdir(c, dst->path, 0777) < 0)
+		goto out;
+	char dest[PATH_MAX];
+	if (cp_dest_path(dst->path, into, src, dest, sizeof(dest)) < 0) {
+		cp_fail(c, dst->path, strerror(ENAMETOOLONG));
+		goto out;
+	}
+	if (!folder) {
+		struct cp_job *j = cp_add_job(c, abs, dest);
+		const cJSON *e =
+			cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(list, "entries"), 0);
+		j->size = j->known = cp_num(e, "size", 0);
+		j->mode = cJSON_GetObjectItemCaseSensitive(e, "mode")
+				  ? (int)cp_num(e, "mode", 0) & 0777
+				  : -1;
+		c->total = j->size;
+		goto get;
+	}
+	if (cp_mkdir(c, dest, 0777) < 0)
+		goto out;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "entries"))
+	{
+		const char *name = protocol_str(e, "name"), *t = protocol_str(e, "type");
+		char rpath[PATH_MAX + 80], hpath[PATH_MAX];
+		if (!name || !t)
+			continue;
+		const char *why = cp_unsafe_name(name, strlen(name));
+		if (cp_join(abs, name, strlen(name), rpath, sizeof(rpath)) < 0)
+			why = "the path is too long";
+		if (!why && cp_join(dest, name, strlen(name), hpath, sizeof(hpath)) < 0)
+			why = "the path is too long here";
+		if (why) { /* (the session's code made this name: never written here) */
+			char msg[600];
+			snprintf(msg, sizeof(msg), "refused: %s", why);
+			cp_fail(c, cp_where(c, why[0] == 't' ? abs : rpath, where, sizeof(where)),
+				msg);
+			continue;
+		}
+		bool isdir = strcmp(t, "dir") == 0;
+		if (!isdir && strcmp(t, "file") != 0) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "%s, skipped",
+				 strcmp(t, "link") == 0 ? "a symbolic link" : t);
+			cp_warn(c, cp_where(c, rpath, where, sizeof(where)), msg);
+			continue;
+		}
+		struct cp_job *j = cp_add_job(c, rpath, hpath);
+		if (!j) {
+			cp_fail(c, cp_where(c, src, where, sizeof(where)),
+				"more than 100,000 entries");
+			break;
+		}
+		j->dir = isdir;
+		j->size = j->known = isdir ? 0 : cp_num(e, "size", 0);
+		j->mode = (int)cp_num(e, "mode", isdir ? 0755 : 0644) & 0777;
+		c->total += j->size;
+		/* (the listing is sorted: a folder comes before what is in it) */
+		if (isdir && cp_mkdir(c, hpath, 0700) < 0) {
+			c->njobs--;
+			free(j->remote);
+			free(j->host);
+		}
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(list, "cut")))
+		cp_fail(c, cp_where(c, src, where, sizeof(where)),
+			"the listing was cut (too many entries): not all of it is copied");
+get:
+	cp_progress_start(c);
+	rc = cp_get_all(c);
+	/* the folders' modes last (deepest first), once they need no more writing */
+	for (size_t i = c->njobs; i-- > 0;)
+		if (c->jobs[i].dir && chmod(c->jobs[i].host, (mode_t)c->jobs[i].mode) < 0)
+			cp_fail(c, c->jobs[i].host, strerror(errno));
+out:
+	cJSON_Delete(list);
+	cp_progress_clear(c);
+	return rc < 0 || c->rc ? -1 : 0;
+}
+
+/* ---- into the session ---- */
+
+/* Reads up to want bytes (fewer only at the end of the file). */
+static ssize_t cp_read_full(int fd, unsigned char *buf, size_t want)
+{
+	size_t got = 0;
+	while (got < want) {
+		ssize_t n = read(fd, buf + got, want - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* The next chunk of job k as a put: 0, or -1 (said). The last one (a short read, or
+ * the size reached) goes without "more". */
+static int cp_put_send(struct cp *c, size_t k)
+{
+	struct cp_job *j = &c->jobs[k];
+	if (j->fd < 0) {
+		j->fd = j->host ? open(j->host, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : 0;
+		if (j->fd < 0) {
+			cp_fail(c, j->host, strerror(errno));
+			return -1;
+		}
+	}
+	uint64_t left = j->size - j->next;
+	size_t want = left < CP_CHUNK ? (size_t)left : (size_t)CP_CHUNK;
+	unsigned char *buf = malloc(want ? want : 1);
+	if (!buf)
+		abort();
+	ssize_t n = cp_read_full(j->fd, buf, want);
+	if (n < 0) {
+		free(buf);
+		cp_fail(c, j->host ? j->host : "standard input", strerror((int)-n));
+		return -1;
+	}
+	bool last = (size_t)n < want || (uint64_t)n == left;
+	size_t b64len = sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL);
+	char *b64 = malloc(b64len);
+	if (!b64)
+		abort();
+	sodium_bin2base64(b64, b64len, buf, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
+	free(buf);
+	cJSON *req = cp_request(c, "put", j->remote);
+	cJSON_AddItemToObject(req, "data", cJSON_CreateStringReference(b64));
+	if (j->mode >= 0)
+		cJSON_AddNumberToObject(req, "mode", j->mode);
+	if (j->next)
+		protocol_json_add_uint(req, "offset", j->next);
+	if (!last)
+		cJSON_AddBoolToObject(req, "more", 1);
+	uint64_t id = cli_conn_send(c->conn, req); /* (frees req, not b64) */
+	free(b64);
+	if (!id) {
+		c->rc = cli_conn_error_exit("cp", c->conn, NULL);
+		return -1;
+	}
+	c->sent[c->nsent++] =
+		(struct cp_sent){.id = id, .job = k, .offset = j->next, .length = (uint64_t)n};
+	j->next += (uint64_t)n;
+	j->started = true;
+	if (last) {
+		j->sent_last = true;
+		if (j->fd > 0)
+			close(j->fd);
+		j->fd = -1;
+	}
+	return 0;
+}
+
+static int cp_put_all(struct cp *c)
+{
+	size_t k = 0;
+	for (;;) {
+		while (c->nsent < CP_IN_FLIGHT && k < c->njobs) {
+			if (c->jobs[k].dir || c->jobs[k].sent_last) {
+				k++;
+				continue;
+			}
+			if (cp_put_send(c, k) < 0)
+				return -1;
+		}
+		if (!c->nsent)
+			return 0;
+		struct cp_sent s = c->sent[0];
+		cJSON *reply = cp_reply(c, s.id);
+		if (!reply)
+			return -1;
+		memmove(c->sent, c->sent + 1, --c->nsent * sizeof(c->sent[0]));
+		bool bad = cp_error(c, reply, "put", c->jobs[s.job].remote);
+		cJSON_Delete(reply);
+		if (bad)
+			return -1;
+		c->done += s.length;
+		cp_progress_draw(c, false);
+	}
+}
+
+/* An empty folder, which put alone cannot make: a file put in it (its parents made), then
+ * removed. */
+static int cp_put_dir(struct cp *c, const struct cp_job *j)
+{
+	char keep[PATH_MAX + 80];
+	if (cp_join(j->remote, ".ptybox-keep", 12, keep, sizeof(keep)) < 0) {
+		cp_fail(c, j->remote, strerror(ENAMETOOLONG));
+		return -1;
+	}
+	cJSON *req = cp_request(c, "put", keep);
+	cJSON_AddStringToObject(req, "data", "");
+	cJSON *reply = cp_call(c, req, "put", j->remote);
+	if (!reply)
+		return -1;
+	cJSON_Delete(reply);
+	reply = cp_call(c, cp_request(c, "remove", keep), "remove", keep);
+	cJSON_Delete(reply);
+	return reply ? 0 : -1;
+}
+
+/* host (a folder) as jobs to remote, without following links out of it: links, FIFOs,
+ * sockets and devices are skipped with a warning; a folder with nothing copied in it is
+ * made empty. */
+static int cp_walk(struct cp *c, const char *host, const char *remote, int depth)
+{
+	DIR *d = opendir(host);
+	if (!d) {
+		cp_fail(c, host, strerror(errno));
+		return -1;
+	}
+	size_t before = c->njobs;
+	struct dirent *de;
+	int rc = 0;
+	while (rc == 0 && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		char h[PATH_MAX], r[PATH_MAX];
+		size_t n = strlen(de->d_name);
+		if (cp_join(host, de->d_name, n, h, sizeof(h)) < 0 ||
+		    cp_join(remote, de->d_name, n, r, sizeof(r)) < 0) {
+			cp_fail(c, host, strerror(ENAMETOOLONG));
+			rc = -1;
+			break;
+		}
+		struct stat st;
+		if (lstat(h, &st) < 0) {
+			cp_fail(c, h, strerror(errno));
+			rc = -1;
+		} else if (S_ISDIR(st.st_mode)) {
+			rc = depth >= 256 ? (cp_fail(c, h, "folders nested too deep"), -1)
+					  : cp_walk(c, h, r, depth + 1);
+		} else if (S_ISREG(st.st_mode)) {
+			struct cp_job *j = cp_add_job(c, r, h);
+			if (!j) {
+				cp_fail(c, host, "more than 100,000 files");
+				rc = -1;
+				break;
+			}
+			j->size = (uint64_t)st.st_size;
+			j->mode = (int)(st.st_mode & 0777);
+			c->total += j->size;
+		} else {
+			cp_warn(c, h,
+				S_ISLNK(st.st_mode)    ? "a symbolic link, skipped"
+				: S_ISFIFO(st.st_mode) ? "a fifo, skipped"
+						       : "not a regular file, skipped");
+		}
+	}
+	closedir(d);
+	if (rc == 0 && c->njobs == before) {
+		struct cp_job *j = cp_add_job(c, remote, host);
+		if (!j)
+			return -1;
+		j->dir = true;
+	}
+	return rc;
+}
+
+static int cp_in(struct cp *c, const struct cp_side *src, const char *dst)
+{
+	char where[PATH_MAX + 80];
+	struct stat st;
+	if (src->kind == CP_STDIO) {
+		struct cp_job *j = cp_add_job(c, dst, NULL);
+		j->size = UINT64_MAX; /* (until the end of the input) */
+		cp_progress_start(c);
+		c->progress = isatty(2); /* (once past 8 MB: the size is not known) */
+		int rc = cp_put_all(c);
+		cp_progress_clear(c);
+		return rc;
+	}
+	if (stat(src->path, &st) < 0) { /* (a link given by name is followed, as cp does) */
+		cp_fail(c, src->path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		cp_fail(c, src->path, "not a regular file or a folder");
+		return -1;
+	}
+	bool into = cp_ends_slash(dst);
+	if (!into) { /* is DST a folder there? */
+		cJSON *req = cp_request(c, "files", dst);
+		uint64_t id = cli_conn_send(c->conn, req);
+		cJSON *reply = id ? cp_reply(c, id) : NULL;
+		if (!reply)
+			return -1;
+		const char *e = protocol_str(reply, "errno"), *type = protocol_str(reply, "type");
+		if (protocol_str(reply, "error") && !(e && strcmp(e, "ENOENT") == 0)) {
+			cp_error(c, reply, "files", dst);
+			cJSON_Delete(reply);
+			return -1;
+		}
+		into = !protocol_str(reply, "error") && type && strcmp(type, "dir") == 0;
+		cJSON_Delete(reply);
+	}
+	char dest[PATH_MAX];
+	if (cp_dest_path(dst, into, src->path, dest, sizeof(dest)) < 0) {
+		cp_fail(c, cp_where(c, dst, where, sizeof(where)), strerror(ENAMETOOLONG));
+		return -1;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (cp_walk(c, src->path, dest, 0) < 0)
+			return -1;
+	} else {
+		struct cp_job *j = cp_add_job(c, dest, src->path);
+		j->size = (uint64_t)st.st_size;
+		j->mode = (int)(st.st_mode & 0777);
+		c->total = j->size;
+	}
+	cp_progress_start(c);
+	int rc = cp_put_all(c);
+	for (size_t i = 0; rc == 0 && i < c->njobs; i++)
+		if (c->jobs[i].dir)
+			rc = cp_put_dir(c, &c->jobs[i]);
+	cp_progress_clear(c);
+	return rc < 0 || c->rc ? -1 : 0;
+}
+
+static const char cp_usage[] =
+	"Usage: ptybox cp [-L NAME | -S PATH | -H ssh://HOST] SRC DST\n"
+	"Copy a file or a folder between here and session NAME of the server, as docker\n"
+	"cp does: one of SRC and DST is NAME:PATH (a relative PATH is in the session's\n"
+	"working folder), the other a path here, or - (SRC: standard input as one file;\n"
+	"DST: the file to standard output). Folders are copied whole. Into an existing\n"
+	"folder (or a DST ending in '/') the copy keeps SRC's name; else DST is its new\n"
+	"name. Permission bits are kept, times are not; links and special files inside a\n"
+	"folder are skipped with a warning. A host path with ':' is written ./a:b.\n"
+	"A progress bar shows on a terminal for copies past 8 MB.\n"
+	"\n"
+	"  -L NAME             the server named NAME (default \"default\")\n"
+	"  -S PATH             the server at socket PATH\n"
+	"  -H ssh://[user@]host[:port]  the server on another machine, through\n"
+	"                      `ssh host ptybox dial-stdio` (ptybox must be installed there)\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"Exit status: 0 copied, 1 it failed (a message names the path), 2 usage error.\n";
+
+int cli_cp(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"socket", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *label = NULL, *spath = NULL, *host = NULL;
+	int opt, li;
+	optind = 1;
+	opterr = 0;
+	while ((li = -1, opt = getopt_long(argc, argv, ":L:S:H:h", longopts, &li)) != -1) {
+		if (optarg && cli_value_missing("cp", longopts, li, opt, optarg))
+			return CLI_EXIT_USAGE;
+		switch (opt) {
+		case 'L': label = optarg; break;
+		case 'S': spath = optarg; break;
+		case 'H': host = optarg; break;
+		case 'h': fputs(cp_usage, stdout); return CLI_EXIT_OK;
+		default: cli_bad_option("cp", opt, argv[optind - 1]); return CLI_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		cli_error(argc - optind < 2 ? "cp: expected SRC and DST"
+					    : "cp: unexpected argument '%s'",
+			  argc - optind < 2 ? "" : argv[optind + 2]);
+		fprintf(stderr, "Try 'ptybox cp --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+	struct cp_side src, dst;
+	char err[600];
+	if (cp_parse_side(argv[optind], &src, err, sizeof(err)) < 0 ||
+	    cp_parse_side(argv[optind + 1], &dst, err, sizeof(err)) < 0) {
+		cli_error("cp: %s", err);
+		return CLI_EXIT_USAGE;
+	}
+	if ((src.kind == CP_SESSION) == (dst.kind == CP_SESSION)) {
+		cli_error("cp: one of SRC and DST must be NAME:PATH (a session's), and only one");
+		fprintf(stderr, "Try 'ptybox cp --help'.\n");
+		return CLI_EXIT_USAGE;
+	}
+	struct cp c = {.rc = 0};
+	c.name = src.kind == CP_SESSION ? src.name : dst.name;
+	int rc = cli_conn_open("cp", label, spath, host, &c.conn);
+	if (rc)
+		return rc;
+	rc = src.kind == CP_SESSION ? cp_out(&c, src.path, &dst) : cp_in(&c, &src, dst.path);
+	int status = rc < 0 ? (c.rc ? c.rc : CLI_EXIT_FAILED) : CLI_EXIT_OK;
+	cp_free(&c);
+	return status;
+}
