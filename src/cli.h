@@ -77,6 +77,8 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 /* Checks what can only be checked once all options are in (and opens the
  * --log file): 0, or -1 with the message printed. */
 int cli_session_opts_check(struct cli_session_opts *c, const char *cmd);
+/* mkdir -p DIR (0777 & ~umask): 0 once it is a folder, or -errno. */
+int cli_mkdirs(const char *dir);
 /* What --mount, --workdir and --wheels need of the host and of the other
  * options (part of cli_session_opts_check; the server's too): the host paths
  * there (and absolute when absolute: the server's folder is not its

@@ -165,10 +165,12 @@ static void cp_free(struct cp *c)
 	cli_conn_close(c->conn);
 }
 
-/* "NAME:PATH" for messages. */
+/* "NAME:PATH" for messages; a longer one than buf ends in "...". */
 static const char *cp_where(const struct cp *c, const char *path, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s:%s", c->name, path);
+	int n = snprintf(buf, len, "%s:%s", c->name, path);
+	if ((n < 0 || (size_t)n >= len) && len > 4)
+		memcpy(buf + len - 4, "...", 4);
 	return buf;
 }
 
@@ -832,7 +834,10 @@ int cli_cp(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	if ((src.kind == CP_SESSION) == (dst.kind == CP_SESSION)) {
-		cli_error("cp: one of SRC and DST must be NAME:PATH (a session's), and only one");
+		cli_error("cp: one of SRC and DST must be NAME:PATH (a session's), and only one%s",
+			  src.kind == CP_SESSION
+				  ? " (a host file with ':' in its name is written ./NAME:PATH)"
+				  : "");
 		fprintf(stderr, "Try 'ptybox cp --help'.\n");
 		return CLI_EXIT_USAGE;
 	}

@@ -299,18 +299,36 @@ int cli_session_opts_check(struct cli_session_opts *c, const char *cmd)
 		cli_error("%s: --log %s: %s", cmd, c->o.log_path, strerror(-rc));
 		return -1;
 	}
-	/* A folder that is not there is a typo, better told now than at the
-	 * first picture; one that cannot be written is told at each picture. */
-	struct stat st;
-	int e = !c->output_dir		       ? 0
-		: stat(c->output_dir, &st) < 0 ? errno
-		: !S_ISDIR(st.st_mode)	       ? ENOTDIR
-					       : 0;
+	/* Made if missing (as mkdir -p), now rather than at the first picture or
+	 * --get; one that cannot be written is told at each picture. */
+	int e = c->output_dir ? -cli_mkdirs(c->output_dir) : 0;
 	if (e) {
 		cli_error("%s: --output-dir %s: %s", cmd, c->output_dir, strerror(e));
 		return -1;
 	}
 	return cli_session_paths_check(c, cmd, false);
+}
+
+int cli_mkdirs(const char *dir)
+{
+	char p[4096];
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char was = *s;
+		*s = '\0';
+		if (mkdir(p, 0777) < 0 && errno != EEXIST)
+			return -errno;
+		if (!was)
+			break;
+		*s = '/';
+	}
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 int cli_session_paths_check(const struct cli_session_opts *c, const char *cmd, bool absolute)

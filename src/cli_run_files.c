@@ -100,29 +100,6 @@ int run_files_get_opt(struct run_files *f, const char *arg)
 	return 0;
 }
 
-/* mkdir -p, mode 0777 & ~umask. */
-static int run_files_mkdirs(const char *dir)
-{
-	char p[4096];
-	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char was = *s;
-		*s = '\0';
-		if (mkdir(p, 0777) < 0 && errno != EEXIST)
-			return -errno;
-		if (!was)
-			break;
-		*s = '/';
-	}
-	struct stat st;
-	if (stat(dir, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 int run_files_check(struct run_files *f)
 {
 	for (size_t i = 0; i < f->nput; i++) {
@@ -155,14 +132,7 @@ int run_files_check(struct run_files *f)
 			}
 		}
 	}
-	if (f->nget && f->output_dir) {
-		int rc = run_files_mkdirs(f->output_dir);
-		if (rc < 0) {
-			cli_error("run: --output-dir %s: %s", f->output_dir, strerror(-rc));
-			return -1;
-		}
-	}
-	return 0;
+	return 0; /* (--output-dir is made by cli_session_opts_check) */
 }
 
 /* "run: --put FILE: why" or "run: --get PATH: why" from a failed reply. */
@@ -176,6 +146,11 @@ static void run_files_say(struct run_files *f, bool put, const cJSON *reply, boo
 		  why, sizeof(why));
 	if (put)
 		cli_error("run: --put %s: %s: %s", f->put_host[f->cur], f->put_path[f->cur], why);
+	else if (strcmp(protocol_str(reply, "errno") ? protocol_str(reply, "errno") : "",
+			"EISDIR") == 0)
+		cli_error("run: --get %s: a folder (--get takes files: a folder comes out with "
+			  "ptybox cp, from a session of the server)",
+			  f->get[f->cur]);
 	else
 		cli_error("run: --get %s: %s", f->get[f->cur], why);
 }

@@ -182,13 +182,18 @@ class PicturesInRun(TestCase):
         self.assertRegex(warnings[0], r"^ptybox: warning: image/png not saved in /proc: ")
 
     def test_bad_output_dir_is_a_usage_error(self):
-        for bad, why in (("/nonexistent/x", "No such file or directory"),
+        for bad, why in (("/proc/no/such/folder", "No such file or directory"),
                          ("/etc/hostname", "Not a directory"), ("", "expected a folder")):
             p = run_in(self.dir, "--output-dir", bad, "-c", "1")
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertEqual(p.stdout, "")
             self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
             self.assertIn(why, p.stderr)
+        # A missing one is made, parents and all (as ptybox(1)'s plots/ example needs).
+        made = os.path.join(self.dir, "plots", "today")
+        p = run_in(self.dir, "--output-dir", made, "-c", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.isdir(made))
         p = run("serve", "--stdio", "--no-inline-images", input="")
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("only for run, repl and attach", p.stderr)
