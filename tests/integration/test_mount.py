@@ -86,6 +86,31 @@ class MountTest(TestCase):
                            "os.path.isdir('/tmp/data2/deep'), os.access('/tmp', os.W_OK))")
         self.assertEqual(out, "hello from the host True True\n")
 
+    def test_symlink_mount_point_is_refused(self):
+        # Links an earlier session could have left in a :rw folder: followed, the
+        # inner mount would cover a folder the sandbox provides, or be made on the host.
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.mkdir(elsewhere, 0o777)
+        os.symlink("../usr/lib/python3/dist-packages", os.path.join(self.out, "rel"))
+        os.symlink(elsewhere, os.path.join(self.out, "abs"))
+        for inside, link in (("/data/rel", "/data/rel"), ("/data/abs/sub", "/data/abs"),
+                             ("/data/abs", "/data/abs")):
+            with self.subTest(inside=inside):
+                p = run("run", *LOCAL, "--mount", self.out + ":/data:rw",
+                        "--mount", self.data + ":" + inside, "-c", "print(1)")
+                self.assertEqual(p.returncode, 125, p.stderr)
+                self.assertEqual(p.stdout, "")
+                lines = p.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, p.stderr)
+                self.assertIn("mount point %s: a symbolic link" % link, lines[0])
+                self.assertEqual(os.listdir(elsewhere), [])
+        # a real folder in the outer mount still takes an inner one
+        os.mkdir(os.path.join(self.out, "real"))
+        os.chmod(os.path.join(self.out, "real"), 0o777)
+        out = self.py("--mount", self.out + ":/data:rw", "--mount", self.data + ":/data/real/in",
+                      code="print(open('/data/real/in/a.txt').read().strip())")
+        self.assertEqual(out, "hello from the host\n")
+
     @unittest.skipUnless(os.geteuid() == 0, "needs root to mount below the host folder")
     def test_host_mount_below_stays_read_only(self):
         below = os.path.join(self.data, "below")
