@@ -63,6 +63,28 @@ def _default_route():
     return False
 
 
+def _lines(code):
+    """code's lines, each with its end, split where Python's tokenizer splits
+    them: at \\r\\n, \\r and \\n only (str.splitlines also splits at \\v, \\f,
+    \\x1c-\\x1e, \\x85, \\u2028 and \\u2029, which may sit in a string or a
+    comment)."""
+    parts = code.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    if "\r" not in code:
+        return out
+    split = []
+    for line in out:
+        segs = line.split("\r")
+        split.extend(seg + "\r" for seg in segs[:-1])
+        if segs[-1] == "\n" and len(segs) > 1:
+            split[-1] += "\n"
+        elif segs[-1]:
+            split.append(segs[-1])
+    return split
+
+
 def _escape(code):
     """(code with its escaped lines made calls, whether its last escaped
     line ends in a backslash that nothing follows).  The same number of
@@ -70,7 +92,7 @@ def _escape(code):
     lines.  The scan knows strings (triple-quoted ones span lines),
     comments, brackets and backslash continuations: a line that starts
     inside one of those is Python's, whatever its first character."""
-    lines = code.splitlines(True)
+    lines = _lines(code)
     out, i, depth, quote, cont, dangling = [], 0, 0, None, False, False
     while i < len(lines):
         line = lines[i]
@@ -138,7 +160,7 @@ def _escaped(code):
     when it has none, as nearly every snippet)."""
     if "!" not in code and "%" not in code:
         return code
-    for line in code.splitlines():
+    for line in _lines(code):
         if line.lstrip(" \t")[:1] in ("!", "%"):
             return _escape(code)[0]
     return code

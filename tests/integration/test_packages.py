@@ -176,6 +176,22 @@ class EscapeTest(TestCase):
                          "!x True 2\n'\\n!not a command\\n%nor this\\n' 0\n")
         self.assertEqual(results[0]["result"]["text/plain"], "1")
 
+    def test_only_line_ends_end_lines(self):
+        # \v \f \x1c-\x1e \x85 \u2028 \u2029 end a line for str.splitlines, not
+        # for Python: text after one, in a string or a comment, is no escape.
+        for sep in ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"):
+            with self.subTest(sep=repr(sep)):
+                results, p = run_json("s = 'a%s!echo no'\nprint(repr(s))  # %s%%pip list\n"
+                                      "1/0" % (sep, sep))
+                self.assertEqual(results[0]["stdout"], repr("a%s!echo no" % sep) + "\n",
+                                 results[0])
+                tb = "".join(results[0]["error"]["traceback"])
+                self.assertIn("line 3", tb)
+                self.assertIn("1/0", tb)       # (the traceback shows the right line)
+        results, p = run_json("!echo a\r\nx = 1\r!echo b\rx")
+        self.assertEqual((results[0]["stdout"], results[0]["result"]),
+                         ("a\nb\n", {"text/plain": "1"}))
+
     def test_other_magics_are_a_usage_error(self):
         results, p = run_json("x = 1\n%foo bar", "%%bash\necho", "x")
         self.assertEqual(results[0]["error"]["name"], "UsageError")
