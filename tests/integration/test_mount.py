@@ -243,6 +243,18 @@ class MountServerTest(TestCase):
         self.assertEqual(p.stdout, "/data via the server\n", p.stderr)
         srv("kill", "m1")
 
+    def test_new_with_relative_wheels(self):
+        # (a host folder, made absolute against the client's folder as --mount's)
+        srv = self.srv
+        p = subprocess.run([PTYBOX, "new", "w1", "--via", "local", "--wheels", "."],
+                           cwd=self.dir, capture_output=True, text=True, timeout=60,
+                           env=srv.env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = srv("exec", "w1", "-c",
+                "import os; print(sorted(os.listdir(os.environ['PTYBOX_WHEELS'])))")
+        self.assertEqual(p.stdout, "['a.txt']\n", p.stderr)
+        srv("kill", "w1")
+
     def test_pooled_sessions_keep_their_own_mounts(self):
         srv, other = self.srv, tempfile.mkdtemp(prefix="ptybox-mount-")
         self.addCleanup(shutil.rmtree, other, True)
