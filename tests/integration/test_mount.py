@@ -66,6 +66,29 @@ class MountTest(TestCase):
         with open(os.path.join(self.out, "w.txt")) as f:
             self.assertEqual(f.read(), "from the sandbox")
 
+    def test_no_set_id_files_through_a_rw_mount(self):
+        # nosuid guards the sandbox; the host would run a set-uid program planted
+        # in a :rw folder as the sandbox's owner.
+        out = self.py("--mount", self.out + ":/data:rw", code=(
+            "import os, shutil\n"
+            "shutil.copy('/usr/bin/id', '/data/id')\n"
+            "fd = os.open('/data/id', os.O_RDONLY)\n"
+            "tries = [lambda: os.chmod('/data/id', 0o4755), lambda: os.chmod('/data/id', 0o2755),\n"
+            "         lambda: os.fchmod(fd, 0o6755),\n"
+            "         lambda: os.close(os.open('/data/o', os.O_CREAT | os.O_WRONLY, 0o4755)),\n"
+            "         lambda: os.mknod('/data/n', 0o102755)]\n"
+            "for t in tries:\n"
+            "    try:\n"
+            "        t()\n"
+            "        print('allowed')\n"
+            "    except PermissionError:\n"
+            "        print('EPERM')\n"
+            "os.chmod('/data/id', 0o750)\n"
+            "print(oct(os.stat('/data/id').st_mode))\n"))
+        self.assertEqual(out, "EPERM\n" * 5 + "0o100750\n")
+        self.assertEqual(sorted(os.listdir(self.out)), ["id"])
+        self.assertEqual(os.stat(os.path.join(self.out, "id")).st_mode & 0o7777, 0o750)
+
     def test_relative_host_path(self):
         p = subprocess.run([PTYBOX, "run", *LOCAL, "--mount", "./data:/data", "-c",
                             "print(open('/data/a.txt').read().strip())"],
