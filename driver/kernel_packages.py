@@ -27,6 +27,14 @@ MAGIC_NAME = "__ptybox_magic__"   # the builtin that escaped lines call
 NO_SOURCE = "pip install needs the network (--net) or a wheel folder (--wheels DIR)"
 PIP_NET_FLAGS = ("--retries", "1", "--timeout", "10")   # one retry, not pip's 5 (8 s)
 RTF_UP, RTF_REJECT = 0x1, 0x200
+# python3 -I -c PIP_WITH_FOLDER FOLDER ARGS: pip ARGS with FOLDER on sys.path
+# where the kernel puts it, before the first site-packages.
+PIP_WITH_FOLDER = (
+    "import runpy, sys\n"
+    "p = sys.argv.pop(1)\n"
+    "at = [k for k, d in enumerate(sys.path) if d.endswith(('site-packages', 'dist-packages'))]\n"
+    "sys.path.insert(at[0] if at else len(sys.path), p)\n"
+    "runpy.run_module('pip', run_name='__main__', alter_sys=True)\n")
 
 
 class UsageError(Exception):
@@ -293,6 +301,10 @@ class _Packages:
                    PIP_ROOT_USER_ACTION="ignore", PIP_NO_CACHE_DIR="1",
                    PIP_BREAK_SYSTEM_PACKAGES="1", PIP_NO_WARN_SCRIPT_LOCATION="1")
         cmd = [sys.executable, "-I", "-m", "pip"] + argv[:1] + extra + argv[1:]
+        if argv and argv[0] in ("show", "uninstall") and self.packages_bad is None:
+            # These take no --path: pip sees the folder where the kernel has it
+            # on sys.path (-I ignores PYTHONPATH).
+            cmd = [sys.executable, "-I", "-c", PIP_WITH_FOLDER, self.packages] + argv
         proc = subprocess.Popen(cmd, env=env)
         try:
             return self._wait(proc)

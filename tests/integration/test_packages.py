@@ -58,6 +58,22 @@ class PipTest(TestCase):
         self.assertEqual(results[2]["stdout"],
                          "42 /tmp/.ptybox-packages/thepkg/__init__.py 0\n")
 
+    def test_pip_show_and_uninstall_see_the_package_folder(self):
+        results, p = run_json(
+            put_wheel(), "%pip install -q thepkg", "%pip show thepkg", "%pip uninstall -y thepkg",
+            "print(_exit_code)", "%pip show thepkg", "print(_exit_code)",
+            "import thepkg", "%pip show pip", "print(_exit_code)",
+            extra=("--env", "PTYBOX_WHEELS=" + WHEELS))
+        self.assertIn("Name: thepkg", results[2]["stdout"], results[2])
+        self.assertIn("Location: /tmp/.ptybox-packages", results[2]["stdout"])
+        self.assertIn("Successfully uninstalled thepkg-1.0", results[3]["stdout"], results[3])
+        self.assertEqual(results[4]["stdout"], "0\n")
+        self.assertIn("not found: thepkg", results[5]["stderr"])
+        self.assertEqual(results[6]["stdout"], "1\n")
+        self.assertEqual(results[7]["error"]["name"], "ModuleNotFoundError", results[7])
+        self.assertIn("Name: pip", results[8]["stdout"], results[8])   # (the system's still)
+        self.assertEqual(results[9]["stdout"], "0\n")
+
     def test_bang_pip_in_a_block_and_an_upgrade(self):
         # !pip as %pip, also indented; a newer wheel replaces the old one.
         results, p = run_json(
