@@ -1044,8 +1044,9 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
         hit = self.code_cache.get(code)
         if hit is None:
             # Each line with its newline, the last too: a traceback's carets
-            # are placed on the line as linecache holds it.
-            lines = code.splitlines(True)
+            # are placed on the line as linecache holds it.  Split as compile
+            # splits (_lines, kernel_packages.py).
+            lines = _lines(code)
             if lines and not lines[-1].endswith("\n"):
                 lines[-1] += "\n"
         else:

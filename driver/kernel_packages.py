@@ -27,6 +27,14 @@ MAGIC_NAME = "__ptybox_magic__"   # the builtin that escaped lines call
 NO_SOURCE = "pip install needs the network (--net) or a wheel folder (--wheels DIR)"
 PIP_NET_FLAGS = ("--retries", "1", "--timeout", "10")   # one retry, not pip's 5 (8 s)
 RTF_UP, RTF_REJECT = 0x1, 0x200
+# python3 -I -c PIP_WITH_FOLDER FOLDER ARGS: pip ARGS with FOLDER on sys.path
+# where the kernel puts it, before the first site-packages.
+PIP_WITH_FOLDER = (
+    "import runpy, sys\n"
+    "p = sys.argv.pop(1)\n"
+    "at = [k for k, d in enumerate(sys.path) if d.endswith(('site-packages', 'dist-packages'))]\n"
+    "sys.path.insert(at[0] if at else len(sys.path), p)\n"
+    "runpy.run_module('pip', run_name='__main__', alter_sys=True)\n")
 
 
 class UsageError(Exception):
@@ -63,6 +71,28 @@ def _default_route():
     return False
 
 
+def _lines(code):
+    """code's lines, each with its end, split where Python's tokenizer splits
+    them: at \\r\\n, \\r and \\n only (str.splitlines also splits at \\v, \\f,
+    \\x1c-\\x1e, \\x85, \\u2028 and \\u2029, which may sit in a string or a
+    comment)."""
+    parts = code.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    if "\r" not in code:
+        return out
+    split = []
+    for line in out:
+        segs = line.split("\r")
+        split.extend(seg + "\r" for seg in segs[:-1])
+        if segs[-1] == "\n" and len(segs) > 1:
+            split[-1] += "\n"
+        elif segs[-1]:
+            split.append(segs[-1])
+    return split
+
+
 def _escape(code):
     """(code with its escaped lines made calls, whether its last escaped
     line ends in a backslash that nothing follows).  The same number of
@@ -70,7 +100,7 @@ def _escape(code):
     lines.  The scan knows strings (triple-quoted ones span lines),
     comments, brackets and backslash continuations: a line that starts
     inside one of those is Python's, whatever its first character."""
-    lines = code.splitlines(True)
+    lines = _lines(code)
     out, i, depth, quote, cont, dangling = [], 0, 0, None, False, False
     while i < len(lines):
         line = lines[i]
@@ -138,7 +168,7 @@ def _escaped(code):
     when it has none, as nearly every snippet)."""
     if "!" not in code and "%" not in code:
         return code
-    for line in code.splitlines():
+    for line in _lines(code):
         if line.lstrip(" \t")[:1] in ("!", "%"):
             return _escape(code)[0]
     return code
@@ -271,6 +301,10 @@ class _Packages:
                    PIP_ROOT_USER_ACTION="ignore", PIP_NO_CACHE_DIR="1",
                    PIP_BREAK_SYSTEM_PACKAGES="1", PIP_NO_WARN_SCRIPT_LOCATION="1")
         cmd = [sys.executable, "-I", "-m", "pip"] + argv[:1] + extra + argv[1:]
+        if argv and argv[0] in ("show", "uninstall") and self.packages_bad is None:
+            # These take no --path: pip sees the folder where the kernel has it
+            # on sys.path (-I ignores PYTHONPATH).
+            cmd = [sys.executable, "-I", "-c", PIP_WITH_FOLDER, self.packages] + argv
         proc = subprocess.Popen(cmd, env=env)
         try:
             return self._wait(proc)

@@ -668,13 +668,39 @@ static int new_record_path(struct new_args *na, const char *host)
 	return 0;
 }
 
-/* A --mount's host path as the server needs it (as --record's, above): absolute
- * against our folder, or as given with -H. Into out (PATH_MAX * 2 + 8 bytes);
- * -1 with the message printed. */
+/* The host path of --opt given (a --mount's spec, --wheels' folder) as the server
+ * needs it (as --record's, above): absolute against our folder, or as given with
+ * -H. Into out; -1 with the message printed. */
+static int new_host_path(const char *opt, const char *given, const char *host, char *out,
+			 size_t cap)
+{
+	char cwd[PATH_MAX];
+	int n;
+	if (given[0] == '/') {
+		n = snprintf(out, cap, "%s", given);
+	} else if (host) {
+		cli_error("new: --%s %s: with -H the folder is on %s: give an absolute path", opt,
+			  given, host);
+		return -1;
+	} else if (!getcwd(cwd, sizeof(cwd))) {
+		cli_error("new: --%s %s: the current folder: %s", opt, given, strerror(errno));
+		return -1;
+	} else {
+		n = snprintf(out, cap, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, given);
+	}
+	if (n < 0 || (size_t)n >= cap) {
+		cli_error("new: --%s %s: the path is too long", opt, given);
+		return -1;
+	}
+	return 0;
+}
+
+/* A --mount's spec with its host path made absolute (new_host_path). Into out
+ * (PATH_MAX * 2 + 8 bytes); -1 with the message printed. */
 static int new_mount_spec(const char *spec, const char *host, char *out, size_t cap)
 {
 	struct mount_spec m;
-	char why[PATH_MAX + 128], cwd[PATH_MAX];
+	char why[PATH_MAX + 128];
 	if (mount_parse(spec, &m, why, sizeof(why)) < 0) { /* (checked already) */
 		cli_error("new: --mount %s: %s", spec, why);
 		return -1;
@@ -683,21 +709,7 @@ static int new_mount_spec(const char *spec, const char *host, char *out, size_t 
 		snprintf(out, cap, "%s", spec);
 		return 0;
 	}
-	if (host) {
-		cli_error("new: --mount %s: with -H the folder is on %s: give an absolute path",
-			  spec, host);
-		return -1;
-	}
-	if (!getcwd(cwd, sizeof(cwd))) {
-		cli_error("new: --mount %s: the current folder: %s", spec, strerror(errno));
-		return -1;
-	}
-	int n = snprintf(out, cap, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, spec);
-	if (n < 0 || (size_t)n >= cap) {
-		cli_error("new: --mount %s: the path is too long", spec);
-		return -1;
-	}
-	return 0;
+	return new_host_path("mount", spec, host, out, cap);
 }
 
 static int verb_new(struct client *cl, const char *name, const struct new_args *na,
@@ -722,6 +734,14 @@ static int verb_new(struct client *cl, const char *name, const struct new_args *
 				env = cJSON_AddArrayToObject(opts, key);
 			cJSON_AddItemToArray(env, cJSON_CreateString(key[0] == 'm' ? spec : val));
 		} else {
+			char abs[PATH_MAX];
+			if (strcmp(key, "wheels") == 0) { /* (a host folder, as --mount's) */
+				if (new_host_path(key, val, host, abs, sizeof(abs)) < 0) {
+					cJSON_Delete(req);
+					return CLI_EXIT_USAGE;
+				}
+				val = abs;
+			}
 			cJSON_DeleteItemFromObjectCaseSensitive(opts, key); /* the last one wins */
 			cJSON_AddStringToObject(opts, key, val);
 		}

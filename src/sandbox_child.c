@@ -98,6 +98,10 @@
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
+/* openat2 (Linux 5.6). */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
@@ -134,14 +138,12 @@ static char *sandbox_utoa(unsigned long v, char *end)
 	return end;
 }
 
-/* "what arg: reason\n" on err_fd, then _exit. strerrordesc_np reads a static
- * table: no locale, no allocation. */
-static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+/* "what arg: reason\n" on err_fd, then _exit. */
+static void sandbox_fail_why(int err_fd, const char *what, const char *arg, const char *why)
 	__attribute__((noreturn));
-static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+static void sandbox_fail_why(int err_fd, const char *what, const char *arg, const char *why)
 {
-	char buf[PATH_MAX + 256], num[24];
-	const char *desc = strerrordesc_np(errnum);
+	char buf[PATH_MAX + 256];
 	size_t n = sandbox_cat(buf, sizeof(buf) - 1, 0, what);
 
 	if (arg) {
@@ -149,17 +151,28 @@ static void sandbox_fail(int err_fd, const char *what, const char *arg, int errn
 		n = sandbox_cat(buf, sizeof(buf) - 1, n, arg);
 	}
 	n = sandbox_cat(buf, sizeof(buf) - 1, n, ": ");
-	if (desc) {
-		n = sandbox_cat(buf, sizeof(buf) - 1, n, desc);
-	} else {
-		n = sandbox_cat(buf, sizeof(buf) - 1, n, "error ");
-		n = sandbox_cat(buf, sizeof(buf) - 1, n,
-				sandbox_utoa((unsigned long)errnum, num + sizeof(num)));
-	}
+	n = sandbox_cat(buf, sizeof(buf) - 1, n, why);
 	buf[n++] = '\n';
 	if (err_fd >= 0)
 		(void)!write(err_fd, buf, n);
 	_exit(SB_EXIT_SETUP);
+}
+
+/* The same with errnum's text. strerrordesc_np reads a static table: no
+ * locale, no allocation. */
+static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+	__attribute__((noreturn));
+static void sandbox_fail(int err_fd, const char *what, const char *arg, int errnum)
+{
+	char num[40];
+	const char *desc = strerrordesc_np(errnum);
+
+	if (!desc) {
+		char *d = sandbox_utoa((unsigned long)errnum, num + sizeof(num));
+		memcpy(d - 6, "error ", 6);
+		desc = d - 6;
+	}
+	sandbox_fail_why(err_fd, what, arg, desc);
 }
 
 /* The outer child fails after init exists: init must not outlive it unreaped. */
@@ -253,27 +266,181 @@ static int sandbox_remount_below(const char *path, unsigned long flags)
 	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &attr, sizeof(attr));
 }
 
-/* Binds src onto op->path and remounts it with op->flags. */
-static void sandbox_bind(const struct sandbox_op *op, const char *src, int err_fd)
+/* Binds src onto dst (op->path, or a /proc/self/fd link to it); whether the
+ * bind took the mounts below src along. */
+static bool sandbox_bind_mount(const struct sandbox_op *op, const char *src, const char *dst,
+			       int err_fd)
 {
-	bool rec = false;
-
 	/* Non-recursive where the kernel allows it, so mounts under a bound folder
 	 * stay out; but a tree with locked submounts (all of the host's, in our
 	 * user namespace) can only be bound whole. */
-	if (mount(src, op->path, NULL, MS_BIND, NULL) < 0) {
-		if (errno != EINVAL || mount(src, op->path, NULL, MS_BIND | MS_REC, NULL) < 0)
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0) {
+		if (errno != EINVAL || mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 			sandbox_fail(err_fd, op->what, NULL, errno);
-		rec = true;
+		return true;
 	}
-	if (mount(NULL, op->path, NULL,
-		  MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(op->path), NULL) < 0)
+	return false;
+}
+
+/* Remounts the bind at path (its root) with op->flags. */
+static void sandbox_bind_remount(const struct sandbox_op *op, const char *path, bool rec,
+				 int err_fd)
+{
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | op->flags | sandbox_locked_flags(path),
+		  NULL) < 0)
 		sandbox_fail(err_fd, op->what2, NULL, errno);
 	/* A remount changes one mount: the ones it took along (a host's
 	 * /usr/local...) would stay writable. Without mount_setattr the sandbox
 	 * does not start rather than start with them so. */
-	if (rec && sandbox_remount_below(op->path, op->flags) < 0)
+	if (rec && sandbox_remount_below(path, op->flags) < 0)
 		sandbox_fail(err_fd, op->what2, "(the mounts below)", errno);
+}
+
+/* Binds src onto op->path and remounts it with op->flags: the system folders,
+ * in the root that init itself made (no link of anyone's is on the way). */
+static void sandbox_bind(const struct sandbox_op *op, const char *src, int err_fd)
+{
+	sandbox_bind_remount(op, op->path, sandbox_bind_mount(op, src, op->path, err_fd), err_fd);
+}
+
+/* "/proc/self/fd/N" into buf (at least 32 bytes). */
+static const char *sandbox_fd_path(char *buf, int fd)
+{
+	char num[24];
+	size_t n = sandbox_cat(buf, 32, 0, "/proc/self/fd/");
+
+	n = sandbox_cat(buf, 32, n, sandbox_utoa((unsigned long)fd, num + sizeof(num)));
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The first len bytes of path (below SB_STAGE) as an O_PATH fd, resolved without
+ * following any symbolic link and without leaving the staged root; -1 with errno
+ * (ELOOP: a link on the way) otherwise. Mount points are a --mount's, or in one,
+ * where earlier code of the sandbox or the host may have left links: followed,
+ * one would move the mount elsewhere in the root, or out onto the host. */
+static int sandbox_open_beneath(const char *path, size_t len)
+{
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {O_PATH | O_CLOEXEC, 0, 0x04 /* RESOLVE_NO_SYMLINKS */ | 0x08 /* BENEATH */};
+	char rel[PATH_MAX], name[NAME_MAX + 1];
+	size_t n = sizeof(SB_STAGE) - 1, r = 0;
+	int root, fd, e;
+
+	if (len < n || len - n >= sizeof(rel))
+		return errno = ENAMETOOLONG, -1;
+	for (size_t i = n; i < len; i++)
+		if (r || path[i] != '/')
+			rel[r++] = path[i];
+	rel[r] = '\0';
+	root = open(SB_STAGE, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || !r)
+		return root;
+	fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL)) {
+		e = errno;
+		close(root);
+		errno = e;
+		return fd;
+	}
+	/* Before Linux 5.6: one component at a time, none of them a link. */
+	fd = root;
+	for (const char *p = rel; *p;) {
+		size_t k = strcspn(p, "/");
+		struct stat st;
+		int next;
+
+		if (k > NAME_MAX || (k == 2 && p[0] == '.' && p[1] == '.')) {
+			close(fd);
+			return errno = k > NAME_MAX ? ENAMETOOLONG : EXDEV, -1;
+		}
+		memcpy(name, p, k);
+		name[k] = '\0';
+		p += k;
+		while (*p == '/')
+			p++;
+		next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		e = errno;
+		close(fd);
+		if (next < 0)
+			return errno = e, -1;
+		if (fstat(next, &st) < 0)
+			st.st_mode = 0;
+		if (S_ISLNK(st.st_mode) || (*p && !S_ISDIR(st.st_mode))) {
+			e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+			close(next);
+			return errno = e, -1;
+		}
+		fd = next;
+	}
+	return fd;
+}
+
+/* Fails naming the mount point: op->path without the staging prefix. */
+static void sandbox_fail_point(const struct sandbox_op *op, int errnum, int err_fd)
+	__attribute__((noreturn));
+static void sandbox_fail_point(const struct sandbox_op *op, int errnum, int err_fd)
+{
+	const char *inside = op->path + sizeof(SB_STAGE) - 1;
+
+	if (errnum == ELOOP)
+		sandbox_fail_why(err_fd, "mount point", inside,
+				 "a symbolic link is on the way (mount points are not followed)");
+	sandbox_fail(err_fd, "mount point", inside, errnum);
+}
+
+/* Makes op->path's last component where it is missing; parents are there (the
+ * plan made them first). Only what is missing: a mount point may be in a
+ * --mount above it, where nothing may change (no chmod of the host's folder). */
+static void sandbox_mkpoint(const struct sandbox_op *op, int err_fd)
+{
+	const char *last = strrchr(op->path, '/') + 1;
+	struct stat st;
+	int dir, fd;
+
+	dir = sandbox_open_beneath(op->path, (size_t)(last - op->path));
+	if (dir < 0)
+		sandbox_fail_point(op, errno, err_fd);
+	if (fstatat(dir, last, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode))
+			sandbox_fail_point(op, ELOOP, err_fd);
+	} else if (errno != ENOENT) {
+		sandbox_fail(err_fd, op->what, NULL, errno);
+	} else if (S_ISDIR(op->mode)) {
+		if (mkdirat(dir, last, op->mode & 07777) < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+	} else {
+		fd = openat(dir, last, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    op->mode & 07777);
+		if (fd < 0)
+			sandbox_fail(err_fd, op->what, NULL, errno);
+		close(fd);
+	}
+	close(dir);
+}
+
+/* A --mount: the host folder sandbox_open_binds opened, onto the mount point
+ * as resolved by sandbox_open_beneath, both by their /proc/self/fd links. */
+static void sandbox_bind_host(const struct sandbox_op *op, int err_fd)
+{
+	char src[32], dst[32];
+	int point = sandbox_open_beneath(op->path, strlen(op->path));
+	bool rec;
+
+	if (point < 0)
+		sandbox_fail_point(op, errno, err_fd);
+	rec = sandbox_bind_mount(op, sandbox_fd_path(src, op->fd), sandbox_fd_path(dst, point),
+				 err_fd);
+	close(point);
+	close(op->fd);
+	/* point is the folder below the bind: the remount wants the bind's root,
+	 * which the same walk now reaches. */
+	point = sandbox_open_beneath(op->path, strlen(op->path));
+	if (point < 0)
+		sandbox_fail_point(op, errno, err_fd);
+	sandbox_bind_remount(op, sandbox_fd_path(dst, point), rec, err_fd);
+	close(point);
 }
 
 /* Opens the host side of every --mount while the host's tree is still in view:
@@ -318,31 +485,8 @@ static void sandbox_run_op(const struct sandbox_op *op, int err_fd)
 			sandbox_fail(err_fd, op->what, NULL, errno);
 		break;
 	case OP_BIND: sandbox_bind(op, op->src, err_fd); break;
-	case OP_BIND_HOST: {
-		/* the fd sandbox_open_binds opened, by its /proc/self/fd link */
-		char src[64], num[24];
-		size_t n = sandbox_cat(src, sizeof(src), 0, "/proc/self/fd/");
-		n = sandbox_cat(src, sizeof(src), n, sandbox_utoa((unsigned long)op->fd, num + 24));
-		src[n] = '\0';
-		sandbox_bind(op, src, err_fd);
-		close(op->fd);
-		break;
-	}
-	case OP_MKPOINT:
-		/* Only what is missing: a mount point may be in a --mount above it,
-		 * where nothing may change (no chmod of the host's folder). */
-		if (S_ISDIR(op->mode)) {
-			if (mkdir(op->path, op->mode & 07777) < 0 && errno != EEXIST)
-				sandbox_fail(err_fd, op->what, NULL, errno);
-		} else {
-			fd = open(op->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-				  op->mode & 07777);
-			if (fd < 0 && errno != EISDIR)
-				sandbox_fail(err_fd, op->what, NULL, errno);
-			if (fd >= 0)
-				close(fd);
-		}
-		break;
+	case OP_BIND_HOST: sandbox_bind_host(op, err_fd); break;
+	case OP_MKPOINT: sandbox_mkpoint(op, err_fd); break;
 	case OP_MOUNT:
 		if (mount(op->src, op->path, op->src, op->flags, op->data) < 0)
 			sandbox_fail(err_fd, op->what, NULL, errno);

@@ -39,6 +39,17 @@
  *                                                 line disciplines (low 32 bits
  *                                                 compared, as the kernel does)
  *   socket(AF_VSOCK)                      EAFNOSUPPORT  vsock is not namespaced
+ *   chmod, fchmod, fchmodat, fchmodat2,
+ *   open, creat, openat, mknod, mknodat
+ *   with S_ISUID or S_ISGID in the mode   EPERM   no set-id programs: nosuid
+ *                                                 protects the sandbox, not the
+ *                                                 host behind a :rw --mount
+ *   openat2                               ENOSYS  its mode is out of reach of BPF;
+ *                                                 as before Linux 5.6 (glibc and
+ *                                                 Python do not use it)
+ *
+ * (mkdir's S_ISGID is ignored by the kernel, a folder's setgid comes from its
+ * parent; a file's S_ISGID that chown or a write would clear is no concern.)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -56,6 +67,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef CLONE_NEWTIME
@@ -88,6 +100,7 @@ static const struct sandbox_seccomp_deny sandbox_seccomp_deny_table[] = {
 	{"swapon", EPERM}, {"swapoff", EPERM}, {"syslog", EPERM}, {"acct", EPERM},
 	{"quotactl", EPERM}, {"quotactl_fd", EPERM},
 	{"iopl", EPERM}, {"ioperm", EPERM}, {"modify_ldt", EPERM},
+	{"openat2", ENOSYS},
 };
 /* clang-format on */
 
@@ -97,6 +110,21 @@ static const unsigned long sandbox_seccomp_ns_flags[] = {
 };
 
 static const unsigned long sandbox_seccomp_ioctl_deny[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
+
+#ifndef __NR_fchmodat2
+#ifdef __x86_64__
+#define __NR_fchmodat2 452 /* (Linux 6.6; the same number on every architecture) */
+#endif
+#endif
+
+/* Calls that set a file's mode, and which argument holds it. */
+static const struct {
+	const char *name;
+	unsigned arg;
+} sandbox_seccomp_mode_calls[] = {
+	{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"open", 2},
+	{"creat", 1}, {"openat", 3}, {"mknod", 1},    {"mknodat", 2},
+};
 
 /* The program, built by the first sandbox_seccomp_program and kept for the process. */
 static struct {
@@ -141,6 +169,29 @@ static int sandbox_seccomp_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
 			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, sandbox_seccomp_ioctl_deny[i]));
 		if (rc < 0)
 			goto fail_ioctl;
+	}
+	/* A set-uid or set-gid mode, whatever else is in it. */
+	for (i = 0; i < sizeof(sandbox_seccomp_mode_calls) / sizeof(sandbox_seccomp_mode_calls[0]);
+	     i++) {
+		static const unsigned long bits[] = {S_ISUID, S_ISGID};
+		int nr = seccomp_syscall_resolve_name(sandbox_seccomp_mode_calls[i].name);
+#ifdef __NR_fchmodat2
+		if (nr == __NR_SCMP_ERROR &&
+		    strcmp(sandbox_seccomp_mode_calls[i].name, "fchmodat2") == 0)
+			nr = __NR_fchmodat2; /* (a libseccomp older than the call) */
+#endif
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* (chmod, open... are not arm64's) */
+		for (int b = 0; b < 2; b++) {
+			struct scmp_arg_cmp cmp = {sandbox_seccomp_mode_calls[i].arg,
+						   SCMP_CMP_MASKED_EQ, bits[b], bits[b]};
+			rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp);
+			if (rc < 0) {
+				sandbox_errf(err, errlen, "seccomp rule %s(set-id mode): %s",
+					     sandbox_seccomp_mode_calls[i].name, strerror(-rc));
+				return rc;
+			}
+		}
 	}
 	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
 			      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_VSOCK));

@@ -815,10 +815,18 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 		bad = "\"stdin\" is longer than 16 MiB";
 	if (bad)
 		return srv_reply_error(c, id, "usage", "%s", bad);
-	size_t clen = strlen(code->valuestring);
+	size_t codelen = strlen(code->valuestring);
 	if (ss->live >= SERVER_MAX_QUEUE)
 		return srv_reply_error(c, id, "busy", "too many snippets queued");
-	clen += inlen; /* (bytes queued: its code and its stdin) */
+	/* Bytes queued: everything the request keeps until it runs, its code, stdin,
+	 * environment ("NAME=value" and a NUL each), cwd, filename and argv. */
+	size_t clen = codelen + inlen;
+	cJSON_ArrayForEach(ev, envo) clen += strlen(ev->string) + strlen(ev->valuestring) + 2;
+	cJSON_ArrayForEach(fa, fargv) clen += strlen(fa->valuestring) + 1;
+	if (cwd)
+		clen += strlen(cwd->valuestring);
+	if (filename)
+		clen += strlen(filename->valuestring);
 	if (ss->queued_bytes + clen > SERVER_MAX_QUEUE_BYTES)
 		return srv_reply_error(c, id, "busy",
 				       "too much code queued in session '%s' (more than %zu MiB)",
@@ -857,7 +865,7 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 	}
 	struct ptybox_exec px = {
 		.code = code->valuestring,
-		.len = clen - inlen,
+		.len = codelen,
 		.timeout = timeout ? timeout->valuedouble : -1,
 		.stream = true,
 		.filename = filename ? filename->valuestring : NULL,

@@ -66,6 +66,29 @@ class MountTest(TestCase):
         with open(os.path.join(self.out, "w.txt")) as f:
             self.assertEqual(f.read(), "from the sandbox")
 
+    def test_no_set_id_files_through_a_rw_mount(self):
+        # nosuid guards the sandbox; the host would run a set-uid program planted
+        # in a :rw folder as the sandbox's owner.
+        out = self.py("--mount", self.out + ":/data:rw", code=(
+            "import os, shutil\n"
+            "shutil.copy('/usr/bin/id', '/data/id')\n"
+            "fd = os.open('/data/id', os.O_RDONLY)\n"
+            "tries = [lambda: os.chmod('/data/id', 0o4755), lambda: os.chmod('/data/id', 0o2755),\n"
+            "         lambda: os.fchmod(fd, 0o6755),\n"
+            "         lambda: os.close(os.open('/data/o', os.O_CREAT | os.O_WRONLY, 0o4755)),\n"
+            "         lambda: os.mknod('/data/n', 0o102755)]\n"
+            "for t in tries:\n"
+            "    try:\n"
+            "        t()\n"
+            "        print('allowed')\n"
+            "    except PermissionError:\n"
+            "        print('EPERM')\n"
+            "os.chmod('/data/id', 0o750)\n"
+            "print(oct(os.stat('/data/id').st_mode))\n"))
+        self.assertEqual(out, "EPERM\n" * 5 + "0o100750\n")
+        self.assertEqual(sorted(os.listdir(self.out)), ["id"])
+        self.assertEqual(os.stat(os.path.join(self.out, "id")).st_mode & 0o7777, 0o750)
+
     def test_relative_host_path(self):
         p = subprocess.run([PTYBOX, "run", *LOCAL, "--mount", "./data:/data", "-c",
                             "print(open('/data/a.txt').read().strip())"],
@@ -85,6 +108,31 @@ class MountTest(TestCase):
                       code="import os; print(open('/tmp/data/a.txt').read().strip(), "
                            "os.path.isdir('/tmp/data2/deep'), os.access('/tmp', os.W_OK))")
         self.assertEqual(out, "hello from the host True True\n")
+
+    def test_symlink_mount_point_is_refused(self):
+        # Links an earlier session could have left in a :rw folder: followed, the
+        # inner mount would cover a folder the sandbox provides, or be made on the host.
+        elsewhere = os.path.join(self.dir, "elsewhere")
+        os.mkdir(elsewhere, 0o777)
+        os.symlink("../usr/lib/python3/dist-packages", os.path.join(self.out, "rel"))
+        os.symlink(elsewhere, os.path.join(self.out, "abs"))
+        for inside, link in (("/data/rel", "/data/rel"), ("/data/abs/sub", "/data/abs"),
+                             ("/data/abs", "/data/abs")):
+            with self.subTest(inside=inside):
+                p = run("run", *LOCAL, "--mount", self.out + ":/data:rw",
+                        "--mount", self.data + ":" + inside, "-c", "print(1)")
+                self.assertEqual(p.returncode, 125, p.stderr)
+                self.assertEqual(p.stdout, "")
+                lines = p.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, p.stderr)
+                self.assertIn("mount point %s: a symbolic link" % link, lines[0])
+                self.assertEqual(os.listdir(elsewhere), [])
+        # a real folder in the outer mount still takes an inner one
+        os.mkdir(os.path.join(self.out, "real"))
+        os.chmod(os.path.join(self.out, "real"), 0o777)
+        out = self.py("--mount", self.out + ":/data:rw", "--mount", self.data + ":/data/real/in",
+                      code="print(open('/data/real/in/a.txt').read().strip())")
+        self.assertEqual(out, "hello from the host\n")
 
     @unittest.skipUnless(os.geteuid() == 0, "needs root to mount below the host folder")
     def test_host_mount_below_stays_read_only(self):
@@ -217,6 +265,18 @@ class MountServerTest(TestCase):
         p = srv("exec", "m1", "-c", "import os; print(os.getcwd(), open('a.txt').read().strip())")
         self.assertEqual(p.stdout, "/data via the server\n", p.stderr)
         srv("kill", "m1")
+
+    def test_new_with_relative_wheels(self):
+        # (a host folder, made absolute against the client's folder as --mount's)
+        srv = self.srv
+        p = subprocess.run([PTYBOX, "new", "w1", "--via", "local", "--wheels", "."],
+                           cwd=self.dir, capture_output=True, text=True, timeout=60,
+                           env=srv.env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = srv("exec", "w1", "-c",
+                "import os; print(sorted(os.listdir(os.environ['PTYBOX_WHEELS'])))")
+        self.assertEqual(p.stdout, "['a.txt']\n", p.stderr)
+        srv("kill", "w1")
 
     def test_pooled_sessions_keep_their_own_mounts(self):
         srv, other = self.srv, tempfile.mkdtemp(prefix="ptybox-mount-")

@@ -58,6 +58,22 @@ class PipTest(TestCase):
         self.assertEqual(results[2]["stdout"],
                          "42 /tmp/.ptybox-packages/thepkg/__init__.py 0\n")
 
+    def test_pip_show_and_uninstall_see_the_package_folder(self):
+        results, p = run_json(
+            put_wheel(), "%pip install -q thepkg", "%pip show thepkg", "%pip uninstall -y thepkg",
+            "print(_exit_code)", "%pip show thepkg", "print(_exit_code)",
+            "import thepkg", "%pip show pip", "print(_exit_code)",
+            extra=("--env", "PTYBOX_WHEELS=" + WHEELS))
+        self.assertIn("Name: thepkg", results[2]["stdout"], results[2])
+        self.assertIn("Location: /tmp/.ptybox-packages", results[2]["stdout"])
+        self.assertIn("Successfully uninstalled thepkg-1.0", results[3]["stdout"], results[3])
+        self.assertEqual(results[4]["stdout"], "0\n")
+        self.assertIn("not found: thepkg", results[5]["stderr"])
+        self.assertEqual(results[6]["stdout"], "1\n")
+        self.assertEqual(results[7]["error"]["name"], "ModuleNotFoundError", results[7])
+        self.assertIn("Name: pip", results[8]["stdout"], results[8])   # (the system's still)
+        self.assertEqual(results[9]["stdout"], "0\n")
+
     def test_bang_pip_in_a_block_and_an_upgrade(self):
         # !pip as %pip, also indented; a newer wheel replaces the old one.
         results, p = run_json(
@@ -175,6 +191,22 @@ class EscapeTest(TestCase):
         self.assertEqual(results[0]["stdout"],
                          "!x True 2\n'\\n!not a command\\n%nor this\\n' 0\n")
         self.assertEqual(results[0]["result"]["text/plain"], "1")
+
+    def test_only_line_ends_end_lines(self):
+        # \v \f \x1c-\x1e \x85 \u2028 \u2029 end a line for str.splitlines, not
+        # for Python: text after one, in a string or a comment, is no escape.
+        for sep in ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"):
+            with self.subTest(sep=repr(sep)):
+                results, p = run_json("s = 'a%s!echo no'\nprint(repr(s))  # %s%%pip list\n"
+                                      "1/0" % (sep, sep))
+                self.assertEqual(results[0]["stdout"], repr("a%s!echo no" % sep) + "\n",
+                                 results[0])
+                tb = "".join(results[0]["error"]["traceback"])
+                self.assertIn("line 3", tb)
+                self.assertIn("1/0", tb)       # (the traceback shows the right line)
+        results, p = run_json("!echo a\r\nx = 1\r!echo b\rx")
+        self.assertEqual((results[0]["stdout"], results[0]["result"]),
+                         ("a\nb\n", {"text/plain": "1"}))
 
     def test_other_magics_are_a_usage_error(self):
         results, p = run_json("x = 1\n%foo bar", "%%bash\necho", "x")

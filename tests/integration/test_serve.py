@@ -345,6 +345,24 @@ class ServeTest(TestCase):
         self.assertEqual(got, ["%d\n" % i for i in range(5)])
         self.assertEqual(self.s.p.wait(30), 0)
 
+    def test_an_execs_env_counts_in_the_queued_bytes(self):
+        # Behind a running snippet, requests wait with all they carry: 256 MiB of
+        # environment is refused as 256 MiB of code would be.
+        self.s.send({"id": 0, "op": "exec", "code": "import time; time.sleep(60)",
+                     "timeout": 0, "wait": False})
+        self.assertTrue(self.s.recv_result(0).get("ok"))
+        big = "x" * (60 << 20)
+        replies = []
+        for i in range(1, 6):
+            self.s.send({"id": i, "op": "exec", "code": "pass", "wait": False,
+                         "env": {"BIG": big}, "cwd": "/tmp"})
+            replies.append(self.s.recv_result(i))
+        self.s.p.kill()  # (not 300 MiB through the terminal)
+        self.s.close()
+        self.assertEqual([r.get("ok") for r in replies[:4]], [True] * 4, replies)
+        self.assertEqual(replies[4].get("code"), "busy", replies[4])
+        self.assertIn("too much code queued", replies[4]["error"])
+
     def test_an_unknown_member_is_a_usage_error_naming_it(self):
         # (they passed in silence: "timout":0.5 ran for the default 10 s)
         for req, op, name in (
