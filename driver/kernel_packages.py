@@ -25,6 +25,14 @@ where it says "# @include kernel_packages.py"; it uses kernel.py's globals.
 PACKAGES_DEFAULT = "/tmp/.ptybox-packages"
 MAGIC_NAME = "__ptybox_magic__"   # the builtin that escaped lines call
 NO_SOURCE = "pip install needs the network (--net) or a wheel folder (--wheels DIR)"
+
+
+def _all_local(args):
+    """Whether every requirement of a pip install is a file or folder here
+    (./pkg.whl, ./src): then pip needs no index, nor the network."""
+    reqs = [a for a in args if not a.startswith("-")]
+    return bool(reqs) and len(reqs) == len(args) and all(
+        os.path.exists(os.path.expanduser(a)) for a in reqs)
 PIP_NET_FLAGS = ("--retries", "1", "--timeout", "10")   # one retry, not pip's 5 (8 s)
 RTF_UP, RTF_REJECT = 0x1, 0x200
 # python3 -I -c PIP_WITH_FOLDER FOLDER ARGS: pip ARGS with FOLDER on sys.path
@@ -285,6 +293,8 @@ class _Packages:
                 extra = ["--no-index", "--find-links", wheels]
             elif net == "1" or (net != "0" and _default_route()):
                 extra = list(PIP_NET_FLAGS)
+            elif "--no-index" in argv or _all_local(argv[1:]):
+                extra = ["--no-index"]       # (./x.whl, a folder: pip needs no source)
             else:
                 raise UsageError(NO_SOURCE)
             try:

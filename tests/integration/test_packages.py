@@ -87,6 +87,13 @@ class PipTest(TestCase):
         self.assertEqual(results[3]["result"]["text/plain"], "42")
         self.assertEqual(results[5]["result"]["text/plain"], "2")
 
+    def test_a_wheel_file_in_the_session_installs_without_network_or_wheels(self):
+        name, _ = wheel()
+        results, p = run_json(put_wheel("/tmp/w"), "%%pip install /tmp/w/%s" % name,
+                              "import thepkg; thepkg.VALUE")
+        self.assertEqual([r["status"] for r in results], ["ok"] * 3, results)
+        self.assertEqual(results[2]["result"]["text/plain"], "42")
+
     def test_pip_install_with_neither_network_nor_wheels_fails_at_once(self):
         t0 = time.monotonic()
         results, p = run_json("%pip install requests", "!pip install requests", "1")
