@@ -454,6 +454,10 @@ static void sandbox_open_binds(const struct sandbox *sb, int err_fd)
 		if (op->kind != OP_BIND_HOST)
 			continue;
 		op->fd = open(op->src, O_PATH | O_CLOEXEC);
+		if (op->fd < 0 && errno == EACCES) /* (said so: the user is not the caller) */
+			sandbox_fail_why(err_fd, op->what, NULL,
+					 "Permission denied to the sandbox's user (the host's "
+					 "nobody when ptybox runs as root: see --mount)");
 		if (op->fd < 0)
 			sandbox_fail(err_fd, op->what, NULL, errno);
 	}
