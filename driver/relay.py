@@ -42,7 +42,11 @@ Kernel -> relay (message pipe), one line each:
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
     {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
-Template <-> relay (a socketpair): "S" with four fds (SCM_RIGHTS) -> fork a
+The kernel's fd 0 in a snippet run with "stdin_stream" is the read end of a
+pipe (the fifth fd) it holds for its life; the stdin requests' bytes are
+written to its other end here, and an ack frame follows each once it is all
+in the pipe: the client sends the next only then (flow control).
+Template <-> relay (a socketpair): "S" with five fds (SCM_RIGHTS) -> fork a
 kernel on them; "P<pid>" the kernel forked; "X<pid> <wait status>" a kernel
 exited.
 
@@ -81,6 +85,8 @@ TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a
 ARGV_CAP = 4096                   # strings in an exec request's argv
 ENV_CAP = 4096                    # variables in an exec request's env
 STDIN_CAP = 16 << 20              # bytes of an exec request's stdin
+DECODE_PIECE = 1 << 20            # base64 characters of a request decoded at a time
+STDIN_CHUNK = 1 << 20             # bytes of one stdin request (the stream): one pending at most
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
@@ -94,6 +100,7 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _pidfd_open = getattr(os, "pidfd_open", None)   # (Python 3.9 and later)
 _perf_ns = time.perf_counter_ns
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
+_BASE64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
 _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
 # @shared
 
@@ -117,6 +124,45 @@ def _read(fd, n):
         return None
     except OSError:
         return b""
+
+
+class _WriteQueue:
+    """Bytes for a pipe, in order: small ones gathered, a large one (an exec
+    request with its stdin) queued as it is, not copied, and written from a
+    read offset, not moved on every write."""
+    BIG = 64 << 10
+
+    def __init__(self):
+        self.parts, self.size, self.head = deque(), 0, 0
+
+    def __iadd__(self, data):
+        if data:
+            parts = self.parts
+            if len(data) < self.BIG and parts and type(parts[-1]) is bytearray:
+                parts[-1] += data
+            else:
+                parts.append(memoryview(data) if len(data) >= self.BIG else bytearray(data))
+            self.size += len(data)
+        return self
+
+    def __bool__(self):
+        return self.size > 0
+
+    def __len__(self):
+        return self.size
+
+    def write(self, fd):
+        """As much as fd takes now (os.write's exceptions pass)."""
+        parts = self.parts
+        while parts:
+            first = parts[0]
+            n = os.write(fd, first[self.head:] if self.head else first)
+            self.size -= n
+            self.head += n
+            if self.head < len(first):
+                return
+            parts.popleft()
+            self.head = 0
 
 
 class _Lines:
@@ -153,6 +199,24 @@ class _Lines:
             if self.size > self.cap:
                 self.parts, self.size, self.skip, cut = [], 0, True, True
         return lines, cut
+
+
+def _b64url_decode(line):
+    """base64url line (padding optional), decoded a piece at a time: no whole
+    translated copy of a long one (an exec request with 16 MiB of stdin)."""
+    if len(line) <= DECODE_PIECE:
+        return binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
+    out = bytearray(len(line) // 4 * 3 + 3)  # (its size known: never grown, so never copied)
+    view, at = memoryview(line), 0
+    for i in range(0, len(line), DECODE_PIECE):
+        piece = view[i:i + DECODE_PIECE].tobytes().translate(_URLSAFE)
+        if i + DECODE_PIECE >= len(line):
+            piece += b"=" * (-len(piece) % 4)
+        piece = binascii.a2b_base64(piece)
+        out[at:at + len(piece)] = piece
+        at += len(piece)
+    del out[at:]
+    return out                               # (a bytearray: bytes() would copy it)
 
 
 def _values(line):
@@ -387,11 +451,11 @@ def _template(ctl, kernel_code):
                 start = prepare_kernel()
                 msg, fds = None, []
                 while msg is None:
-                    msg, fds = _recv_fds(theirs, 4)
-                if msg != b"S" or len(fds) != 4:
+                    msg, fds = _recv_fds(theirs, 5)
+                if msg != b"S" or len(fds) != 5:
                     os._exit(0)              # (the template is gone)
                 theirs.close()
-                start(*fds)                  # req, msg_w, out_w, err_w
+                start(*fds)                  # req, msg_w, out_w, err_w, stdin_r
             finally:
                 os._exit(1)
         theirs.close()
@@ -421,7 +485,7 @@ def _template(ctl, kernel_code):
             standby_due = None if standby else time.monotonic() + STANDBY_RETRY
         if 3 not in ready:
             continue
-        msg, fds = _recv_fds(ctl, 4)
+        msg, fds = _recv_fds(ctl, 5)
         if msg is None:
             continue
         if not msg:                          # the relay is gone: so are its kernels
@@ -435,7 +499,7 @@ def _template(ctl, kernel_code):
                 except OSError:
                     pass
             os._exit(0)
-        if msg != b"S" or len(fds) != 4:
+        if msg != b"S" or len(fds) != 5:
             for fd in fds:
                 os.close(fd)
             continue
@@ -567,7 +631,10 @@ class Relay(_Files):
         self.dead_starts = 0
         self.req = self.msg = None           # the kernel's pipes (our ends)
         self.outs = ()
-        self.wbuf = bytearray()              # bytes for the request pipe
+        self.wbuf = _WriteQueue()            # bytes for the request pipe
+        self.stdin_w = None                  # the kernel's stdin stream (our end)
+        self.stdin_buf = None                # the stdin chunk being written: (id, view, eof)
+        self.stdin_eof = False               # the stream's end was asked for
         self.msg_lines = _Lines(_frame_cap(DEFAULT_MAX_OUTPUT))
         self.seq = 0
         self.running = None                  # (seq, id payload, request, t0, busy_poll) now
@@ -655,6 +722,10 @@ class Relay(_Files):
             self.tty_spare = None
         req_r, req_w = _pipe()
         msg_r, msg_w = _pipe()
+        if self.stdin_w is not None:
+            os.close(self.stdin_w)           # (what the old kernel did not read is gone)
+            self.stdin_w = None
+        in_r, in_w = _pipe()
         out_r, out_w = _pipe() if not self.tty_mode else self.openpty()
         err_r, err_w = _pipe()
         if self.tty_mode:
@@ -662,11 +733,16 @@ class Relay(_Files):
             # has no writer but us, and says nothing.
             self.tty_spare, err_w = err_w, out_w
         try:
-            _send_fds(self.ctl, b"S", (req_r, msg_w, out_w, err_w))
+            _send_fds(self.ctl, b"S", (req_r, msg_w, out_w, err_w, in_r))
         except OSError:
             self.exit(EXIT_NO_KERNEL)        # the template is gone
-        for fd in {req_r, msg_w, out_w, err_w}:
+        for fd in {req_r, msg_w, out_w, err_w, in_r}:
             os.close(fd)
+        if self.stdin_eof and self.stdin_buf is None:
+            os.close(in_w)                   # (the stream ended before: end of file at once)
+        else:
+            os.set_blocking(in_w, False)
+            self.stdin_w = in_w
         self.req, self.msg = req_w, msg_r
         os.set_blocking(req_w, False)
         os.set_blocking(msg_r, False)
@@ -676,7 +752,7 @@ class Relay(_Files):
             self.out_poll.register(o.fd, select.POLLIN)
         for o in self.outs:
             o.period(self.last, True, self.max_output)
-        self.wbuf = bytearray()
+        self.wbuf = _WriteQueue()
         self.msg_lines = _Lines(_frame_cap(self.max_output))
         self.kernel, self.kernel_up, self.hello_early = None, False, None
         self.hello_by = time.monotonic() + HELLO_WAIT
@@ -863,7 +939,9 @@ class Relay(_Files):
         if cut:
             self.reject(None, "a request line longer than %d bytes was dropped" % REQUEST_CAP,
                         True)
-        for line in lines:
+        lines = list(lines)
+        for k in range(len(lines)):
+            line, lines[k] = lines[k], None
             if line[:1] == b"!":             # a put's data: bytes as they are
                 self.data_line(line[1:])
                 continue
@@ -873,11 +951,16 @@ class Relay(_Files):
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
             line = line.strip()
             if line:
-                self.request(line)
+                # Handed over in a box that request() empties: a long line
+                # (16 MiB of stdin) is freed once decoded, not held here.
+                box, line = [line], None
+                self.request(box)
 
-    def request(self, line):
+    def request(self, box):
+        line = box.pop()
         try:
-            text = binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
+            text = _b64url_decode(line)
+            line = None
             try:
                 req = _loads(text.decode("utf-8"))
             except UnicodeDecodeError:
@@ -935,6 +1018,8 @@ class Relay(_Files):
             self.exit(0)
         elif op == "interrupt":
             self.interrupt(rid)
+        elif op == "stdin":
+            return self.stdin_request(rid, req)
         elif op == "tty":
             if self.seq:
                 return self.reject(rid, "tty must come before the first snippet", True)
@@ -960,6 +1045,49 @@ class Relay(_Files):
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
 
+    def stdin_request(self, rid, req):
+        """Bytes for the run's stdin stream, at any time (also while a snippet
+        runs): written to the kernel's pipe as it takes them, acked once
+        all are in; at most one chunk pending.  (Errors are not "broken": the
+        snippets are not at fault.)"""
+        data, eof = req.get("data", ""), req.get("eof", False)
+        if type(data) is not str or len(data) > (STDIN_CHUNK + 2) // 3 * 4 or type(eof) is not bool:
+            return self.reject(rid, "stdin needs a base64 string 'data' of at most %d bytes "
+                               "and a boolean 'eof'" % STDIN_CHUNK)
+        if self.stdin_buf is not None:
+            return self.reject(rid, "a stdin chunk is still pending: wait for its ack")
+        if self.stdin_eof:
+            return self.reject(rid, "stdin after its end (eof)")
+        try:
+            raw = binascii.a2b_base64(data)
+        except (binascii.Error, ValueError):
+            return self.reject(rid, "stdin data is not valid base64")
+        self.stdin_buf = (rid, memoryview(raw), eof)
+        self.stdin_eof = self.stdin_eof or eof
+        self.flush_stdin()
+
+    def flush_stdin(self):
+        """As much of the pending stdin chunk as the pipe takes; its ack (and
+        the pipe's end, at eof) once it is all in."""
+        rid, view, eof = self.stdin_buf
+        while view and self.stdin_w is not None:
+            try:
+                view = view[os.write(self.stdin_w, view):]
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:                  # no reader left (the kernel died): dropped
+                view = view[:0]
+        if view and self.stdin_w is not None:
+            self.stdin_buf = (rid, view, eof)
+            self.poller = None               # (POLLOUT on the pipe)
+            return
+        self.stdin_buf = None
+        self.poller = None
+        if eof and self.stdin_w is not None:
+            os.close(self.stdin_w)
+            self.stdin_w = None
+        self.send({"type": "stdin", "id": rid})
+
     @staticmethod
     def bad_input(req):
         """What is wrong with an exec request's env, cwd or stdin_b64, or None."""
@@ -974,10 +1102,8 @@ class Relay(_Files):
         if data is not None:
             if type(data) is not str or len(data) > (STDIN_CAP + 2) // 3 * 4:
                 return "stdin_b64 must be a base64 string of at most %d bytes" % STDIN_CAP
-            try:
-                binascii.a2b_base64(data)
-            except (binascii.Error, ValueError):
-                return "stdin_b64 is not valid base64"
+            if len(data) % 4 or data.strip(_BASE64_CHARS):
+                return "stdin_b64 is not valid base64"   # (checked without a decoded copy)
         return None
 
     @staticmethod
@@ -1129,13 +1255,12 @@ class Relay(_Files):
     def flush_req(self):
         while self.wbuf:
             try:
-                n = os.write(self.req, self.wbuf)
+                self.wbuf.write(self.req)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                self.wbuf = bytearray()      # the kernel is gone: its death is told
+                self.wbuf = _WriteQueue()    # the kernel is gone: its death is told
                 return
-            del self.wbuf[:n]
 
     # -- the kernel's output
     def drain(self):
@@ -1503,6 +1628,9 @@ class Relay(_Files):
                 if self.watch_req and self.req is not None:
                     poller.register(self.req, select.POLLOUT)
                     held.register(self.req, select.POLLOUT)
+                if self.stdin_buf is not None and self.stdin_w is not None:
+                    poller.register(self.stdin_w, select.POLLOUT)
+                    held.register(self.stdin_w, select.POLLOUT)
             if (bool(self.wbuf) != self.watch_req
                     or (len(self.queue) >= QUEUE_CAP or self.files_tty_full())
                     != self.tty_paused):
@@ -1548,6 +1676,9 @@ class Relay(_Files):
             for fd, ev in events:
                 if fd == self.req:
                     self.flush_req()
+                    continue
+                if fd == self.stdin_w and self.stdin_buf is not None:
+                    self.flush_stdin()
                     continue
                 handler = handlers.get(fd)
                 if handler is not None and poller in (self.poller, self.poller_held):
