@@ -359,9 +359,8 @@ class Channel:
                     if len(parts) > 1:       # (joined once, the parts let go: one copy)
                         first = b"".join(p[0] for p in parts)
                         self.parts = parts = deque(((first,),))
-                    body = first[i + 1:i + 1 + n] if n < 1 << 16 else (
-                        memoryview(first)[i + 1:i + 1 + n])   # (a long one: not copied)
-                    return seq, body, deque(((first[i + 1 + n:],),))
+                    # (the request as where it is: a long one is not copied)
+                    return seq, (first, i + 1, i + 1 + n), deque(((first[i + 1 + n:],),))
             self._read()
 
     def interrupt_follows(self, seq):
@@ -1369,8 +1368,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
                 if seq is None:
                     chan.parts = rest        # an interrupt line for a snippet that is over
                     continue
-                req = _loads(str(body, "utf-8"))
-                body = None                  # (a long one's bytes: not held while it runs)
+                req = _loads_request(*body)   # (stdin_b64: a view of the bytes read)
+                body = None
                 if self.home is None:        # (before any user code: its chdir moves not it)
                     self.home = _file_home()
                 if req.get("op") in ("put", "get", "files", "remove"):

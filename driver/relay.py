@@ -85,6 +85,7 @@ TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a
 ARGV_CAP = 4096                   # strings in an exec request's argv
 ENV_CAP = 4096                    # variables in an exec request's env
 STDIN_CAP = 16 << 20              # bytes of an exec request's stdin
+LINE_GATHER = 1 << 20             # bytes of a line from which its pieces are gathered in one
 DECODE_PIECE = 1 << 20            # base64 characters of a request decoded at a time
 STDIN_CHUNK = 1 << 20             # bytes of one stdin request (the stream): one pending at most
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
@@ -100,7 +101,6 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _pidfd_open = getattr(os, "pidfd_open", None)   # (Python 3.9 and later)
 _perf_ns = time.perf_counter_ns
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
-_BASE64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
 _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256))
 # @shared
 
@@ -182,8 +182,8 @@ class _Lines:
             if self.skip:
                 self.skip = False
             elif self.parts:
-                self.parts.append(data[start:i])
-                line = b"".join(self.parts)
+                self.add(data[start:i])
+                line = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
                 self.parts, self.size = [], 0
                 if len(line) > self.cap:     # (a read is far below any cap)
                     cut = True
@@ -194,27 +194,40 @@ class _Lines:
             start = i + 1
             i = data.find(b"\n", start)
         if start < len(data) and not self.skip:
-            self.parts.append(data[start:] if start else data)
+            self.add(data[start:] if start else data)
             self.size += len(data) - start
             if self.size > self.cap:
                 self.parts, self.size, self.skip, cut = [], 0, True, True
         return lines, cut
 
+    def add(self, piece):
+        """A piece of the line: past LINE_GATHER bytes in one bytearray, grown
+        in place (a join would hold a long line twice)."""
+        parts = self.parts
+        if parts and type(parts[0]) is bytearray:
+            parts[0] += piece
+        else:
+            parts.append(piece)
+            if self.size > LINE_GATHER:
+                self.parts = [bytearray().join(parts)]
+
 
 def _b64url_decode(line):
     """base64url line (padding optional), decoded a piece at a time: no whole
-    translated copy of a long one (an exec request with 16 MiB of stdin)."""
+    translated copy of a long one (an exec request with 16 MiB of stdin), and
+    a long one (a bytearray, from _Lines) decoded in place."""
     if len(line) <= DECODE_PIECE:
         return binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
-    out = bytearray(len(line) // 4 * 3 + 3)  # (its size known: never grown, so never copied)
-    view, at = memoryview(line), 0
-    for i in range(0, len(line), DECODE_PIECE):
-        piece = view[i:i + DECODE_PIECE].tobytes().translate(_URLSAFE)
-        if i + DECODE_PIECE >= len(line):
-            piece += b"=" * (-len(piece) % 4)
-        piece = binascii.a2b_base64(piece)
-        out[at:at + len(piece)] = piece
-        at += len(piece)
+    out = line if type(line) is bytearray else bytearray(len(line) // 4 * 3 + 3)
+    at, n = 0, len(line)
+    with memoryview(line) as view, memoryview(out) as dest:
+        for i in range(0, n, DECODE_PIECE):
+            piece = view[i:i + DECODE_PIECE].tobytes().translate(_URLSAFE)
+            if i + DECODE_PIECE >= n:
+                piece += b"=" * (-len(piece) % 4)
+            piece = binascii.a2b_base64(piece)
+            dest[at:at + len(piece)] = piece  # (at <= i: what is still to read is not hit)
+            at += len(piece)
     del out[at:]
     return out                               # (a bytearray: bytes() would copy it)
 
@@ -949,7 +962,8 @@ class Relay(_Files):
                 self.other_line()
             if b"\x03" in line or b"\r" in line:
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
-            line = line.strip()
+            if line[:1].isspace() or line[-1:].isspace():
+                line = line.strip()          # (only then: a long one is not copied)
             if line:
                 # Handed over in a box that request() empties: a long line
                 # (16 MiB of stdin) is freed once decoded, not held here.
@@ -962,7 +976,7 @@ class Relay(_Files):
             text = _b64url_decode(line)
             line = None
             try:
-                req = _loads(text.decode("utf-8"))
+                req = _loads_request(text, 0, len(text))
             except UnicodeDecodeError:
                 rid = None
                 try:
@@ -1100,9 +1114,9 @@ class Relay(_Files):
         if cwd is not None and (type(cwd) is not str or not cwd or "\0" in cwd):
             return "cwd must be a non-empty string without NUL"
         if data is not None:
-            if type(data) is not str or len(data) > (STDIN_CAP + 2) // 3 * 4:
+            if type(data) not in (str, memoryview) or len(data) > (STDIN_CAP + 2) // 3 * 4:
                 return "stdin_b64 must be a base64 string of at most %d bytes" % STDIN_CAP
-            if len(data) % 4 or data.strip(_BASE64_CHARS):
+            if not _base64_valid(data):
                 return "stdin_b64 is not valid base64"   # (checked without a decoded copy)
         return None
 
