@@ -1098,7 +1098,9 @@ int cli_client(int argc, char **argv)
 	/* (GNU order: the name first, options after it, as tmux takes them) */
 	/* (exec: in order, "-": NAME, then FILE, after which all is FILE's ARGS, as
 	 * run takes them) */
-	const char *shortopts = is_capture ? ":L:H:c:ehS:" : is_exec ? "-:L:S:H:c:hi" : ":L:S:H:c:h";
+	const char *shortopts = is_capture ? ":L:H:c:ehS:"
+				: is_exec  ? "-:L:S:H:c:hi"
+					   : ":L:S:H:c:h";
 	const char *exec_pos[2] = {NULL, NULL}; /* exec's NAME and FILE */
 	int npos = 0;
 	bool want_name = strcmp(cmd, "ls") != 0 && strcmp(cmd, "kill-server") != 0;

@@ -130,7 +130,7 @@ struct ptybox_session {
 	/* The stdin stream (session_stdin.c): one chunk at a time, the next once
 	 * the relay acked it. */
 	struct {
-		char *line;	     /* the chunk's request, until its instance is ready */
+		char *line; /* the chunk's request, until its instance is ready */
 		size_t line_len;
 		bool inflight;	     /* a chunk was given and is not acked yet */
 		bool eof;	     /* the end was given */

@@ -44,8 +44,8 @@ int ptybox_session_stdin(ptybox_session *s, const void *data, size_t len, bool e
 		return -E2BIG;
 	char *line;
 	size_t n;
-	int rc = protocol_stdin_line(SESSION_STDIN_WIRE + ++s->in_stream.seq, data, len, eof,
-				     &line, &n);
+	int rc = protocol_stdin_line(SESSION_STDIN_WIRE + ++s->in_stream.seq, data, len, eof, &line,
+				     &n);
 	if (rc < 0)
 		return rc;
 	s->in_stream.line = line;
