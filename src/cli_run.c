@@ -405,7 +405,8 @@ static void run_stdin_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 static void run_stdin_pump(struct run *r)
 {
 	struct run_stdin *in = &r->in;
-	if (in->ended || !r->session || !ptybox_session_stdin_ready(r->session))
+	if (in->kind == RUN_IN_NONE || in->ended || !r->session ||
+	    !ptybox_session_stdin_ready(r->session))
 		return;
 	if (in->kind == RUN_IN_PIPE) {
 		if (!in->reading && uv_read_start((uv_stream_t *)&in->pipe, run_stdin_alloc_cb,

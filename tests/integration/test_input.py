@@ -158,6 +158,70 @@ class DriverWireTest(TestCase):
             d.close()
 
 
+class DriverStreamTest(TestCase):
+    """The driver's stdin stream: stdin_stream, the stdin op and its ack."""
+
+    def frames_until(self, d, kinds):
+        got = {}
+        while set(kinds) - set(got):
+            f = d.frame()
+            if f["type"] in kinds:
+                self.assertNotIn(f["type"], got, f)
+                got[f["type"]] = f
+        return got
+
+    def test_stream_acks_flow_control_eof_and_a_fresh_kernel(self):
+        from test_driver import Driver
+        d = Driver()
+        try:
+            # A snippet waiting for a line gets it as the chunk comes.
+            d.send({"id": 1, "op": "exec", "stdin_stream": True, "code": "input()"})
+            d.send({"id": "w1", "op": "stdin", "data": base64.b64encode(b"hi\nrest").decode(),
+                    "eof": False})
+            got = self.frames_until(d, ("stdin", "result"))
+            self.assertEqual(got["stdin"]["id"], "w1")
+            self.assertEqual(got["result"]["result"], {"text/plain": "'hi'"}, got)
+            d.send({"id": "w1b", "op": "stdin", "data": "@@@@", "eof": False})
+            f = d.replies(1)[0]
+            self.assertEqual((f["type"], f.get("broken")), ("error", None), f)
+            self.assertIn("not valid base64", f["message"])
+            # One chunk pending at most: the pipe (1 MiB) full, a second waits
+            # unacked, a third is an error that breaks nothing.
+            mib = base64.b64encode(b"x" * (1 << 20)).decode()
+            d.send({"id": "w2", "op": "stdin", "data": mib, "eof": False})
+            self.assertEqual(self.frames_until(d, ("stdin",))["stdin"]["id"], "w2")
+            d.send({"id": "w3", "op": "stdin", "data": mib, "eof": False})
+            d.send({"id": "w4", "op": "stdin", "data": "", "eof": True})
+            f = d.replies(1)[0]
+            self.assertEqual((f["type"], f["id"], f.get("broken")), ("error", "w4", None), f)
+            self.assertIn("still pending", f["message"])
+            d.send({"id": 2, "op": "exec", "stdin_stream": True,
+                    "code": "import sys; len(sys.stdin.read(4 + (2 << 20)))"})
+            got = self.frames_until(d, ("stdin", "result"))
+            self.assertEqual(got["stdin"]["id"], "w3")
+            self.assertEqual(got["result"]["result"], {"text/plain": str(4 + (2 << 20))}, got)
+            d.send({"id": "w5", "op": "stdin", "data": "", "eof": True})
+            self.assertEqual(self.frames_until(d, ("stdin",))["stdin"]["id"], "w5")
+            d.send({"id": "w6", "op": "stdin", "data": "bGF0ZQ==", "eof": False})
+            f = d.replies(1)[0]
+            self.assertEqual((f["type"], f.get("broken")), ("error", None), f)
+            self.assertIn("after its end", f["message"])
+            # A snippet without stdin_stream reads end of file, as one after eof does;
+            # so does a fresh kernel's.
+            d.send({"id": 3, "op": "exec", "code": "import sys; sys.stdin.read()"},
+                   {"id": 4, "op": "exec", "stdin_stream": True,
+                    "code": "import sys; (sys.stdin.read(), sys.stdin.readline())"},
+                   {"id": 5, "op": "restart"},
+                   {"id": 6, "op": "exec", "stdin_stream": True,
+                    "code": "import os; os.read(0, 10)"})
+            r = d.replies(3)
+            self.assertEqual([x["result"] for x in r],
+                             [{"text/plain": "''"}, {"text/plain": "('', '')"},
+                              {"text/plain": "b''"}], r)
+        finally:
+            d.close()
+
+
 class RunStdinTest(TestCase):
     def test_a_piped_stdin_is_the_first_snippets(self):
         p = run("run", "-c", "import sys; print(sys.stdin.read())",
