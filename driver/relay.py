@@ -1072,10 +1072,9 @@ class Relay(_Files):
             return self.reject(rid, "a stdin chunk is still pending: wait for its ack")
         if self.stdin_eof:
             return self.reject(rid, "stdin after its end (eof)")
-        try:
-            raw = binascii.a2b_base64(data)
-        except (binascii.Error, ValueError):
+        if not _base64_valid(data):
             return self.reject(rid, "stdin data is not valid base64")
+        raw = binascii.a2b_base64(data)
         self.stdin_buf = (rid, memoryview(raw), eof)
         self.stdin_eof = self.stdin_eof or eof
         self.flush_stdin()

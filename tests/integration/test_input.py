@@ -210,11 +210,12 @@ class DriverStreamTest(TestCase):
             # so does a fresh kernel's.
             d.send({"id": 3, "op": "exec", "code": "import sys; sys.stdin.read()"},
                    {"id": 4, "op": "exec", "stdin_stream": True,
-                    "code": "import sys; (sys.stdin.read(), sys.stdin.readline())"},
-                   {"id": 5, "op": "restart"},
-                   {"id": 6, "op": "exec", "stdin_stream": True,
-                    "code": "import os; os.read(0, 10)"})
-            r = d.replies(3)
+                    "code": "import sys; (sys.stdin.read(), sys.stdin.readline())"})
+            r = d.replies(2)
+            d.send({"id": 5, "op": "restart"})
+            self.assertEqual(self.frames_until(d, ("ready",))["ready"]["restart"], 5)
+            d.send({"id": 6, "op": "exec", "stdin_stream": True, "code": "import os; os.read(0, 10)"})
+            r += d.replies(1)
             self.assertEqual([x["result"] for x in r],
                              [{"text/plain": "''"}, {"text/plain": "('', '')"},
                               {"text/plain": "b''"}], r)
