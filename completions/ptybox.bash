@@ -161,7 +161,7 @@ _ptybox()
 	exec | result | interrupt | cancel | restart | kill | capture | watch | attach)
 		if [[ $cur == -* ]]; then
 			local o='--help -L -S -H'
-			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error --env --cwd'
+			[[ $cmd == exec ]] && o+=' -c --json --raw --timeout --no-wait --stop-on-error -i --stdin --env --cwd'
 			[[ $cmd == result ]] && o+=' --json --raw --no-wait'
 			[[ $cmd == capture ]] && o='--help -L -H -e -S'
 			[[ $cmd == attach ]] && o+=" $human_opts"

@@ -85,6 +85,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from cp; and not string match -q "
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l raw -d 'Write escape sequences to a terminal as they are'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l timeout -x -d "These snippets' time limit, seconds"
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l stop-on-error -d 'Drop the snippets after one that fails'
+complete -c ptybox -n '__fish_seen_subcommand_from exec' -s i -l stdin -d "Standard input, read whole, is the first snippet's"
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l env -x -d 'NAME=VALUE in os.environ while these snippets run'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l cwd -x -a '(__fish_complete_directories)' -d 'The folder these snippets run in'
 complete -c ptybox -n '__fish_seen_subcommand_from result' -l no-wait -d 'Say running or queued instead of waiting'

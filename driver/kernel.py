@@ -356,8 +356,11 @@ class Channel:
                 if len(fields) > 2:          # the terminal's size, when it changed
                     self.size = fields[2]
                 if sum(len(p[0]) for p in parts) - i - 1 >= n:
-                    buf = first if len(parts) == 1 else b"".join(p[0] for p in parts)
-                    return seq, buf[i + 1:i + 1 + n], deque(((buf[i + 1 + n:],),))
+                    if len(parts) > 1:       # (joined once, the parts let go: one copy)
+                        first = b"".join(p[0] for p in parts)
+                        self.parts = parts = deque(((first,),))
+                    # (the request as where it is: a long one is not copied)
+                    return seq, (first, i + 1, i + 1 + n), deque(((first[i + 1 + n:],),))
             self._read()
 
     def interrupt_follows(self, seq):
@@ -1366,7 +1369,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
                 if seq is None:
                     chan.parts = rest        # an interrupt line for a snippet that is over
                     continue
-                req = _loads(body.decode("utf-8"))
+                req = _loads_request(*body)   # (stdin_b64: a view of the bytes read)
+                body = None
                 if self.home is None:        # (before any user code: its chdir moves not it)
                     self.home = _file_home()
                 if req.get("op") in ("put", "get", "files", "remove"):
@@ -1559,7 +1563,7 @@ def prepare():
 def standby():
     """In a kernel forked ahead of need (a standby), before its pipes come:
     all of a kernel's start that does not need them, so that a restart
-    waits for little more than the fds.  Returns start(req, msg, out, err),
+    waits for little more than the fds.  Returns start(req, msg, out, err, stdin),
     which puts the pipes in place and serves.  Until then fds 0-2 are
     /dev/null, and no user code has run in this process."""
     _signal.signal(_SIGINT, _signal.SIG_IGN)  # until the kernel is armed
@@ -1570,10 +1574,11 @@ def standby():
         kernel.site = _DeferredSite(kernel)  # (the template has it, but not at first)
     kernel.warm()
 
-    def start(req, msg, out, err):
+    def start(req, msg, out, err, stdin):
         _TTY[0] = os.isatty(out)             # (--tty: a terminal of its own)
         chan.attach(req, msg)
         kernel.attach(out, err)
+        kernel.stream_fd = _private(stdin)   # the run's stdin stream (kernel_input.py)
         chan.watch(kernel.flush_idle)
         chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
         while True:                          # (serve() returns only when hit in its

@@ -25,17 +25,43 @@ def _stdin_over(fd, closefd):
                             encoding="utf-8", errors="surrogateescape")
 
 
-def _stdin_file(data):
-    """An fd at offset 0 whose reads give data, then end of file."""
+_STREAM = object()                           # exec_input's stdin: the run's stream
+_B64_PIECE = 1 << 20                         # base64 characters decoded at a time
+
+
+def _pieces(b64):
+    """The bytes of base64 text b64, a piece at a time (no whole copy)."""
+    for i in range(0, len(b64), _B64_PIECE):
+        yield binascii.a2b_base64(b64[i:i + _B64_PIECE])
+
+
+def _fsize_limit():
     try:
-        fd = os.memfd_create("ptybox-stdin", os.MFD_CLOEXEC)
-    except (AttributeError, OSError):        # (Python 3.7, or no memfd here)
-        fd = None
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    except (ImportError, OSError, ValueError):
+        return -1
+    return -1 if soft == resource.RLIM_INFINITY else soft
+
+
+def _stdin_file(b64):
+    """An fd at offset 0 whose reads give the bytes of base64 text b64, then
+    end of file: a memory file, or a pipe fed by a thread where there is no
+    memfd or the data is larger than RLIMIT_FSIZE lets a file be (a memfd
+    counts against it: --max-file-size)."""
+    limit = _fsize_limit()
+    fd = None
+    if limit < 0 or len(b64) // 4 * 3 <= limit:
+        try:
+            fd = os.memfd_create("ptybox-stdin", os.MFD_CLOEXEC)
+        except (AttributeError, OSError):    # (Python 3.7, or no memfd here)
+            fd = None
     if fd is not None:
         try:
-            view, done = memoryview(data), 0
-            while done < len(data):
-                done += os.write(fd, view[done:])
+            for piece in _pieces(b64):
+                view, done = memoryview(piece), 0
+                while done < len(piece):
+                    done += os.write(fd, view[done:])
             os.lseek(fd, 0, os.SEEK_SET)
         except BaseException:
             os.close(fd)
@@ -45,9 +71,10 @@ def _stdin_file(data):
 
     def feed():                              # ends when read whole, or no reader is left
         try:
-            view, done = memoryview(data), 0
-            while done < len(data):
-                done += os.write(w, view[done:])
+            for piece in _pieces(b64):
+                view, done = memoryview(piece), 0
+                while done < len(piece):
+                    done += os.write(w, view[done:])
         except OSError:
             pass
         finally:
@@ -59,7 +86,9 @@ def _stdin_file(data):
 class _Input:
     """A snippet's env, cwd and stdin (ptybox-protocol(7), exec)."""
 
-    exec_input = None                        # (env, cwd, stdin bytes) of this snippet
+    exec_input = None                        # (env, cwd, stdin: base64, STREAM or None)
+    stream_fd = None                         # the run's stdin stream: a pipe's read end
+    stream_stdin = None                      # ... and the sys.stdin over it, for every snippet
     env_saved = ()                           # [(key, value before or None)] to put back
     cwd_fd = None                            # the folder to go back to
     null_stdin = None                        # sys.stdin of a snippet without stdin
@@ -68,7 +97,10 @@ class _Input:
         """Called with each exec request: what it asks, for _run_with_input."""
         if self.exec_input is not None:      # (left over: an exception cut execute short)
             self._leave_input()
-        env, cwd, data = req.get("env"), req.get("cwd"), req.get("stdin_b64")
+        env, cwd = req.get("env"), req.get("cwd")
+        data = req.pop("stdin_b64", None)    # (ours alone: freed once in the file)
+        if data is None and req.get("stdin_stream") is True:
+            data = _STREAM
         if env is not None or cwd is not None or data is not None:
             self.exec_input = (env, cwd, data)
 
@@ -84,8 +116,12 @@ class _Input:
         if cwd is not None:
             self.cwd_fd = _private(os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
             os.chdir(cwd)
-        if data is not None:
-            fd = _stdin_file(binascii.a2b_base64(data))
+        if data is _STREAM:
+            self._stream_in()
+        elif data is not None:
+            self.exec_input = (env, cwd, None)   # (decoded in pieces: no copy left held)
+            fd = _stdin_file(data)
+            data = None
             try:
                 _dup2(fd, 0)                 # (inheritable: subprocesses read it too)
             except BaseException:
@@ -94,6 +130,23 @@ class _Input:
             self.stdin = _stdin_over(_private(fd), True)
             _SYS["stdin"] = _SYS["__stdin__"] = self.stdin
         return self._run_code(sid, code)
+
+    def _stream_in(self):
+        """The run's stdin stream on fd 0 and sys.stdin: one sys.stdin for
+        all the snippets, so that what one read ahead into its buffer and did
+        not take is there for the next, as in one python3 process."""
+        fd = self.stream_fd
+        if fd is None:
+            return
+        try:
+            _dup2(fd, 0)                     # (inheritable: subprocesses read it too)
+        except OSError:                      # (user code closed ours: end of file)
+            return
+        s = self.stream_stdin
+        if s is None or s.closed:
+            s = self.stream_stdin = _stdin_over(_private(os.dup(fd)), True)
+        self.stdin = s
+        _SYS["stdin"] = _SYS["__stdin__"] = s
 
     def _leave_input(self):
         """What the snippet's env and cwd replaced, back; its stdin gone from

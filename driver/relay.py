@@ -42,7 +42,11 @@ Kernel -> relay (message pipe), one line each:
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
     {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
-Template <-> relay (a socketpair): "S" with four fds (SCM_RIGHTS) -> fork a
+The kernel's fd 0 in a snippet run with "stdin_stream" is the read end of a
+pipe (the fifth fd) it holds for its life; the stdin requests' bytes are
+written to its other end here, and an ack frame follows each once it is all
+in the pipe: the client sends the next only then (flow control).
+Template <-> relay (a socketpair): "S" with five fds (SCM_RIGHTS) -> fork a
 kernel on them; "P<pid>" the kernel forked; "X<pid> <wait status>" a kernel
 exited.
 
@@ -81,6 +85,9 @@ TTY_SETTLE = 0.002                # s the kernel's terminal stays quiet before a
 ARGV_CAP = 4096                   # strings in an exec request's argv
 ENV_CAP = 4096                    # variables in an exec request's env
 STDIN_CAP = 16 << 20              # bytes of an exec request's stdin
+LINE_GATHER = 1 << 20             # bytes of a line from which its pieces are gathered in one
+DECODE_PIECE = 1 << 20            # base64 characters of a request decoded at a time
+STDIN_CHUNK = 1 << 20             # bytes of one stdin request (the stream): one pending at most
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
@@ -119,6 +126,45 @@ def _read(fd, n):
         return b""
 
 
+class _WriteQueue:
+    """Bytes for a pipe, in order: small ones gathered, a large one (an exec
+    request with its stdin) queued as it is, not copied, and written from a
+    read offset, not moved on every write."""
+    BIG = 64 << 10
+
+    def __init__(self):
+        self.parts, self.size, self.head = deque(), 0, 0
+
+    def __iadd__(self, data):
+        if data:
+            parts = self.parts
+            if len(data) < self.BIG and parts and type(parts[-1]) is bytearray:
+                parts[-1] += data
+            else:
+                parts.append(memoryview(data) if len(data) >= self.BIG else bytearray(data))
+            self.size += len(data)
+        return self
+
+    def __bool__(self):
+        return self.size > 0
+
+    def __len__(self):
+        return self.size
+
+    def write(self, fd):
+        """As much as fd takes now (os.write's exceptions pass)."""
+        parts = self.parts
+        while parts:
+            first = parts[0]
+            n = os.write(fd, first[self.head:] if self.head else first)
+            self.size -= n
+            self.head += n
+            if self.head < len(first):
+                return
+            parts.popleft()
+            self.head = 0
+
+
 class _Lines:
     """Bytes in, whole lines out, without copying a long line on every read.
     A line longer than cap is dropped whole (feed says so)."""
@@ -136,8 +182,8 @@ class _Lines:
             if self.skip:
                 self.skip = False
             elif self.parts:
-                self.parts.append(data[start:i])
-                line = b"".join(self.parts)
+                self.add(data[start:i])
+                line = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
                 self.parts, self.size = [], 0
                 if len(line) > self.cap:     # (a read is far below any cap)
                     cut = True
@@ -148,11 +194,42 @@ class _Lines:
             start = i + 1
             i = data.find(b"\n", start)
         if start < len(data) and not self.skip:
-            self.parts.append(data[start:] if start else data)
+            self.add(data[start:] if start else data)
             self.size += len(data) - start
             if self.size > self.cap:
                 self.parts, self.size, self.skip, cut = [], 0, True, True
         return lines, cut
+
+    def add(self, piece):
+        """A piece of the line: past LINE_GATHER bytes in one bytearray, grown
+        in place (a join would hold a long line twice)."""
+        parts = self.parts
+        if parts and type(parts[0]) is bytearray:
+            parts[0] += piece
+        else:
+            parts.append(piece)
+            if self.size > LINE_GATHER:
+                self.parts = [bytearray().join(parts)]
+
+
+def _b64url_decode(line):
+    """base64url line (padding optional), decoded a piece at a time: no whole
+    translated copy of a long one (an exec request with 16 MiB of stdin), and
+    a long one (a bytearray, from _Lines) decoded in place."""
+    if len(line) <= DECODE_PIECE:
+        return binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
+    out = line if type(line) is bytearray else bytearray(len(line) // 4 * 3 + 3)
+    at, n = 0, len(line)
+    with memoryview(line) as view, memoryview(out) as dest:
+        for i in range(0, n, DECODE_PIECE):
+            piece = view[i:i + DECODE_PIECE].tobytes().translate(_URLSAFE)
+            if i + DECODE_PIECE >= n:
+                piece += b"=" * (-len(piece) % 4)
+            piece = binascii.a2b_base64(piece)
+            dest[at:at + len(piece)] = piece  # (at <= i: what is still to read is not hit)
+            at += len(piece)
+    del out[at:]
+    return out                               # (a bytearray: bytes() would copy it)
 
 
 def _values(line):
@@ -387,11 +464,11 @@ def _template(ctl, kernel_code):
                 start = prepare_kernel()
                 msg, fds = None, []
                 while msg is None:
-                    msg, fds = _recv_fds(theirs, 4)
-                if msg != b"S" or len(fds) != 4:
+                    msg, fds = _recv_fds(theirs, 5)
+                if msg != b"S" or len(fds) != 5:
                     os._exit(0)              # (the template is gone)
                 theirs.close()
-                start(*fds)                  # req, msg_w, out_w, err_w
+                start(*fds)                  # req, msg_w, out_w, err_w, stdin_r
             finally:
                 os._exit(1)
         theirs.close()
@@ -421,7 +498,7 @@ def _template(ctl, kernel_code):
             standby_due = None if standby else time.monotonic() + STANDBY_RETRY
         if 3 not in ready:
             continue
-        msg, fds = _recv_fds(ctl, 4)
+        msg, fds = _recv_fds(ctl, 5)
         if msg is None:
             continue
         if not msg:                          # the relay is gone: so are its kernels
@@ -435,7 +512,7 @@ def _template(ctl, kernel_code):
                 except OSError:
                     pass
             os._exit(0)
-        if msg != b"S" or len(fds) != 4:
+        if msg != b"S" or len(fds) != 5:
             for fd in fds:
                 os.close(fd)
             continue
@@ -567,7 +644,10 @@ class Relay(_Files):
         self.dead_starts = 0
         self.req = self.msg = None           # the kernel's pipes (our ends)
         self.outs = ()
-        self.wbuf = bytearray()              # bytes for the request pipe
+        self.wbuf = _WriteQueue()            # bytes for the request pipe
+        self.stdin_w = None                  # the kernel's stdin stream (our end)
+        self.stdin_buf = None                # the stdin chunk being written: (id, view, eof)
+        self.stdin_eof = False               # the stream's end was asked for
         self.msg_lines = _Lines(_frame_cap(DEFAULT_MAX_OUTPUT))
         self.seq = 0
         self.running = None                  # (seq, id payload, request, t0, busy_poll) now
@@ -655,6 +735,10 @@ class Relay(_Files):
             self.tty_spare = None
         req_r, req_w = _pipe()
         msg_r, msg_w = _pipe()
+        if self.stdin_w is not None:
+            os.close(self.stdin_w)           # (what the old kernel did not read is gone)
+            self.stdin_w = None
+        in_r, in_w = _pipe()
         out_r, out_w = _pipe() if not self.tty_mode else self.openpty()
         err_r, err_w = _pipe()
         if self.tty_mode:
@@ -662,11 +746,16 @@ class Relay(_Files):
             # has no writer but us, and says nothing.
             self.tty_spare, err_w = err_w, out_w
         try:
-            _send_fds(self.ctl, b"S", (req_r, msg_w, out_w, err_w))
+            _send_fds(self.ctl, b"S", (req_r, msg_w, out_w, err_w, in_r))
         except OSError:
             self.exit(EXIT_NO_KERNEL)        # the template is gone
-        for fd in {req_r, msg_w, out_w, err_w}:
+        for fd in {req_r, msg_w, out_w, err_w, in_r}:
             os.close(fd)
+        if self.stdin_eof and self.stdin_buf is None:
+            os.close(in_w)                   # (the stream ended before: end of file at once)
+        else:
+            os.set_blocking(in_w, False)
+            self.stdin_w = in_w
         self.req, self.msg = req_w, msg_r
         os.set_blocking(req_w, False)
         os.set_blocking(msg_r, False)
@@ -676,7 +765,7 @@ class Relay(_Files):
             self.out_poll.register(o.fd, select.POLLIN)
         for o in self.outs:
             o.period(self.last, True, self.max_output)
-        self.wbuf = bytearray()
+        self.wbuf = _WriteQueue()
         self.msg_lines = _Lines(_frame_cap(self.max_output))
         self.kernel, self.kernel_up, self.hello_early = None, False, None
         self.hello_by = time.monotonic() + HELLO_WAIT
@@ -863,7 +952,9 @@ class Relay(_Files):
         if cut:
             self.reject(None, "a request line longer than %d bytes was dropped" % REQUEST_CAP,
                         True)
-        for line in lines:
+        lines = list(lines)
+        for k in range(len(lines)):
+            line, lines[k] = lines[k], None
             if line[:1] == b"!":             # a put's data: bytes as they are
                 self.data_line(line[1:])
                 continue
@@ -871,15 +962,21 @@ class Relay(_Files):
                 self.other_line()
             if b"\x03" in line or b"\r" in line:
                 line = line.replace(b"\x03", b"").replace(b"\r", b"")
-            line = line.strip()
+            if line[:1].isspace() or line[-1:].isspace():
+                line = line.strip()          # (only then: a long one is not copied)
             if line:
-                self.request(line)
+                # Handed over in a box that request() empties: a long line
+                # (16 MiB of stdin) is freed once decoded, not held here.
+                box, line = [line], None
+                self.request(box)
 
-    def request(self, line):
+    def request(self, box):
+        line = box.pop()
         try:
-            text = binascii.a2b_base64(line.translate(_URLSAFE) + b"=" * (-len(line) % 4))
+            text = _b64url_decode(line)
+            line = None
             try:
-                req = _loads(text.decode("utf-8"))
+                req = _loads_request(text, 0, len(text))
             except UnicodeDecodeError:
                 rid = None
                 try:
@@ -935,6 +1032,8 @@ class Relay(_Files):
             self.exit(0)
         elif op == "interrupt":
             self.interrupt(rid)
+        elif op == "stdin":
+            return self.stdin_request(rid, req)
         elif op == "tty":
             if self.seq:
                 return self.reject(rid, "tty must come before the first snippet", True)
@@ -960,6 +1059,48 @@ class Relay(_Files):
             return self.reject(rid, "unknown op %r" % (op,), True)
         self.next()
 
+    def stdin_request(self, rid, req):
+        """Bytes for the run's stdin stream, at any time (also while a snippet
+        runs): written to the kernel's pipe as it takes them, acked once
+        all are in; at most one chunk pending.  (Errors are not "broken": the
+        snippets are not at fault.)"""
+        data, eof = req.get("data", ""), req.get("eof", False)
+        if type(data) is not str or len(data) > (STDIN_CHUNK + 2) // 3 * 4 or type(eof) is not bool:
+            return self.reject(rid, "stdin needs a base64 string 'data' of at most %d bytes "
+                               "and a boolean 'eof'" % STDIN_CHUNK)
+        if self.stdin_buf is not None:
+            return self.reject(rid, "a stdin chunk is still pending: wait for its ack")
+        if self.stdin_eof:
+            return self.reject(rid, "stdin after its end (eof)")
+        if not _base64_valid(data):
+            return self.reject(rid, "stdin data is not valid base64")
+        raw = binascii.a2b_base64(data)
+        self.stdin_buf = (rid, memoryview(raw), eof)
+        self.stdin_eof = self.stdin_eof or eof
+        self.flush_stdin()
+
+    def flush_stdin(self):
+        """As much of the pending stdin chunk as the pipe takes; its ack (and
+        the pipe's end, at eof) once it is all in."""
+        rid, view, eof = self.stdin_buf
+        while view and self.stdin_w is not None:
+            try:
+                view = view[os.write(self.stdin_w, view):]
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:                  # no reader left (the kernel died): dropped
+                view = view[:0]
+        if view and self.stdin_w is not None:
+            self.stdin_buf = (rid, view, eof)
+            self.poller = None               # (POLLOUT on the pipe)
+            return
+        self.stdin_buf = None
+        self.poller = None
+        if eof and self.stdin_w is not None:
+            os.close(self.stdin_w)
+            self.stdin_w = None
+        self.send({"type": "stdin", "id": rid})
+
     @staticmethod
     def bad_input(req):
         """What is wrong with an exec request's env, cwd or stdin_b64, or None."""
@@ -972,12 +1113,10 @@ class Relay(_Files):
         if cwd is not None and (type(cwd) is not str or not cwd or "\0" in cwd):
             return "cwd must be a non-empty string without NUL"
         if data is not None:
-            if type(data) is not str or len(data) > (STDIN_CAP + 2) // 3 * 4:
+            if type(data) not in (str, memoryview) or len(data) > (STDIN_CAP + 2) // 3 * 4:
                 return "stdin_b64 must be a base64 string of at most %d bytes" % STDIN_CAP
-            try:
-                binascii.a2b_base64(data)
-            except (binascii.Error, ValueError):
-                return "stdin_b64 is not valid base64"
+            if not _base64_valid(data):
+                return "stdin_b64 is not valid base64"   # (checked without a decoded copy)
         return None
 
     @staticmethod
@@ -1129,13 +1268,12 @@ class Relay(_Files):
     def flush_req(self):
         while self.wbuf:
             try:
-                n = os.write(self.req, self.wbuf)
+                self.wbuf.write(self.req)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                self.wbuf = bytearray()      # the kernel is gone: its death is told
+                self.wbuf = _WriteQueue()    # the kernel is gone: its death is told
                 return
-            del self.wbuf[:n]
 
     # -- the kernel's output
     def drain(self):
@@ -1503,6 +1641,9 @@ class Relay(_Files):
                 if self.watch_req and self.req is not None:
                     poller.register(self.req, select.POLLOUT)
                     held.register(self.req, select.POLLOUT)
+                if self.stdin_buf is not None and self.stdin_w is not None:
+                    poller.register(self.stdin_w, select.POLLOUT)
+                    held.register(self.stdin_w, select.POLLOUT)
             if (bool(self.wbuf) != self.watch_req
                     or (len(self.queue) >= QUEUE_CAP or self.files_tty_full())
                     != self.tty_paused):
@@ -1548,6 +1689,9 @@ class Relay(_Files):
             for fd, ev in events:
                 if fd == self.req:
                     self.flush_req()
+                    continue
+                if fd == self.stdin_w and self.stdin_buf is not None:
+                    self.flush_stdin()
                     continue
                 handler = handlers.get(fd)
                 if handler is not None and poller in (self.poller, self.poller_held):

@@ -43,6 +43,42 @@ except (ImportError, AttributeError):
     _loads = json.JSONDecoder().decode
 
 
+_STDIN_KEY = b'"stdin_b64":"'
+_B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
+
+def _loads_request(buf, start, end):
+    """The JSON object in buf[start:end] (bytes or bytearray), but a long
+    stdin_b64 member (base64: it needs no escapes) is cut out before the parse
+    and given as a memoryview of buf: 16 MiB of stdin is never a str, nor
+    copied (a parse would hold it twice more, and a small --memory does not
+    fit that).  Anything else, or a text that only looks so, is parsed whole."""
+    if end - start < 1 << 16:                # (the usual: as it always was)
+        return _loads(buf[start:end].decode("utf-8"))
+    k = buf.find(_STDIN_KEY, start, end)
+    v = k + len(_STDIN_KEY)
+    e = buf.find(b'"', v, end) if k >= 0 else -1
+    if e >= 0 and buf.find(b"\\", v, e) < 0 and buf.find(_STDIN_KEY, e, end) < 0:
+        view = memoryview(buf)
+        req = _loads(str(bytes(view[start:v]) + bytes(view[e:end]), "utf-8"))
+        if type(req) is dict and req.get("stdin_b64") == "":
+            req["stdin_b64"] = view[v:e]
+            return req
+    return _loads(str(memoryview(buf)[start:end], "utf-8"))
+
+
+def _base64_valid(data):
+    """Whether data (str or bytes-like) is padded base64, checked a piece at a time."""
+    if len(data) % 4:
+        return False
+    if type(data) is str:
+        return not data.strip(_B64_BYTES.decode("ascii"))
+    for i in range(0, len(data), 1 << 20):
+        if bytes(data[i:i + (1 << 20)]).translate(None, _B64_BYTES):
+            return False
+    return True
+
+
 def _char_start(data, i):
     """An index j in [i-3, i] that does not split a UTF-8 character (i if none)."""
     for j in range(i, max(i - 3, 0) - 1, -1):

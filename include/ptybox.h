@@ -141,6 +141,9 @@ struct ptybox_callbacks {
 	 * session's log too. Optional: without it, each warning goes to stderr
 	 * once per process, prefixed "ptybox: ". */
 	void (*on_warning)(ptybox_session *s, const char *message, void *data);
+	/* The last ptybox_session_stdin() chunk is in: the next may come.
+	 * Optional. */
+	void (*on_stdin_ready)(ptybox_session *s, void *data);
 	/* The answer to ptybox_session_is_complete() or _complete() named id: a
 	 * JSON object, valid during the call (ptybox-protocol(7), "complete").
 	 * Optional. */
@@ -229,7 +232,24 @@ struct ptybox_exec {
 	const void *stdin_data;
 	size_t stdin_len;
 	bool has_stdin;
+	/* Without has_stdin: sys.stdin and fd 0 are the session's stdin stream,
+	 * fed by ptybox_session_stdin(), shared by the snippets that ask for it
+	 * in order, as one process's stdin is. */
+	bool stdin_stream;
 };
+/* Bytes of one ptybox_session_stdin() chunk at most. */
+#define PTYBOX_STDIN_CHUNK ((size_t)1 << 20)
+/* More bytes (at most PTYBOX_STDIN_CHUNK, else -E2BIG) of the session's stdin
+ * stream, and with eof its end: snippets run with stdin_stream read them as
+ * they come, end of file after the end. One chunk at a time: -EBUSY until
+ * on_stdin_ready says the last is in the interpreter's pipe (so the caller
+ * reads its input only as fast as the code takes it). Copies data. A chunk
+ * given to an interpreter that dies unread is lost, as a process's unread
+ * stdin is; a fresh one gets end of file at once after eof. -EPIPE once
+ * closing or after eof. */
+PTYBOX_API int ptybox_session_stdin(ptybox_session *s, const void *data, size_t len, bool eof);
+/* Whether ptybox_session_stdin() takes a chunk now. */
+PTYBOX_API bool ptybox_session_stdin_ready(const ptybox_session *s);
 /* Queues the execution x describes. Copies all. -EINVAL for a NUL in code,
  * an env entry without "K=", an empty cwd or more than 16 MiB of stdin;
  * -ENOBUFS when the queue is full; -EPIPE once the session is closing. */

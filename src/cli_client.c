@@ -829,7 +829,7 @@ struct exec_args {
 	size_t file_len;
 	const char *file;	/* FILE, or "-" */
 	const char **file_argv; /* sys.argv: FILE, its ARGS, NULL */
-	bool json, raw, no_wait, stop_on_error;
+	bool json, raw, no_wait, stop_on_error, stdin;
 	double timeout;
 	bool has_timeout;
 	const char *env[PROTOCOL_ENV_MAX]; /* --env K=V: each snippet's */
@@ -1049,8 +1049,9 @@ static const char exec_usage[] =
 	"                      after it)\n"
 	"  --no-wait           print each execution's id and return at once\n"
 	"  --stop-on-error     if a snippet fails, drop the ones queued after it\n"
-	"Standard input, if it is a pipe or a file (and no - takes it), is the first\n"
-	"snippet's stdin (UTF-8 text, at most 16 MiB).\n" CLIENT_COMMON_HELP;
+	"  -i, --stdin         our standard input (a pipe or a file), read whole, is the\n"
+	"                      first snippet's stdin (UTF-8 text, at most 16 MiB);\n"
+	"                      without -i it is not read: end of file at once\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
 	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
@@ -1146,6 +1147,7 @@ int cli_client(int argc, char **argv)
 		{"raw", no_argument, NULL, 'r'},
 		{"no-wait", no_argument, NULL, 'n'},
 		{"stop-on-error", no_argument, NULL, 'E'},
+		{"stdin", no_argument, NULL, 'i'},
 		{"cwd", required_argument, NULL, 0x1c0},
 		{"pool", required_argument, NULL, 'P'},
 		{"socket", required_argument, NULL, 's'},
@@ -1170,7 +1172,9 @@ int cli_client(int argc, char **argv)
 	/* (GNU order: the name first, options after it, as tmux takes them) */
 	/* (exec: in order, "-": NAME, then FILE, after which all is FILE's ARGS, as
 	 * run takes them) */
-	const char *shortopts = is_capture ? ":L:H:c:ehS:" : is_exec ? "-:L:S:H:c:h" : ":L:S:H:c:h";
+	const char *shortopts = is_capture ? ":L:H:c:ehS:"
+				: is_exec  ? "-:L:S:H:c:hi"
+					   : ":L:S:H:c:h";
 	const char *exec_pos[2] = {NULL, NULL}; /* exec's NAME and FILE */
 	int npos = 0;
 	bool want_name = strcmp(cmd, "ls") != 0 && strcmp(cmd, "kill-server") != 0;
@@ -1203,6 +1207,7 @@ int cli_client(int argc, char **argv)
 		case 'j':
 		case 'r':
 		case 'n':
+		case 'i':
 		case 'E': {
 			/* (each where its help lists it, and only there) */
 			static const struct {
@@ -1213,6 +1218,7 @@ int cli_client(int argc, char **argv)
 				{'r', "raw", " exec result ", "exec and result"},
 				{'n', "no-wait", " exec result ", "exec and result"},
 				{'E', "stop-on-error", " exec ", "exec"},
+				{'i', "stdin", " exec ", "exec"},
 			};
 			size_t i = 0;
 			while (only[i].opt != opt)
@@ -1228,6 +1234,7 @@ int cli_client(int argc, char **argv)
 			a.raw |= opt == 'r';
 			a.no_wait |= opt == 'n';
 			a.stop_on_error |= opt == 'E';
+			a.stdin |= opt == 'i';
 			break;
 		}
 		case 'P':
@@ -1381,10 +1388,16 @@ int cli_client(int argc, char **argv)
 				  "input)");
 			return CLI_EXIT_USAGE;
 		}
-		/* Our standard input is the first snippet's, unless the code came from it. */
-		int got = a.file && strcmp(a.file, "-") == 0
-				  ? 0
-				  : cli_read_stdin("exec", &a.in_data, &a.in_len);
+		/* Our standard input is the first snippet's with -i alone (as docker exec
+		 * -i): a caller that leaves an open pipe on it must not wait for us. */
+		if (a.stdin && a.file && strcmp(a.file, "-") == 0) {
+			cli_error("exec: -i and - both take standard input (the code comes from "
+				  "it: leave out -i)");
+			free(a.file_code);
+			free(a.file_argv);
+			return CLI_EXIT_USAGE;
+		}
+		int got = !a.stdin ? 0 : cli_read_stdin("exec", &a.in_data, &a.in_len);
 		if (got > 0 && (memchr(a.in_data, '\0', a.in_len) ||
 				!protocol_utf8_valid(a.in_data, a.in_len))) {
 			cli_error("exec: standard input: not UTF-8 text without NUL (the "

@@ -39,6 +39,19 @@
  * one is said in pieces of this size. Under cli_error's line length. */
 #define RUN_LATE_LINE 768
 
+/* Bytes of our stdin read and sent at a time (the stream's chunks). */
+#define RUN_STDIN_CHUNK ((size_t)256 << 10)
+
+/* Our standard input, streamed to the code as it reads it (run_stdin_*). */
+struct run_stdin {
+	enum { RUN_IN_NONE, RUN_IN_PIPE, RUN_IN_FILE } kind;
+	uv_pipe_t pipe; /* RUN_IN_PIPE: a pipe or socket, read as it comes */
+	bool reading;	/* ... uv_read_start()ed */
+	bool open;	/* ... the handle is open (closed in run_close) */
+	bool ended;	/* the end was sent (or ours is closed) */
+	char *buf;	/* RUN_STDIN_CHUNK bytes */
+};
+
 /* --json: late output of one stream, told on stderr line by line. */
 struct run_late {
 	uint64_t id;
@@ -69,11 +82,10 @@ struct run {
 	size_t ncodes;
 	const char *file;
 	const char *const *args;
-	const void *in_data; /* our standard input: the first snippet's, or FILE's */
-	size_t in_len;
-	bool has_in;
+	bool has_in; /* our standard input is the snippets' stream */
 	/* --put, --get */
 	struct run_files *files;
+	struct run_stdin in;
 };
 
 static const char run_usage[] =
@@ -100,9 +112,9 @@ static const char run_usage[] =
 	"%s"
 	"  -h, --help          this help\n"
 	"\n"
-	"Standard input, if it is a pipe or a file (and no - takes the code from it), is\n"
-	"read whole (at most 16 MiB) as the first snippet's stdin; later snippets, and\n"
-	"all without it, read end of file.\n";
+	"Standard input, if it is a pipe, a socket or a file (and no - takes the code\n"
+	"from it), is the snippets' stdin, one stream for all in order, read as the code\n"
+	"reads it (a snippet that does not read it is not held up); else end of file.\n";
 
 static const char run_usage_tail[] =
 	"\n"
@@ -110,8 +122,24 @@ static const char run_usage_tail[] =
 	"interrupted, crashed), 2 usage error, 125 the session could not be started,\n"
 	"130 stopped by ^C; N: FILE called sys.exit(N).\n";
 
+static void run_stdin_close_cb(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void run_stdin_stop(struct run *r)
+{
+	struct run_stdin *in = &r->in;
+	if (in->open) {
+		in->open = in->reading = false;
+		uv_close((uv_handle_t *)&in->pipe, run_stdin_close_cb);
+	}
+	in->ended = true;
+}
+
 static void run_close(struct run *r)
 {
+	run_stdin_stop(r);
 	if (r->session) {
 		ptybox_session_close(r->session);
 		r->session = NULL;
@@ -358,10 +386,7 @@ static void run_queue_snippets(struct run *r)
 			.len = r->lens[i],
 			.timeout = -1,
 			.stream = !r->json || r->rec,
-			.stdin_data = r->in_data,
-			.stdin_len = r->in_len,
-			/* (the FILE's, as python3 FILE < IN; else the first's) */
-			.has_stdin = i == (r->expected > r->ncodes ? r->ncodes : 0) && r->has_in};
+			.stdin_stream = r->has_in};
 		if (i == r->ncodes) {
 			r->file_id = i + 1;
 			x.filename = strcmp(r->file, "-") == 0 ? "<stdin>" : r->file;
@@ -416,6 +441,100 @@ static void run_signal_cb(uv_signal_t *h, int signum)
 		return;
 	r->exit_code = 128 + signum;
 	run_close(r);
+}
+
+/* Gives the session a chunk: 0, or -1 when the stream is over for us. */
+static int run_stdin_give(struct run *r, const char *data, size_t len, bool eof)
+{
+	int rc = ptybox_session_stdin(r->session, data, len, eof);
+	if (rc < 0 && rc != -EPIPE)
+		cli_error("run: standard input: %s", strerror(-rc));
+	if (rc < 0 || eof)
+		run_stdin_stop(r);
+	return rc < 0 || eof ? -1 : 0;
+}
+
+static void run_stdin_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	struct run *r = h->data;
+	(void)hint;
+	*buf = uv_buf_init(r->in.buf, RUN_STDIN_CHUNK);
+}
+
+static void run_stdin_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+	struct run *r = st->data;
+	if (n == 0 || !r->session)
+		return;
+	if (n < 0) {
+		if (n != UV_EOF)
+			cli_error("run: standard input: %s", uv_strerror((int)n));
+		run_stdin_give(r, "", 0, true);
+		return;
+	}
+	/* (one chunk in flight: reading goes on once the session took it) */
+	uv_read_stop(st);
+	r->in.reading = false;
+	run_stdin_give(r, buf->base, (size_t)n, false);
+}
+
+/* More of our stdin while the session wants it: a pipe is read as it comes,
+ * a file a chunk at a time (a read of it never blocks). */
+static void run_stdin_pump(struct run *r)
+{
+	struct run_stdin *in = &r->in;
+	if (in->kind == RUN_IN_NONE || in->ended || !r->session ||
+	    !ptybox_session_stdin_ready(r->session))
+		return;
+	if (in->kind == RUN_IN_PIPE) {
+		if (!in->reading && uv_read_start((uv_stream_t *)&in->pipe, run_stdin_alloc_cb,
+						  run_stdin_read_cb) == 0)
+			in->reading = true;
+		return;
+	}
+	ssize_t n;
+	do
+		n = read(0, in->buf, RUN_STDIN_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		cli_error("run: standard input: %s", strerror(errno));
+	run_stdin_give(r, in->buf, n > 0 ? (size_t)n : 0, n <= 0);
+}
+
+static void run_on_stdin_ready(ptybox_session *s, void *data)
+{
+	run_stdin_pump(data);
+}
+
+/* Our stdin as the snippets' stream, if it is a pipe, a socket or a file (a
+ * terminal is the user's, a device such as /dev/null no input meant for the
+ * code). 0, or -1 with the message printed. */
+static int run_stdin_open(struct run *r)
+{
+	struct stat st;
+	struct run_stdin *in = &r->in;
+	if (isatty(0) || fstat(0, &st) < 0 ||
+	    !(S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return 0;
+	if (!(in->buf = malloc(RUN_STDIN_CHUNK))) {
+		cli_error("run: standard input: out of memory");
+		return -1;
+	}
+	in->kind = S_ISREG(st.st_mode) ? RUN_IN_FILE : RUN_IN_PIPE;
+	if (in->kind == RUN_IN_PIPE) {
+		int rc = uv_pipe_init(r->loop, &in->pipe, 0);
+		if (rc == 0) {
+			in->open = true;
+			in->pipe.data = r;
+			rc = uv_pipe_open(&in->pipe, 0);
+		}
+		if (rc < 0) {
+			cli_error("run: standard input: %s", uv_strerror(rc));
+			run_stdin_stop(r);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static char *run_read_fd(const char *cmd, int fd, const char *name, size_t *len)
@@ -701,17 +820,16 @@ int cli_run(int argc, char **argv)
 		fprintf(stderr, "Try 'ptybox run --help'.\n");
 		return CLI_EXIT_USAGE;
 	}
-	/* Our standard input is the first snippet's, unless the code came from it. */
-	void *in_data = NULL;
-	size_t in_len = 0;
-	int has_in = file && strcmp(file, "-") == 0 ? 0 : cli_read_stdin("run", &in_data, &in_len);
-	if (has_in < 0) {
+	struct run r = {.json = json, .file_exit = -1};
+	r.loop = uv_default_loop();
+	/* Our standard input is the snippets' stream, unless the code came from it. */
+	if (!(file && strcmp(file, "-") == 0) && run_stdin_open(&r) < 0) {
 		free(file_code);
+		uv_run(r.loop, UV_RUN_DEFAULT);
 		return CLI_EXIT_USAGE;
 	}
-
-	struct run r = {.json = json, .file_exit = -1};
 	r.files = &files;
+	r.has_in = r.in.kind != RUN_IN_NONE;
 	r.expected = ncodes + (file_code ? 1 : 0);
 	size_t lens[RUN_MAX_SNIPPETS + 1];
 	for (size_t i = 0; i < ncodes; i++)
@@ -725,7 +843,9 @@ int cli_run(int argc, char **argv)
 	r.args = args;
 	if (rec.path && run_record_open(&r, &rec, &so.o, file) < 0) {
 		free(file_code);
-		free(in_data);
+		run_stdin_stop(&r);
+		uv_run(r.loop, UV_RUN_DEFAULT);
+		free(r.in.buf);
 		return CLI_EXIT_USAGE;
 	}
 	cli_warn_unsandboxed(&so.o);
@@ -733,7 +853,6 @@ int cli_run(int argc, char **argv)
 	cli_render_init(&r.out, json, raw, "snippet");
 	if (tty)
 		cli_render_pass_cr(&r.out);
-	r.loop = uv_default_loop();
 	char err[512] = "";
 	int rc = ptybox_session_new(r.loop, &so.o,
 				    &(struct ptybox_callbacks){
@@ -742,16 +861,20 @@ int cli_run(int argc, char **argv)
 					    .on_result = run_on_result,
 					    .on_fatal = run_on_fatal,
 					    .on_file = run_on_file,
+					    .on_stdin_ready = run_on_stdin_ready,
 				    },
 				    &r, &r.session, err, sizeof(err));
 	if (rc < 0) {
 		cli_error("run: %s", err[0] ? err : strerror(-rc));
 		record_close(r.rec);
 		free(file_code);
-		free(in_data);
+		run_stdin_stop(&r);
+		uv_run(r.loop, UV_RUN_DEFAULT);
+		free(r.in.buf);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CANNOT_START;
 	}
 	cli_signals_start(r.loop, r.sig, run_signal_cb, &r);
+	run_stdin_pump(&r); /* (the first chunk waits in the session for its start) */
 	run_show_begin(&r, 1);
 	if (!json) { /* (the terminal is asked while the session starts) */
 		cli_pictures_init(&r.pictures, so.output_dir, !so.no_inline_images);
@@ -759,9 +882,6 @@ int cli_run(int argc, char **argv)
 		r.out.on_picture = run_on_picture;
 		r.out.on_picture_data = &r;
 	}
-	r.in_data = in_data;
-	r.in_len = in_len;
-	r.has_in = has_in > 0;
 	switch (run_files_start_puts(r.files, r.session)) {
 	case RUN_FILES_PUTS_DONE: run_queue_snippets(&r); break; /* (no --put) */
 	case RUN_FILES_FAILED:
@@ -777,7 +897,7 @@ int cli_run(int argc, char **argv)
 	cli_render_text_end(&r.out, 2);
 	record_close(r.rec);
 	free(file_code);
-	free(in_data);
+	free(r.in.buf);
 	if (uv_loop_close(r.loop) != 0)
 		cli_error("run: internal error: handles left open");
 	return r.exit_code;

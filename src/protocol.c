@@ -281,6 +281,8 @@ static bool protocol_add_input(cJSON *req, const struct protocol_exec_input *in)
 	}
 	if (in->cwd && !cJSON_AddStringToObject(req, "cwd", in->cwd))
 		return false;
+	if (in->stdin_stream && !in->has_stdin && !cJSON_AddTrueToObject(req, "stdin_stream"))
+		return false;
 	if (in->has_stdin) {
 		size_t cap =
 			sodium_base64_ENCODED_LEN(in->stdin_len, sodium_base64_VARIANT_ORIGINAL);
@@ -353,6 +355,28 @@ int protocol_exec_file_line(uint64_t id, const char *code, size_t len, uint64_t 
 					NULL, out, outlen);
 }
 
+int protocol_stdin_line(uint64_t id, const void *data, size_t len, bool eof, char **out,
+			size_t *outlen)
+{
+	if (len > PROTOCOL_STDIN_CHUNK)
+		return -E2BIG;
+	size_t cap = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+	size_t jcap = cap + 96;
+	char *json = malloc(jcap);
+	if (!json)
+		return -ENOMEM;
+	/* (printed by hand: base64 needs no escaping, and cJSON would copy it twice) */
+	int n = snprintf(json, jcap, "{\"id\":%llu,\"op\":\"stdin\",\"eof\":%s,\"data\":\"",
+			 (unsigned long long)id, eof ? "true" : "false");
+	sodium_bin2base64(json + n, cap, data, len, sodium_base64_VARIANT_ORIGINAL);
+	size_t m = (size_t)n + cap - 1;
+	json[m++] = '"';
+	json[m++] = '}';
+	int rc = protocol_encode_text("", json, m, out, outlen);
+	free(json);
+	return rc;
+}
+
 int protocol_resize_line(unsigned cols, unsigned rows, char **out, size_t *outlen)
 {
 	if (cols == 0 || rows == 0 || cols > 65535 || rows > 65535)
@@ -417,6 +441,7 @@ static const struct {
 	{"ready", FRAME_READY},	  {"stream", FRAME_STREAM}, {"display", FRAME_DISPLAY},
 	{"result", FRAME_RESULT}, {"pong", FRAME_PONG},	    {"error", FRAME_ERROR},
 	{"died", FRAME_DIED},	  {"reply", FRAME_REPLY},   {"file", FRAME_FILE},
+	{"stdin", FRAME_STDIN},
 };
 
 size_t protocol_json_values(const char *json, size_t len, size_t max)

@@ -107,6 +107,7 @@ enum protocol_frame_type {
 	FRAME_DIED,  /* the kernel died under the relay; a ready frame follows its successor */
 	FRAME_REPLY, /* the answer to a query: complete, is_complete */
 	FRAME_FILE,  /* the answer to a file op: put, get, files, remove */
+	FRAME_STDIN, /* a stdin chunk is all in the kernel's pipe: the next may follow */
 };
 
 struct protocol_frame {
@@ -152,6 +153,7 @@ struct protocol_exec_input {
 	const void *stdin_data;
 	size_t stdin_len;
 	bool has_stdin;
+	bool stdin_stream; /* fd 0 is the session's stdin stream (protocol_stdin_line) */
 };
 /* Caps of a snippet's input (the driver refuses more). */
 #define PROTOCOL_ENV_MAX   4096
@@ -167,6 +169,14 @@ bool protocol_exec_input_valid(const struct protocol_exec_input *in);
 int protocol_exec_input_line(uint64_t id, const char *code, size_t len, uint64_t max_output,
 			     unsigned busy_poll_us, const char *filename, const char *const *argv,
 			     const struct protocol_exec_input *in, char **out, size_t *outlen);
+/* Bytes of one stdin request at most (the relay refuses more). */
+#define PROTOCOL_STDIN_CHUNK ((size_t)1 << 20)
+/* A stdin request: len (at most PROTOCOL_STDIN_CHUNK, else -E2BIG) more bytes
+ * of the stream that snippets run with stdin_stream read, and with eof its
+ * end. One at a time: the relay acks each with a "stdin" frame naming id once
+ * it is all in the kernel's pipe. Caller frees. */
+int protocol_stdin_line(uint64_t id, const void *data, size_t len, bool eof, char **out,
+			size_t *outlen);
 /* The resize request: the client's terminal is cols x rows (1..65535 each,
  * else -EINVAL); the kernel's COLUMNS and LINES follow from its next snippet
  * on (and its terminal, with --tty). Caller frees. */

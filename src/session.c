@@ -116,13 +116,14 @@ static void exec_free(struct exec *e)
 static int session_exec_line(ptybox_session *s, const struct exec *e, char **line, size_t *len)
 {
 	unsigned poll = session_awaiting == 0 ? s->opts.busy_poll_us : 0;
-	if (e->env || e->cwd || e->has_stdin) {
+	if (e->env || e->cwd || e->has_stdin || e->stdin_stream) {
 		struct protocol_exec_input in = {
 			.env = (const char *const *)e->env,
 			.cwd = e->cwd,
 			.stdin_data = e->stdin_data,
 			.stdin_len = e->stdin_len,
 			.has_stdin = e->has_stdin,
+			.stdin_stream = e->stdin_stream,
 		};
 		return protocol_exec_input_line(e->id, e->code, e->code_len, s->opts.max_output,
 						poll, e->filename, (const char *const *)e->argv,
@@ -751,6 +752,7 @@ static void session_on_frame(struct instance *in, const char *payload, size_t le
 		break;
 	case FRAME_REPLY: session_on_reply(s, &f); break;
 	case FRAME_FILE: session_on_file(s, &f); break;
+	case FRAME_STDIN: session_stdin_ack(s, &f); break;
 	case FRAME_READY:
 		if (s->state == S_STARTING && s->kernel_restarting &&
 		    (!s->restart_awaited || session_ready_answers(&f, s->restart_awaited))) {
@@ -1001,6 +1003,7 @@ static void session_ready_cb(uv_timer_t *t)
 	s->restarting_told = false;
 	if (s->in && s->told != s->in)
 		session_tell_terminal(s);
+	session_stdin_ready(s);
 	if (s->cb.on_ready)
 		s->cb.on_ready(s, s->data);
 	if (s->held.on && s->state == S_IDLE)
@@ -1197,6 +1200,7 @@ int ptybox_session_exec_with(ptybox_session *s, uint64_t id, const struct ptybox
 		if (x->stdin_len)
 			memcpy(e->stdin_data, x->stdin_data, x->stdin_len);
 	}
+	e->stdin_stream = x->stdin_stream && !x->has_stdin;
 	session_push(s, e);
 	return 0;
 nomem:
@@ -1389,6 +1393,7 @@ void ptybox_session_close(ptybox_session *s)
 	cJSON_Delete(s->held.error);
 	s->held.error = NULL;
 	s->held.on = false;
+	session_stdin_free(s);
 	while (s->queries) { /* (dropped untold, as the snippets are) */
 		struct query *q = s->queries;
 		s->queries = q->next;

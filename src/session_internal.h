@@ -18,6 +18,7 @@
 
 struct instance;
 struct log;
+struct protocol_frame;
 
 #define SESSION_QUEUE_CAP   4096
 #define SESSION_DISPLAY_CAP ((size_t)64 << 20)
@@ -59,6 +60,7 @@ struct exec {
 	void *stdin_data;
 	size_t stdin_len;
 	bool has_stdin;
+	bool stdin_stream; /* fd 0 is the session's stdin stream (session_stdin.c) */
 	double timeout;
 	bool stream, ctrl_c_sent;
 	bool restart;	      /* not a snippet: a restart queued in order */
@@ -125,6 +127,16 @@ struct ptybox_session {
 	bool frame_dropped;
 	bool state_lost_pending;
 	int send_error; /* errno of the running snippet's failed write, told next turn */
+	/* The stdin stream (session_stdin.c): one chunk at a time, the next once
+	 * the relay acked it. */
+	struct {
+		char *line; /* the chunk's request, until its instance is ready */
+		size_t line_len;
+		bool inflight;	     /* a chunk was given and is not acked yet */
+		bool eof;	     /* the end was given */
+		struct instance *to; /* the instance the last request went to */
+		uint64_t seq;	     /* ids of the requests */
+	} in_stream;
 	/* The head's result, held while its interpreter is replaced. */
 	struct {
 		bool on;
@@ -138,6 +150,12 @@ struct ptybox_session {
 
 /* session.c: queues e behind everything queued, and starts it if nothing runs. */
 void session_push(ptybox_session *s, struct exec *e);
+
+/* session_stdin.c, for session.c: the relay acked a chunk; an instance is
+ * ready (a fresh one, maybe: what went to the old one is lost); freed at close. */
+void session_stdin_ack(ptybox_session *s, const struct protocol_frame *f);
+void session_stdin_ready(ptybox_session *s);
+void session_stdin_free(ptybox_session *s);
 
 /* session_files.c, for session.c: */
 void session_file_free(struct file_op *f);

@@ -505,10 +505,11 @@ class RunFileTest(TestCase):
         self.assertEqual((p.returncode, p.stdout),
                          (0, "%r\n%s\n" % ([path, "a", "--verbose", "-x"], path)), p.stderr)
 
-    def test_piped_input_goes_to_the_file_not_to_the_c_snippets(self):
+    def test_piped_input_is_one_stream_the_file_reads_what_the_c_snippets_left(self):
         path = self.file("import sys\nprint(sys.stdin.read().upper())\n")
-        p = run("run", "-c", "import sys; print(repr(sys.stdin.read()))", path, input="abc\n")
-        self.assertEqual((p.returncode, p.stdout), (0, "''\nABC\n\n"), p.stderr)
+        p = run("run", "-c", "import sys; print(repr(sys.stdin.readline()))", path,
+                input="abc\ndef\n")
+        self.assertEqual((p.returncode, p.stdout), (0, "'abc\\n'\nDEF\n\n"), p.stderr)
 
     def test_standard_input_is_dash_and_stdin(self):
         p = run("run", "-", "q", input="import sys\nprint(sys.argv, __file__)\n")

@@ -396,22 +396,23 @@ class CrashTest(TestCase):
                  "fds = sorted(int(f) for f in os.listdir('/proc/self/fd') if int(f) >= 3)\n"
                  "fds = [fd for fd in fds if fd >= 100 and not os.isatty(fd)]\n"
                  "len(fds)"]
-        for k in range(8):
+        for k in range(9):
             codes += ["os.close(fds[%d])" % k,
                       "fds = sorted(int(f) for f in os.listdir('/proc/self/fd') if int(f) >= 3)\n"
                       "fds = [fd for fd in fds if fd >= 100 and not os.isatty(fd)]\n"
                       "print('back'); _ = os.write(1, b'fd1\\n'); x + %d" % k]
         codes.append("print('still here')")
         results, p = run_json(*codes, timeout=120)
-        self.assertEqual(len(results), 18, p.stderr)
+        self.assertEqual(len(results), 20, p.stderr)
         self.assertEqual((results[-1]["status"], results[-1]["stdout"]), ("ok", "still here\n"))
-        self.assertEqual(results[0]["result"], {"text/plain": "8"})
+        self.assertEqual(results[0]["result"], {"text/plain": "9"})
         # The kernel's fds: its pipes to the relay, its copies of the capture
         # pipes and /dev/null, its watchdog's wake-up pipe, sys.stdin's own
-        # /dev/null (kernel_input.py; closing that one costs nothing). One gone, the kernel gives way to a fresh one (its
+        # /dev/null and the stdin stream's pipe (kernel_input.py; closing those
+        # costs nothing). One gone, the kernel gives way to a fresh one (its
         # relay holds the other ends); the output of the next snippet is
         # whole, in the order written, and the loss of state is said.
-        for k in range(8):
+        for k in range(9):
             breaker, r = results[1 + 2 * k], results[2 + 2 * k]
             if "crashed" in (breaker["status"], r["status"]) or breaker["state_lost"] \
                     or r["state_lost"]:
