@@ -381,12 +381,11 @@ static void run_queue_snippets(struct run *r)
 {
 	for (size_t i = 0; i < r->expected && r->session; i++) {
 		/* (a recording shows the output as it comes, --json or not) */
-		struct ptybox_exec x = {
-			.code = r->codes[i],
-			.len = r->lens[i],
-			.timeout = -1,
-			.stream = !r->json || r->rec,
-			.stdin_stream = r->has_in};
+		struct ptybox_exec x = {.code = r->codes[i],
+					.len = r->lens[i],
+					.timeout = -1,
+					.stream = !r->json || r->rec,
+					.stdin_stream = r->has_in};
 		if (i == r->ncodes) {
 			r->file_id = i + 1;
 			x.filename = strcmp(r->file, "-") == 0 ? "<stdin>" : r->file;
