@@ -22,6 +22,8 @@ FILE_CHUNK each), then {"t":"file","seq":..,"ok":..}.
 FILE_CHUNK = 1 << 20              # bytes of a get's data message, at most
 FILE_LIST_CAP = 10000             # entries of a folder listing ...
 FILE_WALK_CAP = 100000            # ... and of a recursive one
+FILE_LIST_BYTES = 12 << 20        # bytes of a listing's message, about: past it, "cut" (the
+                                  # relay drops one past 24 MiB, at least)
 FILE_PATH_MAX = 4096              # bytes of a path
 FILE_UPLOADS = 64                 # unfinished uploads kept, at most (the oldest dropped)
 _FILE_TYPES = ((0o040000, "dir"), (0o100000, "file"), (0o120000, "link"), (0o010000, "fifo"),
@@ -304,6 +306,7 @@ class _Files:
             entries.append(_file_entry(path.rsplit("/", 1)[1] or "/", st))
             return {"ok": True, "path": path, "type": kind, "entries": entries, "cut": False}
         cap = FILE_WALK_CAP if recursive else FILE_LIST_CAP
+        room = FILE_LIST_BYTES               # (names as JSON, and 100 bytes for the rest)
         folders = [("", path)]
         while folders and not cut:
             prefix, folder = folders.pop()
@@ -317,6 +320,10 @@ class _Files:
                             st = d.stat(follow_symlinks=False)
                         except OSError:
                             continue         # (gone meanwhile)
+                        room -= len(_dumps(prefix + d.name)) + 100
+                        if room < 0:
+                            cut = True
+                            break
                         entries.append(_file_entry(prefix + d.name, st))
                         if recursive and st.st_mode & 0o170000 == 0o040000:
                             folders.append((prefix + d.name + "/", d.path))

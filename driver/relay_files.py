@@ -255,6 +255,14 @@ class _Files:
         self.write(self.start, b"#%d:" % len(data), data, END)
 
     # -- the kernel's reply
+    def file_lost(self, why):
+        """The running file op's reply came but could not be used (too long,
+        not JSON): the client hears an error now, not silence until the
+        timeout (the kernel is idle again: it sent its reply)."""
+        if self.fileop is not None and self.running is not None:
+            self.file_reply({"ok": False, "errno": "EIO", "error": "%s: the kernel's reply %s"
+                             % (self.fileop[0], why)})
+
     def file_reply(self, m):
         """The running file op's reply, checked and re-encoded as its frame."""
         seq, sid, req, t0, poll = self.running

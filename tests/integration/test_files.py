@@ -269,6 +269,26 @@ class SandboxedFileOpsTest(TestCase):
         finally:
             f.close()
 
+    def test_a_listing_past_the_relays_line_cap_is_cut_and_keeps_state(self):
+        # 10,000 entries of ~4 KB names: 40 MB of JSON, past the relay's
+        # 32 MiB cap for a line (by default), far under the 100,000-entry cap.
+        f = Files(via="local")
+        self.addCleanup(f.close)
+        r = f.exec("import os\n"
+                   "d = 'deep/' + '/'.join('d%d' % i + 'x' * 245 for i in range(15))\n"
+                   "os.makedirs(d)\n"
+                   "for i in range(10000):\n"
+                   "    open(d + '/' + str(i).zfill(6) + 'y' * 200, 'w').close()\n"
+                   "x = 42", timeout=120)
+        self.assertEqual(r["status"], "ok", r)
+        t0 = time.monotonic()
+        r = f.ask("files", path="deep", recursive=True, timeout=60)
+        self.assertEqual((r["ok"], r["cut"]), (True, True), {k: r[k] for k in r if k != "entries"})
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertTrue(1000 < len(r["entries"]) < 10016, len(r["entries"]))
+        r = f.exec("x")
+        self.assertEqual((r["status"], r["result"]["text/plain"]), ("ok", "42"), r)
+
 
 if __name__ == "__main__":
     unittest.main()
