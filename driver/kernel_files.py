@@ -59,34 +59,41 @@ class _Files:
     """put, get, files, remove (the relay checks the types of what it sends)."""
 
     def file_op(self, seq, req):
-        """Runs file op req and sends its reply, whatever happens."""
+        """Runs file op req and sends its reply, whatever happens; a put's
+        data is read off the request pipe whatever happens too (or the next
+        request would be read from the middle of it)."""
         op = req.get("op")
         reply = None
+        self.put_due = req.get("size", 0) if op == "put" else 0
+        self.put_run = 0
         try:
-            if self.home is None:
-                self.home = _file_home()
-            path = req.get("path")
-            if type(path) is not str or not path or "\0" in path or len(
-                    path.encode("utf-8", "surrogateescape")) > FILE_PATH_MAX:
-                raise _FileError("EINVAL", "%s: a path must be 1 to %d bytes, without NUL"
-                                 % (op, FILE_PATH_MAX))
-            path = self._file_path(path)
-            if op == "put":
-                reply = self._file_put(seq, path, req)
-            elif op == "get":
-                reply = self._file_get(seq, path, req)
-            elif op == "files":
-                reply = self._file_list(path, req.get("recursive") is True)
-            elif op == "remove":
-                reply = self._file_remove(path, req.get("recursive") is True)
-            else:
-                raise _FileError("EINVAL", "unknown file op %r" % (op,))
+            try:
+                if self.home is None:
+                    self.home = _file_home()
+                path = req.get("path")
+                if type(path) is not str or not path or "\0" in path or len(
+                        path.encode("utf-8", "surrogateescape")) > FILE_PATH_MAX:
+                    raise _FileError("EINVAL", "%s: a path must be 1 to %d bytes, without NUL"
+                                     % (op, FILE_PATH_MAX))
+                path = self._file_path(path)
+                if op == "put":
+                    reply = self._file_put(seq, path, req)
+                elif op == "get":
+                    reply = self._file_get(seq, path, req)
+                elif op == "files":
+                    reply = self._file_list(path, req.get("recursive") is True)
+                elif op == "remove":
+                    reply = self._file_remove(path, req.get("recursive") is True)
+                else:
+                    raise _FileError("EINVAL", "unknown file op %r" % (op,))
+            finally:
+                self._file_drain()
         except _FileError as e:
             reply = {"ok": False, "error": e.message, "errno": e.code}
         except OSError as e:
             reply = {"ok": False, "error": "%s: %s" % (op, e), "errno":
                      errno.errorcode.get(e.errno, "EIO") if e.errno else "EIO"}
-        except BaseException as e:           # (a user's signal handler, say)
+        except BaseException as e:           # (a user's signal handler, RecursionError)
             reply = {"ok": False, "error": "%s: %s: %s" % (op, type(e).__name__, e),
                      "errno": "EIO"}
         reply["t"], reply["seq"] = "file", seq
@@ -94,6 +101,16 @@ class _Files:
             self.chan.send(reply)
         except BaseException:
             self.chan.send(reply)            # (once more: a handler fires once)
+
+    def _file_drain(self):
+        """What is left of a put's data, read and dropped."""
+        while self.put_due:
+            try:
+                self._file_data(lambda piece: None)
+            except _FileError:
+                break                        # (the relay broke the wire: nothing to do)
+            except BaseException:
+                continue                     # (a signal handler's: it fires once)
 
     def _file_path(self, path):
         """path made absolute from the start folder; "." parts and doubled
@@ -104,36 +121,42 @@ class _Files:
         return "/" + "/".join(parts)
 
     # -- the request pipe's data lines
-    def _file_data(self, size, sink):
-        """The put's size bytes, each piece to sink(piece); False if the relay
-        dropped the put ("A")."""
+    def _file_data(self, sink):
+        """The put's data still due (self.put_due bytes), each piece to
+        sink(piece); False if the relay dropped the put ("A").  Where it is
+        is kept in self (put_due, put_run): it goes on where an exception
+        stopped it."""
         chan = self.chan
-        left = size
-        while left > 0:
-            head = self._file_line()
-            if head == b"A":
-                return False
-            if head[:1] != b"D":
-                raise _FileError("EIO", "put: the relay sent %r" % head[:16])
-            n = int(head[1:])
-            if not 0 < n <= left:
-                raise _FileError("EIO", "put: a data chunk past the size")
-            left -= n
-            while n > 0:
-                if chan.parts and not chan.parts[0][0]:
-                    chan.parts.popleft()
-                    continue
-                if chan.parts:
-                    b = chan.parts[0][0]
-                    if len(b) > n:
-                        chan.parts[0] = (b[n:],)
-                        b = b[:n]
-                    else:
-                        chan.parts.popleft()
+        while self.put_due > 0:
+            if not self.put_run:
+                head = self._file_line()
+                if head == b"A":
+                    self.put_due = 0
+                    return False
+                try:
+                    n = int(head[1:]) if head[:1] == b"D" else 0
+                except ValueError:
+                    n = 0
+                if not 0 < n <= self.put_due:
+                    self.put_due = 0
+                    raise _FileError("EIO", "put: the relay sent %r" % head[:16])
+                self.put_run = n
+            n = self.put_run
+            if chan.parts and not chan.parts[0][0]:
+                chan.parts.popleft()
+                continue
+            if chan.parts:
+                b = chan.parts[0][0]
+                if len(b) > n:
+                    chan.parts[0] = (b[n:],)
+                    b = b[:n]
                 else:
-                    b = self._file_read(n)
-                n -= len(b)
-                sink(b)
+                    chan.parts.popleft()
+            else:
+                b = self._file_read(n)
+            self.put_run -= len(b)
+            self.put_due -= len(b)
+            sink(b)
         return True
 
     def _file_read(self, n):
@@ -192,7 +215,6 @@ class _Files:
                     if up is not None:
                         uploads[path] = up
                     up = None
-                    self._file_data(size, lambda piece: None)
                     raise _FileError("EINVAL", "put: no upload of %s in progress at offset %d"
                                      % (path, offset))
             elif up is not None:
@@ -202,20 +224,18 @@ class _Files:
             folder = folder or "/"
             if up is None:
                 if not name or name in (".", ".."):
-                    self._file_data(size, lambda piece: None)
                     raise _FileError("EISDIR", "put: %s: Is a directory" % path)
                 try:
-                    os.makedirs(folder, exist_ok=True)
+                    _file_folders(folder)
                     tmp = "%s/.%s.ptybox-%s" % (folder.rstrip("/"), name[:160],
                                                 os.urandom(6).hex())
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
                                  | os.O_NOFOLLOW, 0o600)
                 except OSError as e:
-                    self._file_data(size, lambda piece: None)
                     raise _file_oserror("put", path, e)
                 up = [fd, tmp, 0]
             fd = up[0]
-            if not self._file_data(size, sink):
+            if not self._file_data(sink):
                 failed.append(OSError(errno.EIO, "its data was cut short on the way"))
             if failed:
                 raise _file_oserror("put", path, failed[0])
@@ -368,6 +388,22 @@ def _file_drop(up):
         os.unlink(up[1])
     except OSError:
         pass
+
+
+def _file_folders(folder):
+    """The folders of an absolute path made, one by one (os.makedirs recurses:
+    a 4096-byte path of 2,000 folders is past the recursion limit).  A part
+    that is a file is left to the open after: ENOTDIR."""
+    at = ""
+    for part in folder.split("/")[1:]:
+        at += "/" + part
+        try:
+            os.mkdir(at, 0o777)
+        except FileExistsError:
+            pass
+        except OSError:
+            if not os.path.isdir(at):        # (EACCES, EROFS of a folder there: fine)
+                raise
 
 
 def _file_home():

@@ -129,6 +129,18 @@ class FileOpsTest(TestCase):
         self.assertTrue(self.f.put("up2", b"new")["ok"])
         self.assertEqual(self.f.get("up2")["bytes"], b"new")
 
+    def test_a_put_of_a_2000_folder_path_fails_or_works_and_the_session_goes_on(self):
+        self.f.exec("x = 42")
+        deep = "%s/" % self.home + "a/" * ((4000 - len(self.home)) // 2) + "b"
+        r = self.f.put(deep, b"hello")
+        self.assertIn(r.get("ok", r.get("errno")), (True, "ENAMETOOLONG"), r)
+        r = self.f.exec("x", timeout=10)
+        self.assertEqual((r["status"], r["result"]["text/plain"]), ("ok", "42"), r)
+        self.assertTrue(self.f.put("after", b"data")["ok"])
+        self.assertEqual(self.f.get("after")["bytes"], b"data")
+        # (rmtree recurses too deep for it: rm)
+        self.f.exec("import subprocess; subprocess.run(['rm', '-rf', %r])" % (self.home + "/a"))
+
     def test_get_of_special_files_ends_at_once(self):
         self.f.exec("import os; os.mkfifo('fifo'); os.mkdir('folder')")
         t0 = time.monotonic()
