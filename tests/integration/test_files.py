@@ -141,6 +141,12 @@ class FileOpsTest(TestCase):
         # (rmtree recurses too deep for it: rm)
         self.f.exec("import subprocess; subprocess.run(['rm', '-rf', %r])" % (self.home + "/a"))
 
+    def test_a_put_under_a_file_is_enotdir(self):
+        self.assertTrue(self.f.put("pf", b"x")["ok"])
+        r = self.f.put("pf/c", b"y")
+        self.assertEqual((r.get("code"), r.get("errno")), ("file", "ENOTDIR"), r)
+        self.assertIn("Not a directory", r["error"])
+
     def test_get_of_special_files_ends_at_once(self):
         self.f.exec("import os; os.mkfifo('fifo'); os.mkdir('folder')")
         t0 = time.monotonic()
