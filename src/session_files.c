@@ -74,6 +74,9 @@ int ptybox_session_put(ptybox_session *s, uint64_t id, const char *path, const v
 		return rc;
 	}
 	e->file->put_len = len;
+	/* A transfer must not lose the state for taking long: 1 s more a MiB. */
+	if (e->timeout > 0)
+		e->timeout += (double)len / (1 << 20);
 	s->put_waiting += len;
 	session_push(s, e);
 	return 0;

@@ -307,6 +307,27 @@ class SandboxedFileOpsTest(TestCase):
         r = f.exec("x")
         self.assertEqual((r["status"], r["result"]["text/plain"]), ("ok", "42"), r)
 
+    def test_a_transfer_longer_than_the_timeout_keeps_the_state(self):
+        # (the timeout bounds a snippet; a put has 1 s more a MiB, a get's
+        # every chunk restarts it)
+        f = Files("--timeout", "1", via="local")
+        self.addCleanup(f.close)
+        f.exec("x = 42")
+        data = os.urandom(60 << 20)
+        t0 = time.monotonic()
+        r = f.put("big.bin", data, timeout=120)
+        took = time.monotonic() - t0
+        self.assertTrue(r["ok"], r)
+        t0 = time.monotonic()
+        g = f.get("big.bin", timeout=120)
+        took = max(took, time.monotonic() - t0)
+        self.assertTrue(g["ok"], {k: g[k] for k in g if k != "bytes"})
+        self.assertEqual(hashlib.sha256(g["bytes"]).digest(), hashlib.sha256(data).digest())
+        r = f.exec("x")
+        self.assertEqual((r["status"], r["result"]["text/plain"], r.get("state_lost")),
+                         ("ok", "42", False), r)
+        print("(60 MB put/get: %.1f s at most, --timeout 1)" % took)
+
 
 if __name__ == "__main__":
     unittest.main()
