@@ -9,8 +9,9 @@ Relative paths are relative to the folder the kernel started in (recorded
 before any user code ran: a snippet's os.chdir does not move it).  A put
 writes a temporary file beside its target (O_EXCL, 0600) and renames it into
 place: atomic, and nothing half-written is left whatever fails.  A chunked
-upload ("more") keeps its temporary file open here, keyed by the absolute
-path, until the put without "more": it dies with the kernel.
+upload ("more") keeps its temporary file open here, keyed by a random token
+its first reply gives ("upload"), until the put without "more" or with
+"abort"; it dies with the kernel, or after FILE_IDLE seconds unused.
 
 Wire (relay -> kernel, after the X header of a put): "D<len>\\n" + len raw
 bytes, until the put's size; "A\\n" drops the put (its data was cut short).
@@ -26,6 +27,7 @@ FILE_LIST_BYTES = 12 << 20        # bytes of a listing's message, about: past it
                                   # relay drops one past 24 MiB, at least)
 FILE_PATH_MAX = 4096              # bytes of a path
 FILE_UPLOADS = 64                 # unfinished uploads kept, at most (the oldest dropped)
+FILE_IDLE = 600                   # seconds an unfinished upload is kept unused, at most
 _FILE_TYPES = ((0o040000, "dir"), (0o100000, "file"), (0o120000, "link"), (0o010000, "fifo"),
                (0o140000, "socket"), (0o020000, "char"), (0o060000, "block"))
 
@@ -194,8 +196,15 @@ class _Files:
     def _file_put(self, seq, path, req):
         size, mode = req.get("size", 0), req.get("mode")
         offset, more = req.get("offset") or 0, req.get("more") is True
+        token = req.get("upload")
         uploads = self.uploads
-        up = uploads.pop(path, None)
+        _file_expire(uploads)
+        if req.get("abort") is True:         # (unknown: gone already, fine)
+            up = uploads.pop(token, None)
+            if up is not None:
+                _file_drop(up)
+            return {"ok": True, "path": path, "size": 0}
+        up = None
         failed = []
         fd = None
 
@@ -210,16 +219,14 @@ class _Files:
                 failed.append(e)
 
         try:
-            if offset:
-                if up is None or up[2] != offset:
-                    if up is not None:
-                        uploads[path] = up
+            if token is not None or offset:
+                up = uploads.get(token)
+                if up is None or up[3] != path or up[2] != offset:
                     up = None
-                    raise _FileError("EINVAL", "put: no upload of %s in progress at offset %d"
-                                     % (path, offset))
-            elif up is not None:
-                _file_drop(up)
-                up = None
+                    raise _FileError("EINVAL", "put: no upload %s of %s in progress at offset "
+                                     "%d" % (token, path, offset) if token is not None else
+                                     "put: a put at offset %d needs its \"upload\"" % offset)
+                del uploads[token]
             folder, name = path.rsplit("/", 1)
             folder = folder or "/"
             if up is None:
@@ -233,7 +240,8 @@ class _Files:
                                  | os.O_NOFOLLOW, 0o600)
                 except OSError as e:
                     raise _file_oserror("put", path, e)
-                up = [fd, tmp, 0]
+                up = [fd, tmp, 0, path, 0.0]
+                token = os.urandom(16).hex()
             fd = up[0]
             if not self._file_data(sink):
                 failed.append(OSError(errno.EIO, "its data was cut short on the way"))
@@ -241,11 +249,13 @@ class _Files:
                 raise _file_oserror("put", path, failed[0])
             up[2] += size
             if more:
-                uploads[path] = up
+                up[4] = time.monotonic()
+                uploads[token] = up          # (last: the oldest first)
                 while len(uploads) > FILE_UPLOADS:
                     _file_drop(uploads.pop(next(iter(uploads))))
                 up = None                    # (kept: not dropped below)
-                return {"ok": True, "path": path, "size": offset + size, "more": True}
+                return {"ok": True, "path": path, "size": offset + size, "more": True,
+                        "upload": token}
             try:
                 if mode is None:
                     try:
@@ -375,6 +385,13 @@ class _Files:
 def _file_entry(name, st):
     return {"name": name, "type": _file_type(st.st_mode), "size": st.st_size,
             "mode": st.st_mode & 0o7777, "mtime": st.st_mtime}
+
+
+def _file_expire(uploads):
+    """Uploads idle for FILE_IDLE seconds dropped (their client went away)."""
+    now = time.monotonic()
+    for token in [t for t, up in uploads.items() if now - up[4] > FILE_IDLE]:
+        _file_drop(uploads.pop(token))
 
 
 def _file_drop(up):

@@ -169,6 +169,7 @@ static int run_files_put_next(struct run_files *f)
 		f->mode = (int)(st.st_mode & 0777);
 		f->offset = 0;
 		f->last_sent = false;
+		f->upload[0] = '\0';
 	}
 	uint64_t left = f->size - f->offset;
 	size_t want = left < RUN_FILES_CHUNK ? (size_t)left : (size_t)RUN_FILES_CHUNK;
@@ -190,8 +191,9 @@ static int run_files_put_next(struct run_files *f)
 		got += (size_t)n;
 	}
 	bool last = got < want || got == left;
-	int rc = ptybox_session_put(f->s, f->next_id++, f->put_path[f->cur], buf, got, f->mode,
-				    f->offset, !last);
+	int rc = ptybox_session_put_upload(f->s, f->next_id++, f->put_path[f->cur], buf, got,
+					   f->mode, f->offset, !last,
+					   f->upload[0] ? f->upload : NULL, false);
 	free(buf); /* (the session has its copy) */
 	if (rc < 0)
 		return rc;
@@ -207,7 +209,9 @@ static int run_files_put_next(struct run_files *f)
 
 static enum run_files_event run_files_put_fill(struct run_files *f)
 {
-	while (f->cur < f->nput && f->in_flight < RUN_FILES_IN_FLIGHT && !f->last_sent) {
+	/* (after the first chunk, the next waits for its reply: it names the upload) */
+	while (f->cur < f->nput && f->in_flight < RUN_FILES_IN_FLIGHT && !f->last_sent &&
+	       (f->fd < 0 || f->offset == 0 || f->upload[0])) {
 		int rc = run_files_put_next(f);
 		if (rc < 0) {
 			f->failed = true;
@@ -237,6 +241,15 @@ static enum run_files_event run_files_put_reply(struct run_files *f, const cJSON
 		if (f->fd >= 0)
 			close(f->fd);
 		f->fd = -1;
+		return f->in_flight ? RUN_FILES_BUSY : RUN_FILES_FAILED;
+	}
+	const char *token = protocol_str(reply, "upload");
+	if (token && !f->upload[0] && strlen(token) < sizeof(f->upload))
+		memcpy(f->upload, token, strlen(token) + 1);
+	else if (!f->upload[0] && !f->last_sent) {
+		f->failed = true;
+		cli_error("run: --put %s: the session named no upload to go on with",
+			  f->put_host[f->cur]);
 		return f->in_flight ? RUN_FILES_BUSY : RUN_FILES_FAILED;
 	}
 	if (f->last_sent && f->in_flight == 0) { /* that file is in */

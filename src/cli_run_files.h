@@ -31,6 +31,7 @@ struct run_files {
 	uint64_t offset, size;
 	int mode;
 	unsigned in_flight;
+	char upload[65]; /* the put's upload, from its first chunk's reply ("": none yet) */
 	bool phase_gets, last_sent, size_known, dropped, failed;
 	uint64_t next_id;
 	char dest[4096]; /* --get: where the file goes */

@@ -232,7 +232,9 @@ class CpAgainstAStandIn(unittest.TestCase):
             got.setdefault("parts", []).append(
                 (req.get("offset", 0), base64.b64decode(req["data"]), req.get("more", False),
                  req.get("mode")))
-            return {"ok": True, "path": "/tmp/" + req["path"], "size": 0}
+            got.setdefault("uploads", []).append(req.get("upload"))
+            reply = {"ok": True, "path": "/tmp/" + req["path"], "size": 0}
+            return dict(reply, more=True, upload="beef") if req.get("more") else reply
 
         fake = FakeServer(handler, delay=0.3)
         self.addCleanup(fake.close)
@@ -244,6 +246,8 @@ class CpAgainstAStandIn(unittest.TestCase):
         self.assertEqual([o for o, _, _, _ in parts], [0, 8 * MiB, 16 * MiB])
         self.assertEqual([m for _, _, m, _ in parts], [True, True, False])
         self.assertEqual({mode for *_, mode in parts}, {0o751})
+        # (the first chunk's reply names the upload; the others name it back)
+        self.assertEqual(got["uploads"], [None, "beef", "beef"])
         self.assertEqual(b"".join(d for _, d, _, _ in parts), data)
         self.assertGreaterEqual(fake.pipelined, 1)
 
@@ -332,6 +336,27 @@ class CpEndToEnd(unittest.TestCase):
     def cp(self, *args, input=None):
         return subprocess.run([PTYBOX, "cp", *args], capture_output=True, env=self.srv.env,
                               input=input, timeout=120)
+
+    def test_an_unfinished_upload_is_dropped_when_its_client_goes(self):
+        p = subprocess.Popen([PTYBOX, "dial-stdio"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=self.srv.env)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        req = {"id": 1, "op": "put", "session": "s", "path": "/tmp/half", "more": True,
+               "data": base64.b64encode(os.urandom(MiB)).decode()}
+        p.stdin.write(json.dumps(req).encode() + b"\n")
+        p.stdin.flush()
+        self.assertTrue(select.select([p.stdout], [], [], 30)[0], "no reply")
+        reply = json.loads(p.stdout.readline())
+        self.assertRegex(reply.get("upload", ""), "^[0-9a-f]+$", reply)
+        look = "import os; print([n for n in os.listdir('/tmp') if n.startswith('.half.')])"
+        self.assertNotEqual(self.py(look).strip(), "[]")
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 20
+        while self.py(look).strip() != "[]":
+            self.assertLess(time.monotonic(), deadline, "the temporary file stayed")
+            time.sleep(0.1)
 
     def test_a_file_in_and_out(self):
         src = os.path.join(self.here, "data.csv")

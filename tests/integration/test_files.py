@@ -112,22 +112,47 @@ class FileOpsTest(TestCase):
     def test_chunked_upload_and_a_wrong_offset(self):
         r = self.f.put("up", b"abc", more=True)
         self.assertEqual((r["ok"], r["size"], r.get("more")), (True, 3, True), r)
+        token = r["upload"]
+        self.assertRegex(token, "^[0-9a-f]{32}$")
         self.assertEqual(self.f.get("up")["errno"], "ENOENT")        # not in place yet
-        r = self.f.put("up", b"x", offset=5)
+        r = self.f.put("up", b"x", offset=5, upload=token)
         self.assertEqual((r["code"], r["errno"]), ("file", "EINVAL"), r)
-        self.assertIn("no upload of %s/up in progress at offset 5" % self.home, r["error"])
-        self.assertTrue(self.f.put("up", b"def", offset=3, more=True)["ok"])
-        r = self.f.put("up", b"g", offset=6, mode=0o600)
+        self.assertIn("no upload %s of %s/up in progress at offset 5" % (token, self.home),
+                      r["error"])
+        r = self.f.put("up", b"x", offset=3)                         # (no token)
+        self.assertEqual((r["code"], r["errno"]), ("file", "EINVAL"), r)
+        self.assertIn('needs its "upload"', r["error"])
+        r = self.f.put("up", b"def", offset=3, more=True, upload=token)
+        self.assertEqual((r["ok"], r["upload"]), (True, token), r)
+        r = self.f.put("up", b"g", offset=6, mode=0o600, upload=token)
         self.assertEqual((r["ok"], r["size"]), (True, 7))
         g = self.f.get("up")
         self.assertEqual((g["bytes"], g["mode"]), (b"abcdefg", 0o600))
         names = [e["name"] for e in self.f.ask("files")["entries"]]
         self.assertFalse([n for n in names if ".ptybox-" in n and n != ".ptybox-packages"],
                          names)
-        # A put at offset 0 starts afresh, dropping an unfinished upload.
-        self.f.put("up2", b"old", more=True)
+        # A put at offset 0 is one of its own; an abort drops an upload.
+        token = self.f.put("up2", b"old", more=True)["upload"]
         self.assertTrue(self.f.put("up2", b"new")["ok"])
         self.assertEqual(self.f.get("up2")["bytes"], b"new")
+        r = self.f.ask("put", path="up2", upload=token, abort=True)
+        self.assertTrue(r["ok"], r)
+        r = self.f.put("up2", b"more", offset=3, upload=token)
+        self.assertEqual(r["errno"], "EINVAL", r)
+        names = [e["name"] for e in self.f.ask("files")["entries"]]
+        self.assertFalse([n for n in names if ".ptybox-" in n and n != ".ptybox-packages"],
+                         names)
+
+    def test_two_uploads_to_one_path_do_not_mix(self):
+        a = self.f.put("both", b"AAA", more=True)["upload"]
+        b = self.f.put("both", b"BBBB", more=True)["upload"]
+        self.assertNotEqual(a, b)
+        self.assertTrue(self.f.put("both", b"bb", offset=4, upload=b)["ok"])
+        self.assertEqual(self.f.get("both")["bytes"], b"BBBBbb")
+        self.assertTrue(self.f.put("both", b"aa", offset=3, upload=a)["ok"])
+        self.assertEqual(self.f.get("both")["bytes"], b"AAAaa")
+        r = self.f.ask("put", path="both", upload="xyz", data="")
+        self.assertEqual(r.get("code"), "usage", r)
 
     def test_a_put_of_a_2000_folder_path_fails_or_works_and_the_session_goes_on(self):
         self.f.exec("x = 42")
@@ -274,7 +299,7 @@ class SandboxedFileOpsTest(TestCase):
             for at in range(0, len(data), chunk):
                 last = at + chunk >= len(data)
                 r = f.put("big.bin", data[at:at + chunk], offset=at, more=not last,
-                          timeout=120)
+                          timeout=120, **({"upload": r["upload"]} if at else {}))
                 self.assertTrue(r["ok"], r)
             self.assertEqual(r["size"], len(data))
             got = []
