@@ -269,6 +269,9 @@ static int run_files_get_next(struct run_files *f)
 	int rc = ptybox_session_get(f->s, f->next_id++, f->get[f->cur], f->offset, want);
 	if (rc < 0)
 		return rc;
+	unsigned at = (f->asked_head + f->in_flight) % 4; /* (in_flight is at most 2) */
+	f->asked_off[at] = f->offset;
+	f->asked_len[at] = want;
 	f->offset += want;
 	f->in_flight++;
 	return 0;
@@ -343,6 +346,8 @@ static void run_files_get_drop(struct run_files *f)
 static enum run_files_event run_files_get_reply(struct run_files *f, const cJSON *reply,
 						const void *data, size_t len, bool quiet)
 {
+	uint64_t asked = f->asked_off[f->asked_head], asked_len = f->asked_len[f->asked_head];
+	f->asked_head = (f->asked_head + 1) % 4;
 	f->in_flight--;
 	bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"));
 	if (f->dropped) /* (a range after a failed one) */
@@ -352,7 +357,17 @@ static enum run_files_event run_files_get_reply(struct run_files *f, const cJSON
 		run_files_get_drop(f);
 		return run_files_get_fill(f);
 	}
-	uint64_t off = run_files_num(reply, "offset");
+	/* The data goes where it was asked for, never where the reply says (the session's
+	 * code could make a sparse terabyte on the host): a reply for another range is refused. */
+	uint64_t off = asked;
+	if (run_files_num(reply, "offset") != asked || len > asked_len) {
+		cli_error("run: --get %s: the session's reply is for another range than asked "
+			  "(offset %llu, %llu bytes at most)",
+			  f->get[f->cur], (unsigned long long)asked, (unsigned long long)asked_len);
+		f->failed = true;
+		run_files_get_drop(f);
+		return run_files_get_fill(f);
+	}
 	if (!f->size_known) {
 		f->size = run_files_num(reply, "size");
 		f->size_known = true;

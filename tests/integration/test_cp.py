@@ -519,6 +519,22 @@ class RunPutGet(unittest.TestCase):
         with open(os.path.join(out, "copy.csv")) as f:
             self.assertEqual(f.read(), "1,2\n3,4\n")
 
+    def test_a_get_reply_for_another_range_is_refused(self):
+        # The session's code answers the get itself, claiming a 1 TiB offset.
+        p = run("run", "--output-dir", self.here, "--get", "/tmp/x", "-c",
+                "import gc\n"
+                "open('/tmp/x', 'w').write('real\\n')\n"
+                "k = [o for o in gc.get_objects() if hasattr(type(o), '_file_get')][0]\n"
+                "def fake(seq, path, req):\n"
+                "    k.chan.write(b'D%d 5\\nforge' % seq)\n"
+                "    return {'ok': True, 'path': path, 'size': 5, 'offset': 1 << 40,\n"
+                "            'length': 5, 'eof': True, 'mode': 0o644, 'mtime': 0}\n"
+                "k._file_get = fake\n")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("run: --get /tmp/x: the session's reply is for another range than "
+                      "asked (offset 0, ", p.stderr)
+        self.assertEqual(os.listdir(self.here), [])
+
     def test_big_files_in_chunks_and_past_max_get(self):
         src = os.path.join(self.here, "big.bin")
         with open(src, "wb") as f:
