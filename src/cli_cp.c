@@ -330,7 +330,9 @@ static int cp_get_reply(struct cp *c, const struct cp_sent *s, cJSON *reply)
 	uint64_t size = cp_num(reply, "size", j->known);
 	if (size > j->known)
 		j->known = size; /* (it grew while we read it: what it is now) */
-	if (j->mode < 0 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "mode")))
+	/* The file's own mode, from the get (it follows links): the listing's is the lstat's,
+	 * 0777 for a link. */
+	if (j->fd < 0 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "mode")))
 		j->mode = (int)cp_num(reply, "mode", 0) & 0777;
 	int rc = cp_get_open(c, j);
 	if (rc == 0 && len) {

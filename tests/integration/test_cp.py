@@ -358,6 +358,17 @@ class CpEndToEnd(unittest.TestCase):
             self.assertLess(time.monotonic(), deadline, "the temporary file stayed")
             time.sleep(0.1)
 
+    def test_a_link_comes_out_with_its_files_mode(self):
+        self.py("import os\nopen('/tmp/real', 'w').write('hello\\n'); "
+                "os.chmod('/tmp/real', 0o640)\n"
+                "os.path.lexists('/tmp/lnk') or os.symlink('/tmp/real', '/tmp/lnk')")
+        p = self.cp("s:/tmp/lnk", os.path.join(self.here, "out"))
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        st = os.stat(os.path.join(self.here, "out"))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o640)
+        with open(os.path.join(self.here, "out")) as f:
+            self.assertEqual(f.read(), "hello\n")
+
     def test_a_file_in_and_out(self):
         src = os.path.join(self.here, "data.csv")
         with open(src, "w") as f:
