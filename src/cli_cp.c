@@ -498,6 +498,13 @@ static int cp_out(struct cp *c, const char *src, const struct cp_side *dst)
 				msg);
 			continue;
 		}
+		/* A name that is not UTF-8 comes with U+FFFD for its bytes: no get could name
+		 * it. Skipped (an error: cp exits 1), the rest copied. */
+		if (strstr(name, "\xef\xbf\xbd")) {
+			cp_fail(c, cp_where(c, rpath, where, sizeof(where)),
+				"the name is not UTF-8 (U+FFFD stands for its bytes), skipped");
+			continue;
+		}
 		bool isdir = strcmp(t, "dir") == 0;
 		if (!isdir && strcmp(t, "file") != 0) {
 			char msg[96];

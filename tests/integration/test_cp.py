@@ -369,6 +369,17 @@ class CpEndToEnd(unittest.TestCase):
         with open(os.path.join(self.here, "out")) as f:
             self.assertEqual(f.read(), "hello\n")
 
+    def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_copied(self):
+        self.py("import os\nos.makedirs('/tmp/u8', exist_ok=True)\n"
+                "open(b'/tmp/u8/a\\xff', 'w').write('x')\n"
+                "open('/tmp/u8/b', 'w').write('y')\nopen('/tmp/u8/c', 'w').write('z')")
+        out = os.path.join(self.here, "out")
+        p = self.cp("s:/tmp/u8", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr.decode(), "ptybox: cp: s:/tmp/u8/a\ufffd: the name is not "
+                         "UTF-8 (U+FFFD stands for its bytes), skipped\n")
+        self.assertEqual(sorted(os.listdir(out)), ["b", "c"])
+
     def test_a_file_in_and_out(self):
         src = os.path.join(self.here, "data.csv")
         with open(src, "w") as f:
