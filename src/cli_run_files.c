@@ -105,7 +105,8 @@ int run_files_check(struct run_files *f)
 	for (size_t i = 0; i < f->nput; i++) {
 		const char *h = f->put_host[i];
 		struct stat st;
-		int fd = open(h, O_RDONLY | O_CLOEXEC);
+		/* (O_NONBLOCK: a FIFO's open would wait for a writer before its type is seen) */
+		int fd = open(h, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		int e = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : 0;
 		if (fd >= 0)
 			close(fd);
@@ -113,10 +114,19 @@ int run_files_check(struct run_files *f)
 			cli_error("run: --put %s: %s", h, strerror(e));
 			return -1;
 		}
-		if (!S_ISREG(st.st_mode) || !f->put_path[i][0]) {
+		if (S_ISDIR(st.st_mode) || !f->put_path[i][0]) {
 			cli_error("run: --put %s: not a regular file (a folder goes in with ptybox "
 				  "cp)",
 				  h);
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			cli_error("run: --put %s: not a regular file (a %s)", h,
+				  S_ISFIFO(st.st_mode)	 ? "FIFO"
+				  : S_ISSOCK(st.st_mode) ? "socket"
+				  : S_ISCHR(st.st_mode)	 ? "character device"
+				  : S_ISBLK(st.st_mode)	 ? "block device"
+							 : "special file");
 			return -1;
 		}
 	}
@@ -162,9 +172,14 @@ static int run_files_put_next(struct run_files *f)
 {
 	if (f->fd < 0) {
 		struct stat st;
-		f->fd = open(f->put_host[f->cur], O_RDONLY | O_CLOEXEC);
+		f->fd = open(f->put_host[f->cur], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (f->fd < 0 || fstat(f->fd, &st) < 0)
 			return -errno;
+		if (!S_ISREG(st.st_mode)) { /* (it changed since run_files_check) */
+			close(f->fd);
+			f->fd = -1;
+			return -EINVAL;
+		}
 		f->size = (uint64_t)st.st_size;
 		f->mode = (int)(st.st_mode & 0777);
 		f->offset = 0;

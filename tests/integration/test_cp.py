@@ -608,6 +608,13 @@ class RunPutGet(unittest.TestCase):
         self.assertEqual(p.stderr,
                          "ptybox: run: --put /nonexistent/data.csv: No such file or directory\n")
 
+    def test_a_put_of_a_fifo_is_a_usage_error_at_once(self):
+        fifo = os.path.join(self.here, "fifo")
+        os.mkfifo(fifo)
+        p = run("run", "--put", fifo, "-c", "1", timeout=20)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, "ptybox: run: --put %s: not a regular file (a FIFO)\n" % fifo)
+
     def test_a_put_that_fails_far_away_stops_the_run(self):
         src = os.path.join(self.here, "f")
         open(src, "w").close()
