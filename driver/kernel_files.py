@@ -234,7 +234,9 @@ class _Files:
                     raise _FileError("EISDIR", "put: %s: Is a directory" % path)
                 try:
                     _file_folders(folder)
-                    tmp = "%s/.%s.ptybox-%s" % (folder.rstrip("/"), name[:160],
+                    # (".NAME.ptybox-HEX" within NAME_MAX, 255 bytes: NAME cut
+                    # to 160 bytes, not characters)
+                    tmp = "%s/.%s.ptybox-%s" % (folder.rstrip("/"), _file_cut(name, 160),
                                                 os.urandom(6).hex())
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
                                  | os.O_NOFOLLOW, 0o600)
@@ -405,6 +407,22 @@ def _file_drop(up):
         os.unlink(up[1])
     except OSError:
         pass
+
+
+def _file_cut(name, n):
+    """name cut to at most n bytes (as the filesystem sees it), on a UTF-8
+    character's boundary."""
+    b = name.encode("utf-8", "surrogateescape")
+    if len(b) <= n:
+        return name
+    b = b[:n]
+    j = len(b) - 1                       # the last character's start
+    while j > 0 and b[j] & 0xC0 == 0x80 and len(b) - j < 4:
+        j -= 1
+    lead = b[j]
+    if lead >= 0xC0 and j + (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4) > len(b):
+        b = b[:j]                        # (it is incomplete)
+    return b.decode("utf-8", "surrogateescape")
 
 
 def _file_folders(folder):

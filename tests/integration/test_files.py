@@ -166,6 +166,14 @@ class FileOpsTest(TestCase):
         # (rmtree recurses too deep for it: rm)
         self.f.exec("import subprocess; subprocess.run(['rm', '-rf', %r])" % (self.home + "/a"))
 
+    def test_a_255_byte_name_of_any_script_goes_in(self):
+        for name in ("\u00e9" * 127 + "x", "\u4e2d" * 85, "\U0001f600" * 63 + "abc"):
+            self.assertEqual(len(name.encode()), 255)
+            r = self.f.put(name, b"data")
+            self.assertTrue(r.get("ok"), r)
+            self.assertEqual(self.f.get(name)["bytes"], b"data")
+            self.assertTrue(self.f.ask("remove", path=name)["ok"])
+
     def test_a_put_under_a_file_is_enotdir(self):
         self.assertTrue(self.f.put("pf", b"x")["ok"])
         r = self.f.put("pf/c", b"y")
