@@ -230,8 +230,10 @@ class _Files:
             folder, name = path.rsplit("/", 1)
             folder = folder or "/"
             if up is None:
-                if not name or name in (".", ".."):
-                    raise _FileError("EISDIR", "put: %s: Is a directory" % path)
+                raw = req.get("path")            # (before "/." and "/" were taken off)
+                if (not name or name in (".", "..") or raw.endswith("/") or raw in (".", "..")
+                        or raw.endswith(("/.", "/.."))):
+                    raise _FileError("EISDIR", "put: %s: Is a directory" % raw)
                 try:
                     _file_folders(folder)
                     # (".NAME.ptybox-HEX" within NAME_MAX, 255 bytes: NAME cut

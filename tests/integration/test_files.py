@@ -174,6 +174,17 @@ class FileOpsTest(TestCase):
             self.assertEqual(self.f.get(name)["bytes"], b"data")
             self.assertTrue(self.f.ask("remove", path=name)["ok"])
 
+    def test_a_put_to_a_folders_name_is_eisdir(self):
+        self.assertTrue(self.f.put("f", b"x")["ok"])
+        self.f.exec("import os; os.mkdir('adir')")
+        for path in ("newdir/", "f/.", "f/", "adir", "adir/", ".", "/tmp/x/.."):
+            r = self.f.put(path, b"y")
+            self.assertEqual((r.get("code"), r.get("errno")), ("file", "EISDIR"), (path, r))
+        names = sorted(e["name"] for e in self.f.ask("files")["entries"])
+        self.assertNotIn("newdir", names)
+        self.assertEqual(self.f.get("f")["bytes"], b"x")
+        self.assertEqual(self.f.ask("files", path="adir")["type"], "dir")
+
     def test_a_put_under_a_file_is_enotdir(self):
         self.assertTrue(self.f.put("pf", b"x")["ok"])
         r = self.f.put("pf/c", b"y")
