@@ -265,7 +265,12 @@ class _Files:
     def file_lost(self, why):
         """The running file op's reply came but could not be used (too long,
         not JSON): the client hears an error now, not silence until the
-        timeout (the kernel is idle again: it sent its reply)."""
+        timeout (the kernel is idle again: it sent its reply).  Not while a
+        put's data is still due: the kernel replies after it (what was
+        dropped was something else, a thread's)."""
+        p = self.fileop[1] if self.fileop is not None else None
+        if p is not None and not p.dead and p.got < p.size:
+            return
         if self.fileop is not None and self.running is not None:
             self.file_reply({"ok": False, "errno": "EIO", "error": "%s: the kernel's reply %s"
                              % (self.fileop[0], why)})
