@@ -85,9 +85,10 @@ class FakeServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def fake_files(files):
+def fake_files(files, modes=None):
     """A handler over a dict of the session's files: {"/tmp/t/a": b"bytes"} (folders are
-    implied by the names; listing names as given in "entries" if there)."""
+    implied by the names; listing names as given in "entries" if there); a get says the
+    file's mode from modes, else 0o640."""
 
     def handler(req):
         path = req["path"]
@@ -100,7 +101,8 @@ def fake_files(files):
             piece = data[off:off + length]
             return {"ok": True, "path": path, "data": base64.b64encode(piece).decode(),
                     "size": len(data), "offset": off, "length": len(piece),
-                    "eof": off + len(piece) >= len(data), "mode": 0o640, "mtime": 0}
+                    "eof": off + len(piece) >= len(data),
+                    "mode": (modes or {}).get(path, 0o640), "mtime": 0}
         return {"error": "%s: not here" % req["op"], "code": "usage"}
 
     return handler
@@ -132,7 +134,7 @@ class CpAgainstAStandIn(unittest.TestCase):
         ]
         files = {"/tmp/t/good.txt": b"ok\n", "/tmp/t/sub/x": b"",
                  "/tmp/t/../evil": b"no\n", "/tmp/abs-evil": b"no\n"}
-        base = fake_files(files)
+        base = fake_files(files, {"/tmp/t/sub/x": 0o600})
 
         def handler(req):
             if req["op"] == "files":
@@ -164,7 +166,7 @@ class CpAgainstAStandIn(unittest.TestCase):
         self.assertEqual(sorted(gets), ["/tmp/t/good.txt", "/tmp/t/sub/x"])
 
     def big_file_handler(self, data, max_get=None):
-        base = fake_files({"/tmp/big": data})
+        base = fake_files({"/tmp/big": data}, {"/tmp/big": 0o600})
 
         def handler(req):
             if req["op"] == "files":
