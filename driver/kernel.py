@@ -668,7 +668,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
         self.site = None                     # a _DeferredSite until site is imported
         self.snippets = 0
         self.home = None                     # the start folder: file ops' relative paths
-        self.uploads = {}                    # absolute path -> [fd, temporary file, size]
+        self.uploads = {}                    # token -> [fd, temp file, size, path, when]
         self.codeop = self.warnings = None  # imported for the first is_complete
         self.late_lock = _RLock()   # (its owner is known: _late_write)
         self.sources, self.source_bytes = deque(), 0

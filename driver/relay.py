@@ -1462,6 +1462,8 @@ class Relay(_Files):
         self.tty_synced = False
         for line in lines:
             self.message(line)
+        if cut and self.fileop is not None:  # (its reply, most likely: answered)
+            self.file_lost("was past %d bytes (dropped)" % self.msg_lines.cap)
 
     def message(self, line):
         kind = line[:1]
@@ -1495,12 +1497,16 @@ class Relay(_Files):
         if len(line) > MESSAGE_PLAIN and _values(line) > (
                 FILE_VALUES if self.fileop is not None else MESSAGE_VALUES):
             self.cut = True                  # (no kernel of ours sends such a thing)
+            if self.fileop is not None:
+                self.file_lost("held too many JSON values (dropped)")
             return
         try:
             m = _loads(line.decode("ascii"))
         except (ValueError, UnicodeDecodeError, RecursionError):
-            return
+            m = None
         if type(m) is not dict:
+            if self.fileop is not None:
+                self.file_lost("was not a JSON object (dropped)")
             return
         t, seq = m.get("t"), m.get("seq")
         limit = _frame_cap(self.max_output) // 2

@@ -34,6 +34,11 @@ def _file_int(v, low=0, high=FILE_SIZE):
     return type(v) is int and low <= v <= high
 
 
+def _file_token(v):
+    """An upload's token: 1 to 64 hex digits."""
+    return type(v) is str and 0 < len(v) <= 64 and not v.strip("0123456789abcdef")
+
+
 def _file_str(v, cap=FILE_PATH):
     return type(v) is str and len(v) <= cap and len(v.encode("utf-8", "surrogatepass")) <= cap
 
@@ -81,7 +86,9 @@ class _Files:
                 self.put_rx = p              # (its data lines follow, whatever comes)
             for k, ok in (("mode", lambda v: v is None or _file_int(v, 0, 0o7777)),
                           ("offset", lambda v: v is None or _file_int(v)),
-                          ("more", lambda v: v is None or type(v) is bool)):
+                          ("more", lambda v: v is None or type(v) is bool),
+                          ("abort", lambda v: v is None or type(v) is bool),
+                          ("upload", lambda v: v is None or _file_token(v))):
                 if not ok(req.get(k)):
                     p.dead = True
                     return self.reject(rid, "put: bad %s" % k)
@@ -92,7 +99,7 @@ class _Files:
                                % (op, FILE_PATH))
         kreq = {"op": op, "path": path}
         if op == "put":
-            for k in ("mode", "offset", "more"):
+            for k in ("mode", "offset", "more", "upload", "abort"):
                 if req.get(k) is not None:
                     kreq[k] = req[k]
             kreq["size"] = size
@@ -255,6 +262,19 @@ class _Files:
         self.write(self.start, b"#%d:" % len(data), data, END)
 
     # -- the kernel's reply
+    def file_lost(self, why):
+        """The running file op's reply came but could not be used (too long,
+        not JSON): the client hears an error now, not silence until the
+        timeout (the kernel is idle again: it sent its reply).  Not while a
+        put's data is still due: the kernel replies after it (what was
+        dropped was something else, a thread's)."""
+        p = self.fileop[1] if self.fileop is not None else None
+        if p is not None and not p.dead and p.got < p.size:
+            return
+        if self.fileop is not None and self.running is not None:
+            self.file_reply({"ok": False, "errno": "EIO", "error": "%s: the kernel's reply %s"
+                             % (self.fileop[0], why)})
+
     def file_reply(self, m):
         """The running file op's reply, checked and re-encoded as its frame."""
         seq, sid, req, t0, poll = self.running
@@ -275,6 +295,8 @@ class _Files:
                 frame["size"] = m["size"] if _file_int(m.get("size")) else 0
                 if m.get("more") is True:
                     frame["more"] = True
+                if _file_token(m.get("upload")):
+                    frame["upload"] = m["upload"]
             elif op == "get":
                 for k in ("size", "offset", "mode"):
                     frame[k] = m[k] if _file_int(m.get(k)) else 0

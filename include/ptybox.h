@@ -173,12 +173,20 @@ PTYBOX_API void ptybox_options_init(struct ptybox_options *o);
  * put: len bytes of data (copied) to path, atomically (a temporary file beside
  * it, renamed over it), parent folders made; mode (0..07777) or -1: the
  * replaced file's, else 0666 & ~umask. more: an upload in chunks, which the
- * next put of path at offset (the bytes so far) continues, and the first put
- * without more puts in place (an unfinished one dies with the interpreter).
+ * next put of path at offset (the bytes so far, naming the upload:
+ * ptybox_session_put_upload) continues, and the first put without more puts
+ * in place (an unfinished one dies with the interpreter).
  * -ENOBUFS past 256 MiB of put data waiting in the session. */
 PTYBOX_API int ptybox_session_put(ptybox_session *s, uint64_t id, const char *path,
 				  const void *data, size_t len, int mode, uint64_t offset,
 				  bool more);
+/* put, of an upload in chunks: the first chunk's reply names its upload
+ * ("upload": a token of hex digits); each later chunk must name it (upload),
+ * else EINVAL; abort drops the upload named (its temporary file removed; no
+ * data). An upload unused for 10 minutes is dropped, and at most 64 are kept. */
+PTYBOX_API int ptybox_session_put_upload(ptybox_session *s, uint64_t id, const char *path,
+					 const void *data, size_t len, int mode, uint64_t offset,
+					 bool more, const char *upload, bool abort);
 /* get: a regular file's bytes from offset, length of them (0: to its end);
  * refused (EFBIG) past the session's max_get. */
 PTYBOX_API int ptybox_session_get(ptybox_session *s, uint64_t id, const char *path, uint64_t offset,

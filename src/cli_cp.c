@@ -52,9 +52,10 @@ struct cp_job {
 	bool dir; /* a folder: made (out), or made empty (in) */
 	/* the transfer */
 	int fd;
-	uint64_t next;	/* the next offset to ask for (get) or send (put) */
-	uint64_t known; /* get: the size the far side said last */
-	bool sent_last; /* put: the request without "more" is out */
+	uint64_t next;	 /* the next offset to ask for (get) or send (put) */
+	uint64_t known;	 /* get: the size the far side said last */
+	bool sent_last;	 /* put: the request without "more" is out */
+	char upload[65]; /* put: its upload's token, from the first chunk's reply */
 	bool started;
 };
 
@@ -329,7 +330,9 @@ static int cp_get_reply(struct cp *c, const struct cp_sent *s, cJSON *reply)
 	uint64_t size = cp_num(reply, "size", j->known);
 	if (size > j->known)
 		j->known = size; /* (it grew while we read it: what it is now) */
-	if (j->mode < 0 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "mode")))
+	/* The file's own mode, from the get (it follows links): the listing's is the lstat's,
+	 * 0777 for a link. */
+	if (j->fd < 0 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(reply, "mode")))
 		j->mode = (int)cp_num(reply, "mode", 0) & 0777;
 	int rc = cp_get_open(c, j);
 	if (rc == 0 && len) {
@@ -495,6 +498,13 @@ static int cp_out(struct cp *c, const char *src, const struct cp_side *dst)
 				msg);
 			continue;
 		}
+		/* A name that is not UTF-8 comes with U+FFFD for its bytes: no get could name
+		 * it. Skipped (an error: cp exits 1), the rest copied. */
+		if (strstr(name, "\xef\xbf\xbd")) {
+			cp_fail(c, cp_where(c, rpath, where, sizeof(where)),
+				"the name is not UTF-8 (U+FFFD stands for its bytes), skipped");
+			continue;
+		}
 		bool isdir = strcmp(t, "dir") == 0;
 		if (!isdir && strcmp(t, "file") != 0) {
 			char msg[96];
@@ -591,6 +601,8 @@ static int cp_put_send(struct cp *c, size_t k)
 		cJSON_AddNumberToObject(req, "mode", j->mode);
 	if (j->next)
 		protocol_json_add_uint(req, "offset", j->next);
+	if (j->upload[0])
+		cJSON_AddStringToObject(req, "upload", j->upload);
 	if (!last)
 		cJSON_AddBoolToObject(req, "more", 1);
 	uint64_t id = cli_conn_send(c->conn, req); /* (frees req, not b64) */
@@ -621,6 +633,9 @@ static int cp_put_all(struct cp *c)
 				k++;
 				continue;
 			}
+			if (c->jobs[k].started && !c->jobs[k].upload[0])
+				break; /* (the next chunk names the upload the first one's reply
+					  names) */
 			if (cp_put_send(c, k) < 0)
 				return -1;
 		}
@@ -632,6 +647,14 @@ static int cp_put_all(struct cp *c)
 			return -1;
 		memmove(c->sent, c->sent + 1, --c->nsent * sizeof(c->sent[0]));
 		bool bad = cp_error(c, reply, "put", c->jobs[s.job].remote);
+		const char *token = protocol_str(reply, "upload");
+		if (!bad && token && !c->jobs[s.job].upload[0])
+			snprintf(c->jobs[s.job].upload, sizeof(c->jobs[s.job].upload), "%s", token);
+		else if (!bad && !c->jobs[s.job].upload[0] && !c->jobs[s.job].sent_last) {
+			cp_fail(c, c->jobs[s.job].remote,
+				"the server named no upload to go on with");
+			bad = true;
+		}
 		cJSON_Delete(reply);
 		if (bad)
 			return -1;

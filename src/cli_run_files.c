@@ -105,7 +105,8 @@ int run_files_check(struct run_files *f)
 	for (size_t i = 0; i < f->nput; i++) {
 		const char *h = f->put_host[i];
 		struct stat st;
-		int fd = open(h, O_RDONLY | O_CLOEXEC);
+		/* (O_NONBLOCK: a FIFO's open would wait for a writer before its type is seen) */
+		int fd = open(h, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		int e = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : 0;
 		if (fd >= 0)
 			close(fd);
@@ -113,10 +114,19 @@ int run_files_check(struct run_files *f)
 			cli_error("run: --put %s: %s", h, strerror(e));
 			return -1;
 		}
-		if (!S_ISREG(st.st_mode) || !f->put_path[i][0]) {
+		if (S_ISDIR(st.st_mode) || !f->put_path[i][0]) {
 			cli_error("run: --put %s: not a regular file (a folder goes in with ptybox "
 				  "cp)",
 				  h);
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			cli_error("run: --put %s: not a regular file (a %s)", h,
+				  S_ISFIFO(st.st_mode)	 ? "FIFO"
+				  : S_ISSOCK(st.st_mode) ? "socket"
+				  : S_ISCHR(st.st_mode)	 ? "character device"
+				  : S_ISBLK(st.st_mode)	 ? "block device"
+							 : "special file");
 			return -1;
 		}
 	}
@@ -162,13 +172,19 @@ static int run_files_put_next(struct run_files *f)
 {
 	if (f->fd < 0) {
 		struct stat st;
-		f->fd = open(f->put_host[f->cur], O_RDONLY | O_CLOEXEC);
+		f->fd = open(f->put_host[f->cur], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (f->fd < 0 || fstat(f->fd, &st) < 0)
 			return -errno;
+		if (!S_ISREG(st.st_mode)) { /* (it changed since run_files_check) */
+			close(f->fd);
+			f->fd = -1;
+			return -EINVAL;
+		}
 		f->size = (uint64_t)st.st_size;
 		f->mode = (int)(st.st_mode & 0777);
 		f->offset = 0;
 		f->last_sent = false;
+		f->upload[0] = '\0';
 	}
 	uint64_t left = f->size - f->offset;
 	size_t want = left < RUN_FILES_CHUNK ? (size_t)left : (size_t)RUN_FILES_CHUNK;
@@ -190,8 +206,9 @@ static int run_files_put_next(struct run_files *f)
 		got += (size_t)n;
 	}
 	bool last = got < want || got == left;
-	int rc = ptybox_session_put(f->s, f->next_id++, f->put_path[f->cur], buf, got, f->mode,
-				    f->offset, !last);
+	int rc = ptybox_session_put_upload(f->s, f->next_id++, f->put_path[f->cur], buf, got,
+					   f->mode, f->offset, !last,
+					   f->upload[0] ? f->upload : NULL, false);
 	free(buf); /* (the session has its copy) */
 	if (rc < 0)
 		return rc;
@@ -207,7 +224,9 @@ static int run_files_put_next(struct run_files *f)
 
 static enum run_files_event run_files_put_fill(struct run_files *f)
 {
-	while (f->cur < f->nput && f->in_flight < RUN_FILES_IN_FLIGHT && !f->last_sent) {
+	/* (after the first chunk, the next waits for its reply: it names the upload) */
+	while (f->cur < f->nput && f->in_flight < RUN_FILES_IN_FLIGHT && !f->last_sent &&
+	       (f->fd < 0 || f->offset == 0 || f->upload[0])) {
 		int rc = run_files_put_next(f);
 		if (rc < 0) {
 			f->failed = true;
@@ -239,6 +258,15 @@ static enum run_files_event run_files_put_reply(struct run_files *f, const cJSON
 		f->fd = -1;
 		return f->in_flight ? RUN_FILES_BUSY : RUN_FILES_FAILED;
 	}
+	const char *token = protocol_str(reply, "upload");
+	if (token && !f->upload[0] && strlen(token) < sizeof(f->upload))
+		memcpy(f->upload, token, strlen(token) + 1);
+	else if (!f->upload[0] && !f->last_sent) {
+		f->failed = true;
+		cli_error("run: --put %s: the session named no upload to go on with",
+			  f->put_host[f->cur]);
+		return f->in_flight ? RUN_FILES_BUSY : RUN_FILES_FAILED;
+	}
 	if (f->last_sent && f->in_flight == 0) { /* that file is in */
 		f->cur++;
 		f->last_sent = false;
@@ -256,6 +284,9 @@ static int run_files_get_next(struct run_files *f)
 	int rc = ptybox_session_get(f->s, f->next_id++, f->get[f->cur], f->offset, want);
 	if (rc < 0)
 		return rc;
+	unsigned at = (f->asked_head + f->in_flight) % 4; /* (in_flight is at most 2) */
+	f->asked_off[at] = f->offset;
+	f->asked_len[at] = want;
 	f->offset += want;
 	f->in_flight++;
 	return 0;
@@ -330,6 +361,8 @@ static void run_files_get_drop(struct run_files *f)
 static enum run_files_event run_files_get_reply(struct run_files *f, const cJSON *reply,
 						const void *data, size_t len, bool quiet)
 {
+	uint64_t asked = f->asked_off[f->asked_head], asked_len = f->asked_len[f->asked_head];
+	f->asked_head = (f->asked_head + 1) % 4;
 	f->in_flight--;
 	bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"));
 	if (f->dropped) /* (a range after a failed one) */
@@ -339,7 +372,17 @@ static enum run_files_event run_files_get_reply(struct run_files *f, const cJSON
 		run_files_get_drop(f);
 		return run_files_get_fill(f);
 	}
-	uint64_t off = run_files_num(reply, "offset");
+	/* The data goes where it was asked for, never where the reply says (the session's
+	 * code could make a sparse terabyte on the host): a reply for another range is refused. */
+	uint64_t off = asked;
+	if (run_files_num(reply, "offset") != asked || len > asked_len) {
+		cli_error("run: --get %s: the session's reply is for another range than asked "
+			  "(offset %llu, %llu bytes at most)",
+			  f->get[f->cur], (unsigned long long)asked, (unsigned long long)asked_len);
+		f->failed = true;
+		run_files_get_drop(f);
+		return run_files_get_fill(f);
+	}
 	if (!f->size_known) {
 		f->size = run_files_num(reply, "size");
 		f->size_known = true;

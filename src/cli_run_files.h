@@ -31,6 +31,10 @@ struct run_files {
 	uint64_t offset, size;
 	int mode;
 	unsigned in_flight;
+	char upload[65]; /* the put's upload, from its first chunk's reply ("": none yet) */
+	/* the gets in flight, oldest first: the range each asked for (a reply must match) */
+	uint64_t asked_off[4], asked_len[4];
+	unsigned asked_head;
 	bool phase_gets, last_sent, size_known, dropped, failed;
 	uint64_t next_id;
 	char dest[4096]; /* --get: where the file goes */

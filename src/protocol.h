@@ -208,12 +208,18 @@ void protocol_frame_free(struct protocol_frame *f);
  * or transport acts on as "=XX", the others as they are. out has room for 3 *
  * len bytes; returns the bytes written. */
 size_t protocol_escape_data(char *out, const unsigned char *data, size_t len);
+/* An upload's token (a chunked put's first reply gives it): 1 to
+ * PROTOCOL_UPLOAD_MAX lowercase hex digits. */
+#define PROTOCOL_UPLOAD_MAX 64
+bool protocol_upload_ok(const char *token);
 /* The put request for len bytes of data (mode < 0: none; offset 0: none;
- * more: the upload goes on), followed by its data lines, in one buffer.
- * -EINVAL for a path that is empty or past PROTOCOL_PATH_MAX, or a mode past
- * 07777. Caller frees. */
+ * more: the upload goes on; upload: the token of the upload it continues, or
+ * NULL; abort: that upload dropped), followed by its data lines, in one buffer.
+ * -EINVAL for a path that is empty or past PROTOCOL_PATH_MAX, a mode past
+ * 07777 or a bad token. Caller frees. */
 int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t len, int mode,
-		       uint64_t offset, bool more, char **out, size_t *outlen);
+		       uint64_t offset, bool more, const char *upload, bool abort, char **out,
+		       size_t *outlen);
 /* Standard base64 (padding optional, nothing else between) into out, which
  * has room for len / 4 * 3 + 2 bytes: a table's speed, as libsodium's
  * constant-time decoder is not needed for a file's bytes. -EINVAL for a

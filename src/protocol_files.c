@@ -165,17 +165,26 @@ int protocol_base64_decode(unsigned char *out, const char *in, size_t len, size_
 	return 0;
 }
 
+bool protocol_upload_ok(const char *token)
+{
+	size_t n = strlen(token);
+	return n > 0 && n <= PROTOCOL_UPLOAD_MAX && strspn(token, "0123456789abcdef") == n;
+}
+
 int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t len, int mode,
-		       uint64_t offset, bool more, char **out, size_t *outlen)
+		       uint64_t offset, bool more, const char *upload, bool abort, char **out,
+		       size_t *outlen)
 {
 	cJSON *req;
-	if (!protocol_path_ok(path) || mode > 07777)
+	if (!protocol_path_ok(path) || mode > 07777 || (upload && !protocol_upload_ok(upload)))
 		return -EINVAL;
 	if (!protocol_file_json(id, "put", path, &req) ||
 	    !protocol_json_add_uint(req, "size", len) ||
 	    (mode >= 0 && !cJSON_AddNumberToObject(req, "mode", mode)) ||
 	    (offset && !protocol_json_add_uint(req, "offset", offset)) ||
-	    (more && !cJSON_AddTrueToObject(req, "more"))) {
+	    (more && !cJSON_AddTrueToObject(req, "more")) ||
+	    (upload && !cJSON_AddStringToObject(req, "upload", upload)) ||
+	    (abort && !cJSON_AddTrueToObject(req, "abort"))) {
 		cJSON_Delete(req);
 		return -ENOMEM;
 	}

@@ -44,6 +44,73 @@ static bool srv_file_bool(const cJSON *req, const char *name, bool *v)
 	return true;
 }
 
+/* ---- unfinished uploads and their clients ---- */
+
+static void srv_upload_forget(struct srv_session *ss, const char *token)
+{
+	for (struct srv_upload **p = &ss->uploads, *u; (u = *p); p = &u->next)
+		if (strcmp(u->token, token) == 0) {
+			*p = u->next;
+			free(u);
+			return;
+		}
+}
+
+/* Drops the upload in the kernel (no one waits for the reply). */
+static void srv_upload_abort(struct srv_session *ss, const char *token)
+{
+	if (ss->state != SS_DEAD && ss->state != SS_CLOSING)
+		(void)ptybox_session_put_upload(ss->ps, ++ss->next_file, ".", NULL, 0, -1, 0, false,
+						token, true);
+}
+
+static void srv_upload_note(struct srv_session *ss, struct server_client *c, const char *token)
+{
+	srv_upload_forget(ss, token);
+	struct srv_upload *u = calloc(1, sizeof(*u));
+	if (!u) {
+		srv_upload_abort(ss, token); /* (it would not be aborted at the client's end) */
+		return;
+	}
+	u->client = c;
+	snprintf(u->token, sizeof(u->token), "%s", token);
+	u->next = ss->uploads;
+	ss->uploads = u;
+	size_t n = 0; /* (past the cap, the oldest forgotten: the kernel keeps 64) */
+	for (struct srv_upload **p = &ss->uploads; *p; p = &(*p)->next)
+		if (++n > SRV_UPLOADS) {
+			struct srv_upload *rest = *p;
+			*p = NULL;
+			while (rest) {
+				struct srv_upload *next = rest->next;
+				free(rest);
+				rest = next;
+			}
+			break;
+		}
+}
+
+void srv_uploads_client_gone(struct srv_session *ss, struct server_client *c)
+{
+	for (struct srv_upload **p = &ss->uploads, *u; (u = *p);)
+		if (u->client == c) {
+			*p = u->next;
+			srv_upload_abort(ss, u->token);
+			free(u);
+		} else {
+			p = &u->next;
+		}
+}
+
+void srv_uploads_free(struct srv_session *ss)
+{
+	while (ss->uploads) {
+		struct srv_upload *u = ss->uploads;
+		ss->uploads = u->next;
+		free(u);
+	}
+}
+
 void srv_session_file(struct srv_session *ss, struct server_client *c, const cJSON *req,
 		      const cJSON *id, const char *op)
 {
@@ -69,10 +136,20 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 			c, id, "usage",
 			"\"mode\" must be an integer from 0 to 4095 (07777), \"more\" "
 			"true or false");
+	const cJSON *upload = is_put ? srv_file_member(req, "upload") : NULL;
+	bool abort_it = false;
+	if (is_put &&
+	    ((upload && (!cJSON_IsString(upload) || !protocol_upload_ok(upload->valuestring))) ||
+	     !srv_file_bool(req, "abort", &abort_it) || (abort_it && !upload)))
+		return srv_reply_error(c, id, "usage",
+				       "\"upload\" must be an upload's token (1 to %d hex digits, "
+				       "as a put with \"more\" said), \"abort\" true or false "
+				       "(true needs \"upload\")",
+				       PROTOCOL_UPLOAD_MAX);
 	if (!is_put && !is_get && !srv_file_bool(req, "recursive", &recursive))
 		return srv_reply_error(c, id, "usage", "\"recursive\" must be true or false");
 	const cJSON *data = srv_file_member(req, "data");
-	if (is_put && !cJSON_IsString(data))
+	if (is_put && !abort_it && !cJSON_IsString(data))
 		return srv_reply_error(c, id, "usage", "put needs \"data\": a base64 string");
 	if (ss->state == SS_DEAD)
 		return srv_reply_error(c, id, "dead",
@@ -81,7 +158,7 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 				       ss->name);
 	unsigned char *bytes = NULL;
 	size_t nbytes = 0;
-	if (is_put) {
+	if (is_put && cJSON_IsString(data)) {
 		size_t n = strlen(data->valuestring);
 		if (!(bytes = malloc(n / 4 * 3 + 3)))
 			return srv_reply_error(c, id, "nomem", "out of memory");
@@ -98,8 +175,9 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 	w->query = ++ss->next_file;
 	int rc;
 	if (is_put)
-		rc = ptybox_session_put(ss->ps, w->query, p, bytes, nbytes,
-					mode == UINT64_MAX ? -1 : (int)mode, offset, more);
+		rc = ptybox_session_put_upload(ss->ps, w->query, p, bytes, abort_it ? 0 : nbytes,
+					       mode == UINT64_MAX ? -1 : (int)mode, offset, more,
+					       upload ? upload->valuestring : NULL, abort_it);
 	else if (is_get)
 		rc = ptybox_session_get(ss->ps, w->query, p, offset, length);
 	else if (strcmp(op, "files") == 0)
@@ -107,6 +185,8 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 	else
 		rc = ptybox_session_remove(ss->ps, w->query, p, recursive);
 	free(bytes);
+	if (rc == 0 && upload && (abort_it || !more)) /* (its end: nothing to abort later) */
+		srv_upload_forget(ss, upload->valuestring);
 	if (rc < 0) {
 		srv_waiter_free(w);
 		if (rc == -EINVAL)
@@ -189,10 +269,19 @@ void srv_on_file(ptybox_session *ps, uint64_t fid, const char *reply, const void
 	struct srv_waiter **link = &ss->files, *w;
 	while ((w = *link) && w->query != fid)
 		link = &w->next;
-	if (!w)
-		return;
-	*link = w->next;
 	cJSON *o = cJSON_Parse(reply);
+	const cJSON *token = cJSON_GetObjectItemCaseSensitive(o, "upload");
+	bool unfinished = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "more")) &&
+			  cJSON_IsString(token) && protocol_upload_ok(token->valuestring);
+	if (!w) { /* (its client is gone: so is its upload) */
+		if (unfinished)
+			srv_upload_abort(ss, token->valuestring);
+		cJSON_Delete(o);
+		return;
+	}
+	*link = w->next;
+	if (unfinished)
+		srv_upload_note(ss, w->client, token->valuestring);
 	if (cJSON_IsObject(o))
 		srv_file_answer(w->client, w->id, o, bytes, len);
 	else {

@@ -15,6 +15,16 @@ struct record_config;
 /* Someone waiting on an execution (its result, and its output as it comes
  * when stream), a `new` (the session's start), a `kill` (its end) or
  * watching a session. */
+/* An unfinished upload (a put with "more") and the client that started it: when the client
+ * goes, the upload is aborted (its temporary file would pin the session's space). */
+struct srv_upload {
+	struct srv_upload *next;
+	struct server_client *client;
+	char token[65]; /* (PROTOCOL_UPLOAD_MAX + 1) */
+};
+/* The most kept a session (the kernel keeps 64: the rest are gone anyway). */
+#define SRV_UPLOADS 256
+
 struct srv_waiter {
 	struct srv_waiter *next;
 	struct server_client *client;
@@ -67,6 +77,7 @@ struct srv_session {
 	uint64_t next_query;
 	struct srv_waiter *files; /* file ops asked, oldest first (server_files.c) */
 	uint64_t next_file;
+	struct srv_upload *uploads; /* unfinished uploads, newest first, at most SRV_UPLOADS */
 	size_t nwatchers;
 	struct screen *screen;
 	char *tail; /* output not yet fed to the screen (server_session.c) */
@@ -175,6 +186,9 @@ void srv_pools_close(struct server *sv);
 void srv_screens_sweep(struct server *sv);
 void srv_pools_free(struct server *sv);
 void srv_session_client_gone(struct srv_session *ss, struct server_client *c);
+/* server_files.c: c's unfinished uploads aborted (it is gone); all forgotten (the session is). */
+void srv_uploads_client_gone(struct srv_session *ss, struct server_client *c);
+void srv_uploads_free(struct srv_session *ss);
 /* c's watches of ss end (the count ls shows with them). */
 void srv_session_unwatch(struct srv_session *ss, struct server_client *c);
 const char *srv_state_name(enum srv_state st);

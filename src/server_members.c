@@ -36,7 +36,7 @@ static const struct member_table member_tables[] = {
 	{"complete", "session, code, cursor, "},
 	{"is_complete", "session, code, "},
 	{"resize", "session, cols, rows, "},
-	{"put", "session, path, data, mode, offset, more, "},
+	{"put", "session, path, data, mode, offset, more, upload, abort, "},
 	{"get", "session, path, offset, length, "},
 	{"files", "session, path, recursive, "},
 	{"remove", "session, path, recursive, "},

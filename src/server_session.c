@@ -512,6 +512,7 @@ static void srv_session_free(struct srv_session *ss)
 	srv_waiters_free(&ss->watchers);
 	srv_waiters_free(&ss->queries);
 	srv_waiters_free(&ss->files);
+	srv_uploads_free(ss);
 	for (size_t i = 0; i < ss->nstrings; i++)
 		free(ss->strings[i]);
 	if (ss->screen)
@@ -1210,6 +1211,7 @@ void srv_session_client_gone(struct srv_session *ss, struct server_client *c)
 	srv_waiters_drop_client(&ss->kill_waiters, c);
 	srv_waiters_drop_client(&ss->queries, c);
 	srv_waiters_drop_client(&ss->files, c);
+	srv_uploads_client_gone(ss, c);
 	srv_session_unwatch(ss, c);
 }
 

@@ -214,11 +214,17 @@ static void session_on_file(ptybox_session *s, struct protocol_frame *f)
 	session_file_done(s, session_file_reply(e->file, f->root));
 }
 
+static void session_file_timeout_cb(uv_timer_t *t);
+
 static void session_on_binary(struct instance *in, const char *data, size_t len, bool z)
 {
 	ptybox_session *s = in->data;
-	if (s->state == S_RUNNING && s->head && s->head->file)
-		session_file_binary(s->head->file, data, len, z);
+	if (s->state != S_RUNNING || !s->head || !s->head->file)
+		return;
+	session_file_binary(s->head->file, data, len, z);
+	/* A get that makes progress is not timed out: each chunk restarts the timer. */
+	if (s->head->timeout > 0)
+		session_arm(s, options_seconds_ms(s->head->timeout), session_file_timeout_cb);
 }
 
 static void session_file_timeout_cb(uv_timer_t *t)

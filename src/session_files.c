@@ -61,19 +61,29 @@ static void session_file_drop(struct exec *e)
 int ptybox_session_put(ptybox_session *s, uint64_t id, const char *path, const void *data,
 		       size_t len, int mode, uint64_t offset, bool more)
 {
+	return ptybox_session_put_upload(s, id, path, data, len, mode, offset, more, NULL, false);
+}
+
+int ptybox_session_put_upload(ptybox_session *s, uint64_t id, const char *path, const void *data,
+			      size_t len, int mode, uint64_t offset, bool more, const char *upload,
+			      bool abort)
+{
 	int rc;
 	if (len > SESSION_PUT_CAP - s->put_waiting)
 		return -ENOBUFS;
 	struct exec *e = session_file_new(s, id, "put", &rc);
 	if (!e)
 		return rc;
-	rc = protocol_put_lines(id, path, data, len, mode, offset, more, &e->file->line,
-				&e->file->line_len);
+	rc = protocol_put_lines(id, path, data, len, mode, offset, more, upload, abort,
+				&e->file->line, &e->file->line_len);
 	if (rc < 0) {
 		session_file_drop(e);
 		return rc;
 	}
 	e->file->put_len = len;
+	/* A transfer must not lose the state for taking long: 1 s more a MiB. */
+	if (e->timeout > 0)
+		e->timeout += (double)len / (1 << 20);
 	s->put_waiting += len;
 	session_push(s, e);
 	return 0;

@@ -85,9 +85,10 @@ class FakeServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def fake_files(files):
+def fake_files(files, modes=None):
     """A handler over a dict of the session's files: {"/tmp/t/a": b"bytes"} (folders are
-    implied by the names; listing names as given in "entries" if there)."""
+    implied by the names; listing names as given in "entries" if there); a get says the
+    file's mode from modes, else 0o640."""
 
     def handler(req):
         path = req["path"]
@@ -100,7 +101,8 @@ def fake_files(files):
             piece = data[off:off + length]
             return {"ok": True, "path": path, "data": base64.b64encode(piece).decode(),
                     "size": len(data), "offset": off, "length": len(piece),
-                    "eof": off + len(piece) >= len(data), "mode": 0o640, "mtime": 0}
+                    "eof": off + len(piece) >= len(data),
+                    "mode": (modes or {}).get(path, 0o640), "mtime": 0}
         return {"error": "%s: not here" % req["op"], "code": "usage"}
 
     return handler
@@ -132,7 +134,7 @@ class CpAgainstAStandIn(unittest.TestCase):
         ]
         files = {"/tmp/t/good.txt": b"ok\n", "/tmp/t/sub/x": b"",
                  "/tmp/t/../evil": b"no\n", "/tmp/abs-evil": b"no\n"}
-        base = fake_files(files)
+        base = fake_files(files, {"/tmp/t/sub/x": 0o600})
 
         def handler(req):
             if req["op"] == "files":
@@ -164,7 +166,7 @@ class CpAgainstAStandIn(unittest.TestCase):
         self.assertEqual(sorted(gets), ["/tmp/t/good.txt", "/tmp/t/sub/x"])
 
     def big_file_handler(self, data, max_get=None):
-        base = fake_files({"/tmp/big": data})
+        base = fake_files({"/tmp/big": data}, {"/tmp/big": 0o600})
 
         def handler(req):
             if req["op"] == "files":
@@ -232,7 +234,9 @@ class CpAgainstAStandIn(unittest.TestCase):
             got.setdefault("parts", []).append(
                 (req.get("offset", 0), base64.b64decode(req["data"]), req.get("more", False),
                  req.get("mode")))
-            return {"ok": True, "path": "/tmp/" + req["path"], "size": 0}
+            got.setdefault("uploads", []).append(req.get("upload"))
+            reply = {"ok": True, "path": "/tmp/" + req["path"], "size": 0}
+            return dict(reply, more=True, upload="beef") if req.get("more") else reply
 
         fake = FakeServer(handler, delay=0.3)
         self.addCleanup(fake.close)
@@ -244,6 +248,8 @@ class CpAgainstAStandIn(unittest.TestCase):
         self.assertEqual([o for o, _, _, _ in parts], [0, 8 * MiB, 16 * MiB])
         self.assertEqual([m for _, _, m, _ in parts], [True, True, False])
         self.assertEqual({mode for *_, mode in parts}, {0o751})
+        # (the first chunk's reply names the upload; the others name it back)
+        self.assertEqual(got["uploads"], [None, "beef", "beef"])
         self.assertEqual(b"".join(d for _, d, _, _ in parts), data)
         self.assertGreaterEqual(fake.pipelined, 1)
 
@@ -332,6 +338,49 @@ class CpEndToEnd(unittest.TestCase):
     def cp(self, *args, input=None):
         return subprocess.run([PTYBOX, "cp", *args], capture_output=True, env=self.srv.env,
                               input=input, timeout=120)
+
+    def test_an_unfinished_upload_is_dropped_when_its_client_goes(self):
+        p = subprocess.Popen([PTYBOX, "dial-stdio"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=self.srv.env)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        req = {"id": 1, "op": "put", "session": "s", "path": "/tmp/half", "more": True,
+               "data": base64.b64encode(os.urandom(MiB)).decode()}
+        p.stdin.write(json.dumps(req).encode() + b"\n")
+        p.stdin.flush()
+        self.assertTrue(select.select([p.stdout], [], [], 30)[0], "no reply")
+        reply = json.loads(p.stdout.readline())
+        self.assertRegex(reply.get("upload", ""), "^[0-9a-f]+$", reply)
+        look = "import os; print([n for n in os.listdir('/tmp') if n.startswith('.half.')])"
+        self.assertNotEqual(self.py(look).strip(), "[]")
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 20
+        while self.py(look).strip() != "[]":
+            self.assertLess(time.monotonic(), deadline, "the temporary file stayed")
+            time.sleep(0.1)
+
+    def test_a_link_comes_out_with_its_files_mode(self):
+        self.py("import os\nopen('/tmp/real', 'w').write('hello\\n'); "
+                "os.chmod('/tmp/real', 0o640)\n"
+                "os.path.lexists('/tmp/lnk') or os.symlink('/tmp/real', '/tmp/lnk')")
+        p = self.cp("s:/tmp/lnk", os.path.join(self.here, "out"))
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        st = os.stat(os.path.join(self.here, "out"))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o640)
+        with open(os.path.join(self.here, "out")) as f:
+            self.assertEqual(f.read(), "hello\n")
+
+    def test_a_name_that_is_not_utf8_is_skipped_and_the_rest_copied(self):
+        self.py("import os\nos.makedirs('/tmp/u8', exist_ok=True)\n"
+                "open(b'/tmp/u8/a\\xff', 'w').write('x')\n"
+                "open('/tmp/u8/b', 'w').write('y')\nopen('/tmp/u8/c', 'w').write('z')")
+        out = os.path.join(self.here, "out")
+        p = self.cp("s:/tmp/u8", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr.decode(), "ptybox: cp: s:/tmp/u8/a\ufffd: the name is not "
+                         "UTF-8 (U+FFFD stands for its bytes), skipped\n")
+        self.assertEqual(sorted(os.listdir(out)), ["b", "c"])
 
     def test_a_file_in_and_out(self):
         src = os.path.join(self.here, "data.csv")
@@ -494,6 +543,22 @@ class RunPutGet(unittest.TestCase):
         with open(os.path.join(out, "copy.csv")) as f:
             self.assertEqual(f.read(), "1,2\n3,4\n")
 
+    def test_a_get_reply_for_another_range_is_refused(self):
+        # The session's code answers the get itself, claiming a 1 TiB offset.
+        p = run("run", "--output-dir", self.here, "--get", "/tmp/x", "-c",
+                "import gc\n"
+                "open('/tmp/x', 'w').write('real\\n')\n"
+                "k = [o for o in gc.get_objects() if hasattr(type(o), '_file_get')][0]\n"
+                "def fake(seq, path, req):\n"
+                "    k.chan.write(b'D%d 5\\nforge' % seq)\n"
+                "    return {'ok': True, 'path': path, 'size': 5, 'offset': 1 << 40,\n"
+                "            'length': 5, 'eof': True, 'mode': 0o644, 'mtime': 0}\n"
+                "k._file_get = fake\n")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("run: --get /tmp/x: the session's reply is for another range than "
+                      "asked (offset 0, ", p.stderr)
+        self.assertEqual(os.listdir(self.here), [])
+
     def test_big_files_in_chunks_and_past_max_get(self):
         src = os.path.join(self.here, "big.bin")
         with open(src, "wb") as f:
@@ -544,6 +609,13 @@ class RunPutGet(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr,
                          "ptybox: run: --put /nonexistent/data.csv: No such file or directory\n")
+
+    def test_a_put_of_a_fifo_is_a_usage_error_at_once(self):
+        fifo = os.path.join(self.here, "fifo")
+        os.mkfifo(fifo)
+        p = run("run", "--put", fifo, "-c", "1", timeout=20)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, "ptybox: run: --put %s: not a regular file (a FIFO)\n" % fifo)
 
     def test_a_put_that_fails_far_away_stops_the_run(self):
         src = os.path.join(self.here, "f")

@@ -337,12 +337,13 @@ class FileOpsWireTest(unittest.TestCase):
         f = self.put(1, path, b"abc", more=True)
         self.assertEqual((f["ok"], f["size"], f.get("more")), (True, 3, True), f)
         self.assertFalse(os.path.exists(path))
-        f = self.put(2, path, b"zz", offset=7)
+        token = f["upload"]
+        f = self.put(2, path, b"zz", offset=7, upload=token)
         self.assertEqual((f["ok"], f["errno"]), (False, "EINVAL"), f)
-        self.assertIn("no upload of %s in progress at offset 7" % path, f["error"])
-        f = self.put(3, path, b"def", offset=3, more=True)
+        self.assertIn("no upload %s of %s in progress at offset 7" % (token, path), f["error"])
+        f = self.put(3, path, b"def", offset=3, more=True, upload=token)
         self.assertEqual(f["size"], 6, f)
-        f = self.put(4, path, b"g", offset=6, mode=0o640)
+        f = self.put(4, path, b"g", offset=6, mode=0o640, upload=token)
         self.assertEqual((f["ok"], f["size"]), (True, 7), f)
         with open(path, "rb") as fh:
             self.assertEqual(fh.read(), b"abcdefg")

@@ -112,22 +112,84 @@ class FileOpsTest(TestCase):
     def test_chunked_upload_and_a_wrong_offset(self):
         r = self.f.put("up", b"abc", more=True)
         self.assertEqual((r["ok"], r["size"], r.get("more")), (True, 3, True), r)
+        token = r["upload"]
+        self.assertRegex(token, "^[0-9a-f]{32}$")
         self.assertEqual(self.f.get("up")["errno"], "ENOENT")        # not in place yet
-        r = self.f.put("up", b"x", offset=5)
+        r = self.f.put("up", b"x", offset=5, upload=token)
         self.assertEqual((r["code"], r["errno"]), ("file", "EINVAL"), r)
-        self.assertIn("no upload of %s/up in progress at offset 5" % self.home, r["error"])
-        self.assertTrue(self.f.put("up", b"def", offset=3, more=True)["ok"])
-        r = self.f.put("up", b"g", offset=6, mode=0o600)
+        self.assertIn("no upload %s of %s/up in progress at offset 5" % (token, self.home),
+                      r["error"])
+        r = self.f.put("up", b"x", offset=3)                         # (no token)
+        self.assertEqual((r["code"], r["errno"]), ("file", "EINVAL"), r)
+        self.assertIn('needs its "upload"', r["error"])
+        r = self.f.put("up", b"def", offset=3, more=True, upload=token)
+        self.assertEqual((r["ok"], r["upload"]), (True, token), r)
+        r = self.f.put("up", b"g", offset=6, mode=0o600, upload=token)
         self.assertEqual((r["ok"], r["size"]), (True, 7))
         g = self.f.get("up")
         self.assertEqual((g["bytes"], g["mode"]), (b"abcdefg", 0o600))
         names = [e["name"] for e in self.f.ask("files")["entries"]]
         self.assertFalse([n for n in names if ".ptybox-" in n and n != ".ptybox-packages"],
                          names)
-        # A put at offset 0 starts afresh, dropping an unfinished upload.
-        self.f.put("up2", b"old", more=True)
+        # A put at offset 0 is one of its own; an abort drops an upload.
+        token = self.f.put("up2", b"old", more=True)["upload"]
         self.assertTrue(self.f.put("up2", b"new")["ok"])
         self.assertEqual(self.f.get("up2")["bytes"], b"new")
+        r = self.f.ask("put", path="up2", upload=token, abort=True)
+        self.assertTrue(r["ok"], r)
+        r = self.f.put("up2", b"more", offset=3, upload=token)
+        self.assertEqual(r["errno"], "EINVAL", r)
+        names = [e["name"] for e in self.f.ask("files")["entries"]]
+        self.assertFalse([n for n in names if ".ptybox-" in n and n != ".ptybox-packages"],
+                         names)
+
+    def test_two_uploads_to_one_path_do_not_mix(self):
+        a = self.f.put("both", b"AAA", more=True)["upload"]
+        b = self.f.put("both", b"BBBB", more=True)["upload"]
+        self.assertNotEqual(a, b)
+        self.assertTrue(self.f.put("both", b"bb", offset=4, upload=b)["ok"])
+        self.assertEqual(self.f.get("both")["bytes"], b"BBBBbb")
+        self.assertTrue(self.f.put("both", b"aa", offset=3, upload=a)["ok"])
+        self.assertEqual(self.f.get("both")["bytes"], b"AAAaa")
+        r = self.f.ask("put", path="both", upload="xyz", data="")
+        self.assertEqual(r.get("code"), "usage", r)
+
+    def test_a_put_of_a_2000_folder_path_fails_or_works_and_the_session_goes_on(self):
+        self.f.exec("x = 42")
+        deep = "%s/" % self.home + "a/" * ((4000 - len(self.home)) // 2) + "b"
+        r = self.f.put(deep, b"hello")
+        self.assertIn(r.get("ok", r.get("errno")), (True, "ENAMETOOLONG"), r)
+        r = self.f.exec("x", timeout=10)
+        self.assertEqual((r["status"], r["result"]["text/plain"]), ("ok", "42"), r)
+        self.assertTrue(self.f.put("after", b"data")["ok"])
+        self.assertEqual(self.f.get("after")["bytes"], b"data")
+        # (rmtree recurses too deep for it: rm)
+        self.f.exec("import subprocess; subprocess.run(['rm', '-rf', %r])" % (self.home + "/a"))
+
+    def test_a_255_byte_name_of_any_script_goes_in(self):
+        for name in ("\u00e9" * 127 + "x", "\u4e2d" * 85, "\U0001f600" * 63 + "abc"):
+            self.assertEqual(len(name.encode()), 255)
+            r = self.f.put(name, b"data")
+            self.assertTrue(r.get("ok"), r)
+            self.assertEqual(self.f.get(name)["bytes"], b"data")
+            self.assertTrue(self.f.ask("remove", path=name)["ok"])
+
+    def test_a_put_to_a_folders_name_is_eisdir(self):
+        self.assertTrue(self.f.put("f", b"x")["ok"])
+        self.f.exec("import os; os.mkdir('adir')")
+        for path in ("newdir/", "f/.", "f/", "adir", "adir/", ".", "/tmp/x/.."):
+            r = self.f.put(path, b"y")
+            self.assertEqual((r.get("code"), r.get("errno")), ("file", "EISDIR"), (path, r))
+        names = sorted(e["name"] for e in self.f.ask("files")["entries"])
+        self.assertNotIn("newdir", names)
+        self.assertEqual(self.f.get("f")["bytes"], b"x")
+        self.assertEqual(self.f.ask("files", path="adir")["type"], "dir")
+
+    def test_a_put_under_a_file_is_enotdir(self):
+        self.assertTrue(self.f.put("pf", b"x")["ok"])
+        r = self.f.put("pf/c", b"y")
+        self.assertEqual((r.get("code"), r.get("errno")), ("file", "ENOTDIR"), r)
+        self.assertIn("Not a directory", r["error"])
 
     def test_get_of_special_files_ends_at_once(self):
         self.f.exec("import os; os.mkfifo('fifo'); os.mkdir('folder')")
@@ -256,7 +318,7 @@ class SandboxedFileOpsTest(TestCase):
             for at in range(0, len(data), chunk):
                 last = at + chunk >= len(data)
                 r = f.put("big.bin", data[at:at + chunk], offset=at, more=not last,
-                          timeout=120)
+                          timeout=120, **({"upload": r["upload"]} if at else {}))
                 self.assertTrue(r["ok"], r)
             self.assertEqual(r["size"], len(data))
             got = []
@@ -268,6 +330,47 @@ class SandboxedFileOpsTest(TestCase):
                              hashlib.sha256(data).hexdigest())
         finally:
             f.close()
+
+    def test_a_listing_past_the_relays_line_cap_is_cut_and_keeps_state(self):
+        # 10,000 entries of ~4 KB names: 40 MB of JSON, past the relay's
+        # 32 MiB cap for a line (by default), far under the 100,000-entry cap.
+        f = Files(via="local")
+        self.addCleanup(f.close)
+        r = f.exec("import os\n"
+                   "d = 'deep/' + '/'.join('d%d' % i + 'x' * 245 for i in range(15))\n"
+                   "os.makedirs(d)\n"
+                   "for i in range(10000):\n"
+                   "    open(d + '/' + str(i).zfill(6) + 'y' * 200, 'w').close()\n"
+                   "x = 42", timeout=120)
+        self.assertEqual(r["status"], "ok", r)
+        t0 = time.monotonic()
+        r = f.ask("files", path="deep", recursive=True, timeout=60)
+        self.assertEqual((r["ok"], r["cut"]), (True, True), {k: r[k] for k in r if k != "entries"})
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertTrue(1000 < len(r["entries"]) < 10016, len(r["entries"]))
+        r = f.exec("x")
+        self.assertEqual((r["status"], r["result"]["text/plain"]), ("ok", "42"), r)
+
+    def test_a_transfer_longer_than_the_timeout_keeps_the_state(self):
+        # (the timeout bounds a snippet; a put has 1 s more a MiB, a get's
+        # every chunk restarts it)
+        f = Files("--timeout", "1", via="local")
+        self.addCleanup(f.close)
+        f.exec("x = 42")
+        data = os.urandom(60 << 20)
+        t0 = time.monotonic()
+        r = f.put("big.bin", data, timeout=120)
+        took = time.monotonic() - t0
+        self.assertTrue(r["ok"], r)
+        t0 = time.monotonic()
+        g = f.get("big.bin", timeout=120)
+        took = max(took, time.monotonic() - t0)
+        self.assertTrue(g["ok"], {k: g[k] for k in g if k != "bytes"})
+        self.assertEqual(hashlib.sha256(g["bytes"]).digest(), hashlib.sha256(data).digest())
+        r = f.exec("x")
+        self.assertEqual((r["status"], r["result"]["text/plain"], r.get("state_lost")),
+                         ("ok", "42", False), r)
+        print("(60 MB put/get: %.1f s at most, --timeout 1)" % took)
 
 
 if __name__ == "__main__":

@@ -1193,7 +1193,8 @@ static void test_put_lines(void **state)
 	size_t len = PROTOCOL_DATA_LINE + 5;
 	unsigned char *data = calloc(1, len);
 	assert_non_null(data);
-	assert_int_equal(protocol_put_lines(7, "a/b", data, len, 0644, 3, true, &out, &n), 0);
+	assert_int_equal(
+		protocol_put_lines(7, "a/b", data, len, 0644, 3, true, NULL, false, &out, &n), 0);
 	char *nl = memchr(out, '\n', n);
 	assert_non_null(nl);
 	/* The request, then two data lines: 1 MiB of NULs (each "=00"), then 5. */
@@ -1210,9 +1211,13 @@ static void test_put_lines(void **state)
 	assert_int_equal(nl[1], '!');
 	assert_int_equal(out[n - 1], '\n');
 	free(out);
-	assert_int_equal(protocol_put_lines(1, "", data, 1, -1, 0, false, &out, &n), -EINVAL);
-	assert_int_equal(protocol_put_lines(1, "x", data, 1, 010000, 0, false, &out, &n), -EINVAL);
-	assert_int_equal(protocol_put_lines(1, "x", data, 0, -1, 0, false, &out, &n), 0);
+	assert_int_equal(protocol_put_lines(1, "", data, 1, -1, 0, false, NULL, false, &out, &n),
+			 -EINVAL);
+	assert_int_equal(
+		protocol_put_lines(1, "x", data, 1, 010000, 0, false, NULL, false, &out, &n),
+		-EINVAL);
+	assert_int_equal(protocol_put_lines(1, "x", data, 0, -1, 0, false, NULL, false, &out, &n),
+			 0);
 	assert_int_equal(memchr(out, '!', n), NULL); /* no data: no data line */
 	free(out);
 	free(data);
