@@ -138,7 +138,11 @@ class KernelRestartTest(TestCase):
             "d = subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
             "d.pid",
             "import os; os._exit(1)",
-            "import os\n[int(x) for x in os.listdir('/proc') if x.isdigit()]", timeout=60)
+            # (alive: a killed one may wait a moment as a zombie for init's wait)
+            "import os\ndef alive(x):\n"
+            "    try: return open('/proc/%s/stat' % x).read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+            "    except OSError: return False\n"
+            "[int(x) for x in os.listdir('/proc') if x.isdigit() and alive(x)]", timeout=60)
         self.assertEqual([r["status"] for r in results], ["ok", "crashed", "ok"], p.stderr)
         daemon = int(results[0]["result"]["text/plain"])
         self.assertNotIn(daemon, eval(results[2]["result"]["text/plain"]))
