@@ -199,6 +199,17 @@ static cJSON *cp_reply(struct cp *c, uint64_t id)
 	return NULL;
 }
 
+/* The reply to the oldest request in flight, which *s becomes (taken off the
+ * list), or NULL: the server is gone (said). */
+static cJSON *cp_oldest_reply(struct cp *c, struct cp_sent *s)
+{
+	*s = c->sent[0];
+	cJSON *reply = cp_reply(c, s->id);
+	if (reply)
+		memmove(c->sent, c->sent + 1, --c->nsent * sizeof(c->sent[0]));
+	return reply;
+}
+
 /* Whether reply is an error; if so it is said: a file op's as "cp: NAME:PATH: why", any
  * other (no such session, a usage error) as the server put it. */
 static bool cp_error(struct cp *c, const cJSON *reply, const char *op, const char *path)
@@ -369,11 +380,10 @@ static int cp_get_all(struct cp *c)
 		}
 		if (!c->nsent)
 			return 0;
-		struct cp_sent s = c->sent[0];
-		cJSON *reply = cp_reply(c, s.id);
+		struct cp_sent s;
+		cJSON *reply = cp_oldest_reply(c, &s);
 		if (!reply)
 			return -1;
-		memmove(c->sent, c->sent + 1, --c->nsent * sizeof(c->sent[0]));
 		int rc = cp_get_reply(c, &s, reply);
 		cJSON_Delete(reply);
 		if (rc < 0)
@@ -641,11 +651,10 @@ static int cp_put_all(struct cp *c)
 		}
 		if (!c->nsent)
 			return 0;
-		struct cp_sent s = c->sent[0];
-		cJSON *reply = cp_reply(c, s.id);
+		struct cp_sent s;
+		cJSON *reply = cp_oldest_reply(c, &s);
 		if (!reply)
 			return -1;
-		memmove(c->sent, c->sent + 1, --c->nsent * sizeof(c->sent[0]));
 		bool bad = cp_error(c, reply, "put", c->jobs[s.job].remote);
 		const char *token = protocol_str(reply, "upload");
 		if (!bad && token && !c->jobs[s.job].upload[0])
