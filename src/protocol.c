@@ -618,8 +618,11 @@ bool protocol_json_has_nul(const char *json, size_t len)
 	if (memchr(json, '\0', len)) /* raw: cJSON takes it inside a string */
 		return true;
 	for (size_t i = 0; i + 1 < len; i++) {
-		if (json[i] != '\\')
-			continue;
+		/* (memchr to the next backslash: a put's line is megabytes of base64) */
+		const char *b = memchr(json + i, '\\', len - 1 - i);
+		if (!b)
+			break;
+		i = (size_t)(b - json);
 		/* \u0000, or a \u without four hex digits, which cJSON reads as U+0000 */
 		if (json[i + 1] == 'u' && len - i >= 6 && protocol_hex4(json + i + 2) <= 0)
 			return true;
@@ -632,8 +635,11 @@ size_t protocol_json_mask_surrogates(char *json, size_t len)
 {
 	size_t masked = 0;
 	for (size_t i = 0; i + 1 < len; i++) {
-		if (json[i] != '\\')
-			continue;
+		/* (memchr to the next backslash: a put's line is megabytes of base64) */
+		const char *b = memchr(json + i, '\\', len - 1 - i);
+		if (!b)
+			break;
+		i = (size_t)(b - json);
 		long u = json[i + 1] == 'u' && len - i >= 6 ? protocol_hex4(json + i + 2) : -1;
 		if (u < 0xd800 || u > 0xdfff) {
 			i++; /* the escaped character, a backslash among them */
