@@ -932,12 +932,13 @@ int prompt_run(const struct prompt_config *cfg)
 		prompt_spin(&p);
 		if (n <= 0)
 			continue;
-		if (fds[1].revents) {
-			unsigned char b[16];
-			ssize_t k = read(sp[0], b, sizeof(b));
-			for (ssize_t i = 0; i < k; i++)
-				prompt_signal(&p, b[i]);
-		}
+		/* Read whatever poll said: a signal that came with the keys after it
+		 * (^C, then "1 + 1" in one write) is delivered as poll returns, after
+		 * its revents were taken, and must still go before those keys. */
+		unsigned char b[16];
+		ssize_t k = read(sp[0], b, sizeof(b));
+		for (ssize_t i = 0; i < k; i++)
+			prompt_signal(&p, b[i]);
 		if (fds[0].revents)
 			prompt_read(&p);
 		if (fds[2].revents && p.editing && p.state == P_EDIT)
