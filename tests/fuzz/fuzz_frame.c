@@ -107,46 +107,7 @@ static int rec_equal(const struct rec *a, const struct rec *b)
 	return 1;
 }
 
-/* A binary frame's reference: the start marker at i, '#' after it. Records its event (or its
- * noise) and returns where scanning resumes. */
-static size_t ref_binary(struct rec *r, size_t i, size_t sl, size_t cap, const char *in, size_t n)
-{
-	size_t p = i + sl, j = p + 1, len = 0, digits = 0, d, k, keep;
-
-	if (j < n && in[j] == 'z')
-		j++;
-	while (j < n && in[j] >= '0' && in[j] <= '9' && !(digits == 1 && len == 0) &&
-	       len <= (FRAME_BINARY_MAX - (size_t)(in[j] - '0')) / 10) {
-		len = len * 10 + (size_t)(in[j] - '0');
-		digits++;
-		j++;
-	}
-	if (j >= n || in[j] != ':' || digits == 0) {
-		rec_event(r, FRAME_EVENT_NOISE, in + i, j - i);
-		return j;
-	}
-	d = j + 1;
-	if (n - d < len) {
-		keep = n - d < cap ? n - d : cap;
-		rec_event(r, FRAME_EVENT_NOISE, in + i, d - i + keep);
-		return n;
-	}
-	for (k = 0; k < END_LEN && d + len + k < n && in[d + len + k] == END[k]; k++)
-		;
-	if (k == END_LEN) {
-		if (len <= cap)
-			rec_event(r, in[p + 1] == 'z' ? FRAME_EVENT_BINARY_Z : FRAME_EVENT_BINARY,
-				  in + d, len);
-		else
-			rec_event(r, FRAME_EVENT_OVERSIZE, NULL, len);
-		return d + len + END_LEN;
-	}
-	keep = len < cap ? len : cap;
-	rec_event(r, FRAME_EVENT_NOISE, in + i, d - i + keep);
-	if (k > 0)
-		rec_event(r, FRAME_EVENT_NOISE, END, k);
-	return d + len + k;
-}
+#include "../frame_ref_binary.h"
 
 /* The contract the slow, obvious way: at each position, either a whole frame starts here and is
  * read to its end or its first bad byte, or this one byte is noise. A broken frame's body past
