@@ -40,7 +40,7 @@ Kernel -> relay (message pipe), one line each:
     T                                       (--tty) read my terminal, then type a
                                             byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
-    {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
+    {"t":"display","seq":..,"late":bool,"data":{MIME: str},"display_id":str,"update":bool}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
 The kernel's fd 0 in a snippet run with "stdin_stream" is the read end of a
 pipe (the fifth fd) it holds for its life; the stdin requests' bytes are
@@ -90,6 +90,7 @@ DECODE_PIECE = 1 << 20            # base64 characters of a request decoded at a 
 STDIN_CHUNK = 1 << 20             # bytes of one stdin request (the stream): one pending at most
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
+MAX_DISPLAY_ID = 256              # characters of a display's id: a display with a longer one is dropped
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
 QUERY_MATCH_LEN = 1024            # ... this many characters
 EXIT_NO_KERNEL = 116              # no kernel can be started: PROTOCOL_EXIT_NO_KERNEL
@@ -1530,6 +1531,14 @@ class Relay(_Files):
             frame = {"type": "display", "id": None, "data": data}
             if late:
                 frame["late"] = True
+            did = m.get("display_id")        # (display(obj, display_id=..): update_display)
+            if did is not None:
+                if (type(did) is not str or not 0 < len(did) <= MAX_DISPLAY_ID
+                        or not did.isascii() or not did.isprintable()):
+                    return
+                frame["display_id"] = did
+                if m.get("update") is True:
+                    frame["update"] = True
             self.write(self.start, _payload(frame).replace(b'"id":null', b'"id":' + sid, 1),
                        END)
         elif t == "late" and type(seq) is int and m.get("name") in ("stdout", "stderr"):

@@ -158,6 +158,13 @@ struct ptybox_callbacks {
 	 * Optional. */
 	void (*on_file)(ptybox_session *s, uint64_t id, const char *reply, const void *bytes,
 			size_t len, void *data);
+	/* As on_display, with the display's id: display_id is the id the code
+	 * gave it (IPython's display(obj, display_id=...)), NULL for a display
+	 * without one; update is true for update_display(), a new rendering of
+	 * the display of that id (Jupyter's update_display_data). When set, it
+	 * is called in place of on_display. Optional. */
+	void (*on_display_id)(ptybox_session *s, uint64_t id, const char *bundle, bool late,
+			      const char *display_id, bool update, void *data);
 };
 
 PTYBOX_API void ptybox_options_init(struct ptybox_options *o);

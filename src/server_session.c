@@ -340,7 +340,7 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 }
 
 static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, bool late,
-			   void *data)
+			   const char *display_id, bool update, void *data)
 {
 	struct srv_session *ss = data;
 	struct srv_exec *x = srv_exec_find(ss, id);
@@ -360,6 +360,10 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 	cJSON_AddStringToObject(o, "event", "display");
 	protocol_json_add_uint(o, "exec", id);
 	cJSON_AddItemToObject(o, "data", parsed);
+	if (display_id) /* (of display(obj, display_id=...): a later update replaces it) */
+		cJSON_AddStringToObject(o, "display_id", display_id);
+	if (display_id && update)
+		cJSON_AddTrueToObject(o, "update");
 	srv_forward(ss, x, o, late);
 }
 
@@ -579,7 +583,7 @@ static const struct ptybox_callbacks srv_callbacks = {
 	.on_warning = srv_on_warning,
 	.on_ready = srv_on_ready,
 	.on_stream = srv_on_stream,
-	.on_display = srv_on_display,
+	.on_display_id = srv_on_display,
 	.on_result = srv_on_result,
 	.on_fatal = srv_on_fatal,
 	.on_closed = srv_on_closed,

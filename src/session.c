@@ -481,9 +481,15 @@ static void session_on_display_frame(ptybox_session *s, struct protocol_frame *f
 	bool late = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "late"));
 	bool own = e && f->has_id && f->id == e->id && !late;
 	const cJSON *data = cJSON_GetObjectItemCaseSensitive(f->root, "data");
-	if (s->cb.on_display && f->has_id && cJSON_IsObject(data) && (!own || e->stream)) {
+	bool told = s->cb.on_display || s->cb.on_display_id;
+	if (told && f->has_id && cJSON_IsObject(data) && (!own || e->stream)) {
 		char *bundle = cJSON_PrintUnformatted(data);
-		if (bundle)
+		if (bundle && s->cb.on_display_id)
+			s->cb.on_display_id(
+				s, f->id, bundle, !own, protocol_str(f->root, "display_id"),
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "update")),
+				s->data);
+		else if (bundle)
 			s->cb.on_display(s, f->id, bundle, !own, s->data);
 		cJSON_free(bundle);
 	}
