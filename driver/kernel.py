@@ -1100,20 +1100,21 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         try:
             source = _escaped(code)          # (!cmd and %pip: kernel_packages.py)
             tree = compile(source, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+            flags = 0 if self.exec_file else _TOP_AWAIT   # (python3 FILE has no top-level await)
             last = None
             if tree.body and isinstance(tree.body[-1], _ast.Expr) and not (
                     ";" in source and _quiet(lines if source is code else _lines(source),
                                              tree.body[-1])):
                 last = _ast.Expression(tree.body.pop().value)
-            body = compile(tree, filename, "exec", _TOP_AWAIT, dont_inherit=True)
+            body = compile(tree, filename, "exec", flags, dont_inherit=True)
             if last is not None:
                 expr = last.body
-                last = compile(last, filename, "eval", _TOP_AWAIT, dont_inherit=True)
+                last = compile(last, filename, "eval", flags, dont_inherit=True)
                 if (body.co_flags | last.co_flags) & _CO_COROUTINE:
                     # One coroutine, its value through a global (as one awaits
                     # it, asyncio.run() in it is refused, as in IPython).
                     tree.body.append(_assign_value(expr))
-                    body = compile(tree, filename, "exec", _TOP_AWAIT, dont_inherit=True)
+                    body = compile(tree, filename, "exec", flags, dont_inherit=True)
                     last = _AWAIT_LAST
         except Exception as e:               # SyntaxError & co: no driver frames to show
             e.__traceback__ = None

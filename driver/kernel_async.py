@@ -12,6 +12,9 @@ where it says "# @include kernel_async.py"; it uses kernel.py's globals.
 # ---- kernel_async.py: joined into kernel.py at build time (driver_join.py, "# @include")
 
 
+CANCEL_WAIT = 0.5                 # s an interrupted snippet's task has to end its handlers
+
+
 class _Async:
     """The session's event loop."""
 
@@ -27,4 +30,17 @@ class _Async:
             coro.close()
             raise RuntimeError("the session's event loop is already running")
         asyncio.set_event_loop(loop)         # get_event_loop() in later snippets: this one
-        return loop.run_until_complete(coro)
+        task = loop.create_task(coro)
+        try:
+            return loop.run_until_complete(task)
+        except BaseException:
+            # Stopped (a ^C, a timeout): the snippet's task is cancelled now,
+            # not resumed by the next snippet that awaits. Its handlers run
+            # for a moment; a second ^C stops them.
+            if not task.done():
+                task.cancel()
+                try:
+                    loop.run_until_complete(asyncio.wait({task}, timeout=CANCEL_WAIT))
+                except Exception:
+                    pass
+            raise

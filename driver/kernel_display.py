@@ -274,9 +274,7 @@ class _Display:
                 except UnicodeDecodeError:
                     pass
         elif type(value) is str and kind is not bytes:
-            text = value
-        elif type(value) is str and kind is bytes:
-            text = value                     # (IPython's Image gives it base64 already)
+            text = value                     # (in a bundle, an image's: base64 already)
         elif isinstance(value, (dict, list)) and (kind is list or kind is None
                                                   and mime.endswith("json")):
             try:
@@ -286,9 +284,13 @@ class _Display:
                            % (name, type(obj).__name__, type(e).__name__))
                 return
         if text is None:
-            want = {str: "str", bytes: "bytes", list: "dict or list"}.get(kind, "str or bytes")
-            self._note("%s() of %s returned %s for %s, not %s" % (
-                name, type(obj).__name__, type(value).__name__, mime, want))
+            if kind is None:
+                self._note("%s() of %s returned %s for %s, not str or bytes" % (
+                    name, type(obj).__name__, type(value).__name__, mime))
+            else:
+                self._note("%s() of %s returned %s, not %s" % (
+                    name, type(obj).__name__, type(value).__name__,
+                    "dict or list" if kind is list else kind.__name__))
             return
         if limit and len(text) > limit:
             _CUT[_get_ident()] = True

@@ -169,6 +169,17 @@ display(fig)''')
         self.assertIn("running event loop", results[5]["error"]["value"])
         self.assertEqual(results[6]["result"], {"text/plain": "3"})
 
+    def test_an_await_stopped_by_the_timeout_keeps_the_session_and_its_loop(self):
+        results, p = run_json(
+            "import asyncio\nended = []",
+            "try:\n    await asyncio.sleep(60)\nfinally:\n    ended.append('cancelled')",
+            "(ended, await asyncio.sleep(0, 5))",
+            extra=["--timeout", "1"])
+        self.assertEqual([r["status"] for r in results], ["ok", "timeout", "ok"], p.stderr)
+        self.assertFalse(results[2]["state_lost"])
+        # (the stopped task ran its finally once, and never resumed later)
+        self.assertEqual(results[2]["result"], {"text/plain": "(['cancelled'], 5)"})
+
     def test_a_snippet_indented_as_a_whole_runs(self):
         results, p = run_json("    x = 1\n    if x:\n        y = 2\n\n    x + y",
                               "\n\t\tz = '''\n\t\t  kept'''\n\t\tz",
