@@ -18,7 +18,8 @@ _REPRS = (("image/png", "_repr_png_", bytes), ("image/jpeg", "_repr_jpeg_", byte
           ("application/json", "_repr_json_", list), ("application/pdf", "_repr_pdf_", bytes),
           ("application/javascript", "_repr_javascript_", str))
 MAX_DISPLAY_ID = 256              # characters of a display_id: a longer one is a ValueError
-MAX_BUNDLE_TYPES = 60             # MIME types of one bundle (the relay takes 64): more are dropped
+MAX_BUNDLE_TYPES = 48             # MIME types from one _repr_mimebundle_: more are dropped
+                                  # (with the reprs and text/plain, under the relay's 64)
 # The modules of IPython that define or re-export display(): patched as they load.
 _IPYTHON_DISPLAY = ("IPython.core.display_functions", "IPython.core.display", "IPython.display")
 

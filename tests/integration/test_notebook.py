@@ -215,6 +215,34 @@ display(Big())''', extra=["--max-output", "1M"])
         self.assertIn("_repr_latex_() of Big returned int", r["stderr"])
         self.assertIn("_repr_json_() of Big returned set", r["stderr"])
 
+    def test_a_forged_display_id_is_dropped_by_the_relay(self):
+        # The session's code writes display messages of its own to the relay:
+        # an id that is no printable string of at most 256 characters is refused.
+        r = self.one(
+            "import gc, json\n"
+            "k = [o for o in gc.get_objects() if hasattr(type(o), 'display_data')][0]\n"
+            "for did in (5, 'x' * 257, '\\x1b]52;c;bad\\x07', ['l'], 'ok'):\n"
+            "    k.chan.write(json.dumps({'t': 'display', 'seq': k.running, 'late': False,\n"
+            "        'data': {'text/plain': repr(did)[:20]}, 'display_id': did,\n"
+            "        'update': 'yes'}).encode() + b'\\n')\n"
+            "display('last', display_id='ok', update=True)")
+        self.assertOk(r)
+        self.assertEqual(r["display"], [{"text/plain": "'ok'"}, {"text/plain": "'last'"}])
+        s = Serve("--timeout", "20")
+        try:
+            s.send({"id": 1, "op": "exec", "stream": True, "code":
+                    "display(1, display_id='a')\ndisplay(2, display_id='a', update=True)"})
+            events = []
+            while True:
+                m = s.recv(60)
+                if m.get("event") == "display":
+                    events.append({k: v for k, v in m.items() if k in ("display_id", "update")})
+                elif not m.get("event") and m.get("id") == 1:
+                    break
+            self.assertEqual(events, [{"display_id": "a"}, {"display_id": "a", "update": True}])
+        finally:
+            self.assertEqual(s.close(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
