@@ -64,8 +64,8 @@ def _quiet(lines, node):
         tail, i, rest = lines[rest], 0, rest + 1
 
 
-_AWAIT_VALUE = "_ptybox_await_value"   # the global that the value of an awaiting snippet goes through
-_AWAIT_LAST = "await"             # _compile's last: the value is in _AWAIT_VALUE
+_AWAIT_VALUE = "_ptybox_await_value"   # global: the value of an awaiting snippet, on its way
+_AWAIT_LAST = "await"              # _compile's last: the value is in _AWAIT_VALUE
 
 
 def _assign_value(expr):

@@ -169,6 +169,19 @@ display(fig)''')
         self.assertIn("running event loop", results[5]["error"]["value"])
         self.assertEqual(results[6]["result"], {"text/plain": "3"})
 
+    def test_is_complete_knows_top_level_await(self):
+        s = Serve("--timeout", "20")
+        try:
+            self.assertOk(s.exec("1", id=0))
+            got = []
+            for i, code in enumerate(("async with lock:", "await x", "async for a in b:\n"
+                                      "    pass\n\n", "await (")):
+                s.send({"id": i + 1, "op": "is_complete", "code": code})
+                got.append(s.recv_result(i + 1)["status"])
+            self.assertEqual(got, ["incomplete", "complete", "complete", "incomplete"])
+        finally:
+            self.assertEqual(s.close(), 0)
+
     def test_an_await_stopped_by_the_timeout_keeps_the_session_and_its_loop(self):
         results, p = run_json(
             "import asyncio\nended = []",
