@@ -182,7 +182,9 @@ class _Display:
                 if type(value) is tuple and len(value) == 2:
                     value = value[0]
                 if isinstance(value, dict):
-                    for mime, v in list(value.items())[:MAX_BUNDLE_TYPES]:
+                    for mime, v in value.items():
+                        if len(data) >= MAX_BUNDLE_TYPES:
+                            break
                         if type(mime) is str and wanted(mime):
                             self._add(data, notes, obj, mime, "_repr_mimebundle_", v, None,
                                       limit)
@@ -244,7 +246,9 @@ class _Display:
             raise TypeError("display(raw=True) takes MIME bundles (dict), not %s"
                             % type(obj).__name__)
         data, notes = {}, []
-        for mime, v in list(obj.items())[:MAX_BUNDLE_TYPES]:
+        for mime, v in obj.items():
+            if len(data) >= MAX_BUNDLE_TYPES:
+                break
             if type(mime) is str:
                 self._add(data, notes, obj, mime, "display", v, None, limit)
         if notes:
