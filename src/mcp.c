@@ -182,7 +182,7 @@ static struct mcp_call *mcp_call_new(struct mcp *m, enum mcp_kind kind, const cJ
 		abort();
 	c->sid = ++m->next_sid;
 	c->kind = kind;
-	c->rid = rid ? protocol_json_dup_exact(rid) : NULL;
+	c->rid = rid ? cJSON_Duplicate(rid, 0) : NULL; /* (printed exact: mcp_envelope) */
 	snprintf(c->session, sizeof(c->session), "%s", session ? session : "");
 	c->next = m->calls;
 	m->calls = c;
@@ -849,7 +849,7 @@ static void mcp_stream_event(struct mcp *m, struct mcp_call *c, const cJSON *ev)
 	cJSON_AddStringToObject(o, "jsonrpc", "2.0");
 	cJSON_AddStringToObject(o, "method", "notifications/progress");
 	cJSON *p = cJSON_AddObjectToObject(o, "params");
-	cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(c->progress, 1));
+	cJSON_AddItemToObject(p, "progressToken", protocol_json_dup_exact(c->progress));
 	cJSON_AddNumberToObject(p, "progress", ++c->progress_n);
 	cJSON_AddStringToObject(p, "message", msg);
 	mcp_emit(m, m->cfg.to_client, o);
