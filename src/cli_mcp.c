@@ -57,6 +57,7 @@ struct mcp_cli {
 	struct mcp_pending_line *queue, **queue_tail;
 	uv_idle_t flush;
 	bool flush_open;
+	bool stop_soon; /* the last call answered after the end of input: stop next turn */
 	/* another server's */
 	struct conn *srv_in, *srv_out;
 	pid_t ssh;
@@ -81,7 +82,7 @@ static const char mcp_usage[] =
 	"  -L NAME             the server named NAME\n"
 	"  -S PATH             the server at socket PATH\n"
 	"  -H ssh://[user@]host[:port]  the server on another machine (ptybox\n"
-	"                      must be installed there)\n"
+	"                      must be installed there; -L or -S: which one there)\n"
 	"  --pool N            keep N interpreters of these options started ahead\n"
 	"  -h, --help          this help\n"
 	"\n";
@@ -112,6 +113,8 @@ static void mcp_cli_flush_cb(uv_idle_t *h)
 		free(l);
 		l = next;
 	}
+	if (mc->stop_soon && !mc->queue)
+		mcp_cli_stop(mc);
 }
 
 static void mcp_cli_to_local(struct mcp_cli *mc, char *line, size_t len)
@@ -134,8 +137,11 @@ static int mcp_cli_local_send(void *conn, char *line, size_t len)
 	if (mc->mcp && !mc->stopped)
 		mcp_server_line(mc->mcp, line, len && line[len - 1] == '\n' ? len - 1 : len);
 	free(line);
-	if (mc->eof && mc->mcp && mcp_pending(mc->mcp) == 0)
-		mcp_cli_stop(mc);
+	if (mc->eof && mc->mcp && mcp_pending(mc->mcp) == 0 && mc->flush_open) {
+		/* (not from inside the server's own send: on the next turn) */
+		mc->stop_soon = true;
+		uv_idle_start(&mc->flush, mcp_cli_flush_cb);
+	}
 	return 0;
 }
 
@@ -382,7 +388,8 @@ static int mcp_cli_start_local(struct mcp_cli *mc)
 }
 
 /* A connection to another server: hello is mcp.c's to say for the socket
- * (started if none runs), said already through ssh. */
+ * (started if none runs), said already through ssh (-L and -S name the
+ * server at the far end then). */
 static int mcp_cli_start_remote(struct mcp_cli *mc, const char *label, const char *spath,
 				const char *host, bool *hello)
 {
@@ -390,7 +397,7 @@ static int mcp_cli_start_remote(struct mcp_cli *mc, const char *label, const cha
 	int rfd, wfd;
 	if (host) {
 		struct cli_client_link link;
-		int rc = cli_client_dial("mcp", NULL, NULL, host, &link);
+		int rc = cli_client_dial("mcp", label, spath, host, &link);
 		if (rc)
 			return -ECONNREFUSED;
 		rfd = link.rfd;
@@ -485,8 +492,8 @@ int cli_mcp(int argc, char **argv)
 		fprintf(stderr, "Try 'ptybox mcp --help'.\n");
 		goto out;
 	}
-	if (!!label + !!spath + !!host > 1) {
-		cli_error("mcp: -L, -S and -H each name a server: give one");
+	if (label && spath) {
+		cli_error("mcp: -L and -S each name a server: give one");
 		goto out;
 	}
 	if (cli_session_opts_check(&so, "mcp") < 0)

@@ -245,6 +245,35 @@ class SharedServer(TestCase):
             shutil.rmtree(folder, ignore_errors=True)
 
 
+class OverSsh(TestCase):
+    """-H ssh://: the sessions of the server at the far end, through
+    `ssh host ptybox dial-stdio` (the far end is this machine, a real sshd
+    on loopback, with a server of the test's own name)."""
+
+    def test_an_agent_runs_code_in_the_far_servers_session(self):
+        from test_ssh import LoopbackSshd
+        sshd = LoopbackSshd()
+        label = "test-mcp-%d" % os.getpid()
+        env = dict(sshd.env, PTYBOX_REMOTE=os.path.abspath(PTYBOX))
+        try:
+            p = subprocess.run([PTYBOX, "-H", sshd.via, "-L", label, "new", "far"],
+                               capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            m = Mcp("-H", sshd.via, "-L", label, env=env)
+            m.initialize()
+            r = m.tool(1, "run_code", code="import os; far = 5; os.getpid()", session="far")
+            self.assertFalse(r["isError"], r)
+            self.assertLess(int(text_of(r).split()[-1]), 10)  # (the far sandbox's pid namespace)
+            self.assertEqual(m.close(), 0)
+            p = subprocess.run([PTYBOX, "-H", sshd.via, "-L", label, "exec", "far", "-c",
+                                "far + 1"], capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual((p.returncode, p.stdout), (0, "6\n"), p.stderr)
+        finally:
+            subprocess.run([PTYBOX, "-H", sshd.via, "-L", label, "kill-server"],
+                           capture_output=True, timeout=60, env=env)
+            sshd.close()
+
+
 class Cli(TestCase):
     def test_help_and_bad_options(self):
         p = subprocess.run([PTYBOX, "mcp", "--help"], capture_output=True, text=True, timeout=30)
