@@ -37,8 +37,10 @@
 #define MCP_SERVER_LINE ((size_t)1 << 30)
 
 /* A line for the server in this process, held until the next loop turn: the
- * server must not be entered from inside its own send callback. At most the
- * two lines one client message makes, plus the interrupts of cancellations. */
+ * server must not be entered from inside its own send callback. The queue
+ * empties every turn, so it holds what one turn's input made: one read's
+ * lines (64 KiB), two requests each at most, and mcp.c caps the calls
+ * waiting (MCP_MAX_CALLS). */
 struct mcp_pending_line {
 	struct mcp_pending_line *next;
 	char *line;
