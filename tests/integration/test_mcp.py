@@ -217,6 +217,35 @@ class JsonRpc(TestCase):
         self.assertIn("[status: timeout", text_of(r))
 
 
+class OwnSessions(TestCase):
+    """Without -L, -S or -H the sessions are mcp's own: they end with it,
+    at the end of its input or at SIGTERM, and nothing of them is left."""
+
+    def check_all_gone(self, stop):
+        from test_server import await_exit, descendants
+        m = Mcp("--via", VIA)
+        m.initialize()
+        self.assertEqual(m.tool(1, "new_session", session="two")["isError"], False)
+        for i, session in enumerate(("default", "two")):
+            r = m.tool(2 + i, "run_code", code="import subprocess; subprocess.Popen(['sleep', "
+                       "'300']); 'ok'", session=session)
+            self.assertFalse(r["isError"], r)
+        below = descendants(m.p.pid)
+        self.assertGreaterEqual(len(below), 4, below)  # (two sandboxes, each a sleep in it)
+        self.assertEqual(stop(m), 0 if stop is Mcp.close else 143)
+        self.assertTrue(await_exit(below, timeout=20), [p for p in below
+                                                         if os.path.exists("/proc/%d" % p)])
+
+    def test_at_the_end_of_input(self):
+        self.check_all_gone(Mcp.close)
+
+    def test_at_sigterm(self):
+        def term(m):
+            m.p.terminate()
+            return m.close()
+        self.check_all_gone(term)
+
+
 class SharedServer(TestCase):
     """With -S an agent and a person share a session: what the agent set,
     `ptybox exec` sees."""
