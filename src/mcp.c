@@ -267,7 +267,14 @@ static const char mcp_tools_json[] =
 	"code's language: python.\"},"
 	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds "
 	"before the run is stopped (default: the session's, 30).\"}},"
-	"\"required\":[\"code\"],\"additionalProperties\":false}},"
+	"\"required\":[\"code\"],\"additionalProperties\":false},"
+	"\"outputSchema\":{\"type\":\"object\",\"properties\":{"
+	"\"status\":{\"type\":\"string\",\"description\":\"ok, error, timeout, interrupted, "
+	"crashed or cancelled\"},"
+	"\"exec\":{\"type\":\"integer\",\"description\":\"The execution's id in its session "
+	"(tracebacks name it <exec-N>)\"},"
+	"\"session\":{\"type\":\"string\"},\"duration_ms\":{\"type\":\"number\"}},"
+	"\"required\":[\"status\"]}},"
 	"{\"name\":\"new_session\",\"title\":\"New session\","
 	"\"description\":\"Create a new sandboxed Python session under a name, with the limits "
 	"ptybox mcp was started with. Sessions are independent: each has its own variables and "
@@ -278,7 +285,9 @@ static const char mcp_tools_json[] =
 	"{\"name\":\"list_sessions\",\"title\":\"List sessions\","
 	"\"description\":\"List the sessions: name, state (starting, idle, busy, restarting, "
 	"dead), uptime, executions, last status.\","
-	"\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}},"
+	"\"inputSchema\":{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false},"
+	"\"outputSchema\":{\"type\":\"object\",\"properties\":{\"sessions\":{\"type\":"
+	"\"array\",\"items\":{\"type\":\"object\"}}},\"required\":[\"sessions\"]}},"
 	"{\"name\":\"interrupt\",\"title\":\"Interrupt\","
 	"\"description\":\"Interrupt the code running in a session (as Ctrl-C: "
 	"KeyboardInterrupt), keeping its state.\","
@@ -747,6 +756,15 @@ static cJSON *mcp_run_content(const cJSON *res, bool *is_error)
 	}
 	if (protocol_str(value, "image/png"))
 		mcp_add_image(content, protocol_str(value, "image/png"), "image/png");
+	/* The same, for a program: what outputSchema promises. */
+	cJSON *sc = cJSON_AddObjectToObject(r, "structuredContent");
+	cJSON_AddStringToObject(sc, "status", status ? status : "error");
+	static const char *const keep[] = {"exec", "session", "duration_ms"};
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, keep[i]);
+		if (cJSON_IsNumber(v) || cJSON_IsString(v))
+			cJSON_AddItemToObject(sc, keep[i], protocol_json_dup_exact(v));
+	}
 	return r;
 }
 
@@ -914,9 +932,17 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 		return;
 	case K_LS: {
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(reply, "sessions");
-		char *text = s ? cJSON_Print(s) : NULL;
-		mcp_tool_text(m, c->rid, false, "%s", text ? text : "[]");
+		cJSON *list = cJSON_IsArray(s) ? cJSON_Duplicate(s, 1) : cJSON_CreateArray();
+		char *text = list ? cJSON_Print(list) : NULL;
+		if (!text)
+			abort();
+		cJSON *content;
+		cJSON *r = mcp_tool_result(&content, false);
+		mcp_add_text(content, text);
 		cJSON_free(text);
+		cJSON_AddItemToObject(cJSON_AddObjectToObject(r, "structuredContent"), "sessions",
+				      list);
+		mcp_result(m, c->rid, r);
 		return;
 	}
 	case K_INTERRUPT:

@@ -31,8 +31,10 @@ def install_client():
     for name in ("package.json", "package-lock.json", "client.mjs"):
         shutil.copyfile(os.path.join(CLIENT_SRC, name), os.path.join(CLIENT_DIR, name))
     want = hashlib.sha256(lock).hexdigest()
-    if os.path.exists(stamp) and open(stamp).read() == want:
-        return
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            if f.read() == want:
+                return
     p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                        cwd=CLIENT_DIR, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
@@ -128,10 +130,15 @@ class WithTheSdk(TestCase):
         self.assertIn('File "<exec-6>", line 1', out["demo"][5]["text"])
         # State kept; another session has its own.
         self.assertEqual(out["state"], "[value]\n65\n")
+        # (and for a program: the SDK checked it against the tool's outputSchema)
+        self.assertEqual(out["stateStructured"]["status"], "ok")
+        self.assertEqual(out["stateStructured"]["exec"], 7)
+        self.assertEqual(out["stateStructured"]["session"], "default")
         self.assertEqual(out["newSession"], "session 'other' is ready")
         self.assertTrue(out["otherSession"]["isError"])
         self.assertIn("NameError: name 'x' is not defined", out["otherSession"]["text"])
         self.assertEqual(out["sessions"], ["default", "other"])
+        self.assertEqual(out["sessionsStructured"], ["default", "other"])
         # The plot: its text, then the picture as an MCP image.
         self.assertEqual(out["plot"][0], {"type": "text", "text": "drawn\n"})
         images = [c for c in out["plot"] if c["type"] == "image"]

@@ -54,11 +54,15 @@ async function main() {
   }
 
   // State across calls, and a named session apart from the default one.
-  out.state = text(await call("run_code", { code: "x * y + result" }));
+  const state = await call("run_code", { code: "x * y + result" });
+  out.state = text(state);
+  out.stateStructured = state.structuredContent;
   out.newSession = text(await call("new_session", { session: "other" }));
   const other = await call("run_code", { code: "x", session: "other" });
   out.otherSession = { text: text(other), isError: other.isError ?? false };
-  out.sessions = JSON.parse(text(await call("list_sessions", {}))).map((s) => s.name).sort();
+  const ls = await call("list_sessions", {});
+  out.sessions = JSON.parse(text(ls)).map((s) => s.name).sort();
+  out.sessionsStructured = ls.structuredContent.sessions.map((s) => s.name).sort();
 
   // A plot comes back as an image.
   const plot = await call("run_code", {

@@ -190,7 +190,8 @@ static void test_run_code_makes_the_default_session_then_runs(void **state)
 		       "{\"text/plain\":\"2\"},\"display\":[],\"error\":null,\"truncated\":false,"
 		       "\"dropped_bytes\":0,\"state_lost\":false,\"exec\":1}");
 	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":\"text\","
-		   "\"text\":\"1\\n[value]\\n2\\n\"}],\"isError\":false}}\n");
+		   "\"text\":\"1\\n[value]\\n2\\n\"}],\"isError\":false,\"structuredContent\":{"
+		   "\"status\":\"ok\",\"exec\":1}}}\n");
 	assert_int_equal(mcp_pending(m), 0);
 	/* the second call: no new */
 	in(m, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -205,7 +206,8 @@ static void test_run_code_makes_the_default_session_then_runs(void **state)
 	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{\"content\":[{\"type\":\"text\","
 		   "\"text\":\"[error]\\nTraceback\\nZeroDivisionError: division by zero\\n"
 		   "[output cut: 10 bytes dropped from the middle]\\n\"},{\"type\":\"image\","
-		   "\"data\":\"iVBO\",\"mimeType\":\"image/png\"}],\"isError\":true}}\n");
+		   "\"data\":\"iVBO\",\"mimeType\":\"image/png\"}],\"isError\":true,"
+		   "\"structuredContent\":{\"status\":\"error\",\"exec\":2}}}\n");
 	mcp_free(m);
 	cJSON_Delete(opts);
 }
