@@ -249,6 +249,7 @@ class OwnSessions(TestCase):
     def test_at_sigterm(self):
         def term(m):
             m.p.terminate()
+            m.p.wait(60)  # (before the end of its input, which would end it too)
             return m.close()
         self.check_all_gone(term)
 
