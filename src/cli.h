@@ -155,6 +155,7 @@ int cli_read_stdin(const char *cmd, void **data, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_mcp(int argc, char **argv);
 int cli_repl(int argc, char **argv);
 int cli_attach(int argc, char **argv);
 
