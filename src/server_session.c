@@ -691,6 +691,12 @@ static int srv_session_with(struct srv_session *ss, const cJSON *options, char *
 	}
 	if (w->with)
 		w = w->with;
+	const cJSON *pool = cJSON_GetObjectItemCaseSensitive(options, "pool");
+	if (pool && !(cJSON_IsNumber(pool) && pool->valuedouble == 0)) {
+		snprintf(err, errlen, "--with %s: runs in its sandbox: --pool does not apply",
+			 w->name);
+		return -EINVAL;
+	}
 	if (ss->so.o.via && strcmp(ss->so.o.via, "local") != 0) {
 		snprintf(err, errlen, "--with %s: runs in its sandbox: --via does not apply",
 			 w->name);

@@ -107,6 +107,7 @@ class TestWith(TestCase):
             (("new", "b", "--with", "nosuch"), "--with nosuch: no such session"),
             (("new", "b", "--with", "a", "--via", "exec:cat"), "--via does not apply"),
             (("exec", "a", "--with", "a", "-c", "1"), "'--with' is for new"),
+            (("new", "b", "--with", "a", "--pool", "2"), "--pool does not apply"),
         ]
         for args, said in cases:
             r = self.srv(*args)
