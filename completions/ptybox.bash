@@ -101,6 +101,10 @@ _ptybox()
 		fi
 		return
 		;;
+	--with)
+		COMPREPLY=($(compgen -W "$(_ptybox_sessions)" -- "$val"))
+		return
+		;;
 	--python | --packages | --put)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -f -- "$val")) # (a path: commands are not looked up)
@@ -160,7 +164,7 @@ _ptybox()
 		COMPREPLY=($(compgen -W "--pool --help -L -S -H ${session_opts/--log /}" -- "$cur"))
 		;;
 	new)
-		COMPREPLY=($(compgen -W "--pool --record --record-max --help -L -S -H $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--pool --with --record --record-max --help -L -S -H $session_opts" -- "$cur"))
 		;;
 	exec | result | interrupt | cancel | restart | kill | capture | watch | attach)
 		if [[ $cur == -* ]]; then

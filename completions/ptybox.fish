@@ -93,6 +93,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from result' -l no-wait -d 'Say ru
 complete -c ptybox -n '__fish_seen_subcommand_from capture' -s e -d 'Keep colours'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l foreground -d 'Do not daemonize; log on standard error'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l allow-remote-transports -d 'Let dial-stdio clients start ssh:, exec:, none sessions'
+complete -c ptybox -n '__fish_seen_subcommand_from new' -l with -x -a '(__ptybox_sessions)' -d 'Run in that session\'s sandbox'
 complete -c ptybox -n '__fish_seen_subcommand_from new' -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
 complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from mcp new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s L -x -d 'The server named NAME'
 complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from mcp new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s S -r -F -d 'The server at socket PATH'

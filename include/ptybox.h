@@ -79,6 +79,12 @@ struct ptybox_options {
 	/* A folder of wheels for pip (PTYBOX_WHEELS): the local sandbox binds it
 	 * read-only at /run/ptybox/wheels; elsewhere a path on the far side. NULL: none */
 	const char *wheels;
+	/* --with: run inside the embedded sandbox of this session (which must be
+	 * local): its files, processes and cgroup limits, as E2B's contexts share
+	 * one sandbox; env, workdir and the rlimits stay this session's own. NULL:
+	 * a sandbox of its own. Closing it (or its sandbox dying) ends this
+	 * session's interpreter, which then cannot restart. Never takes from a pool. */
+	ptybox_session *with;
 };
 
 struct ptybox_result_detail; /* ptybox's own */

@@ -1054,13 +1054,16 @@ static const char exec_usage[] =
 	"                      without -i it is not read: end of file at once\n" CLIENT_COMMON_HELP;
 
 static const char *const verb_usages[][2] = {
-	{"new", "Usage: ptybox new NAME [--pool N] [--record FILE] [SESSION OPTIONS]\n"
-		"Create the session NAME in the server (started if none runs); returns once\n"
-		"it is ready. Takes the session options of `ptybox run` but --log (the\n"
-		"server keeps its own log). --record: the server records the session\n"
-		"from now until it ends.\n"
-		"  --pool N            the server keeps N interpreters of these options started\n"
-		"                      ahead, so that the next new with them is ready at once\n"},
+	{"new",
+	 "Usage: ptybox new NAME [--pool N] [--with OTHER] [--record FILE] [SESSION OPTIONS]\n"
+	 "Create the session NAME in the server (started if none runs); returns once\n"
+	 "it is ready. Takes the session options of `ptybox run` but --log (the\n"
+	 "server keeps its own log). --record: the server records the session\n"
+	 "from now until it ends.\n"
+	 "  --pool N            the server keeps N interpreters of these options started\n"
+	 "                      ahead, so that the next new with them is ready at once\n"
+	 "  --with OTHER        run in OTHER's sandbox (its files, processes and limits);\n"
+	 "                      killing OTHER kills this one\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
 		   "The result of execution ID of session NAME (default: the last), waiting\n"
 		   "for it if it runs (--no-wait: its state, running or queued, and exit\n"
@@ -1123,8 +1126,11 @@ static void client_ls_print(const cJSON *sessions, bool json)
 			snprintf(memory, sizeof(memory), "-");
 		/* (a name is printable by construction; --via is the user's own
 		 * words, but shown safe all the same) */
-		const char *v = protocol_str(s, "via");
-		snprintf(via, sizeof(via), "%s", v ? v : "?");
+		const char *v = protocol_str(s, "via"), *with = protocol_str(s, "with");
+		if (with) /* (in that session's sandbox) */
+			snprintf(via, sizeof(via), "with:%s", with);
+		else
+			snprintf(via, sizeof(via), "%s", v ? v : "?");
 		for (char *p = via; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = '?';
@@ -1150,6 +1156,7 @@ int cli_client(int argc, char **argv)
 		{"stdin", no_argument, NULL, 'i'},
 		{"cwd", required_argument, NULL, 0x1c0},
 		{"pool", required_argument, NULL, 'P'},
+		{"with", required_argument, NULL, 'W'},
 		{"socket", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_RECORD_LONGOPTS,
@@ -1238,11 +1245,13 @@ int cli_client(int argc, char **argv)
 			break;
 		}
 		case 'P':
+		case 'W':
 			if (!is_new) {
-				cli_error("%s: option '--pool' is for new", cmd);
+				cli_error("%s: option '--%s' is for new", cmd,
+					  opt == 'P' ? "pool" : "with");
 				return CLI_EXIT_USAGE;
 			}
-			na.key[na.n] = "pool";
+			na.key[na.n] = opt == 'P' ? "pool" : "with";
 			na.val[na.n++] = optarg;
 			break;
 		case 'c':

@@ -1040,12 +1040,50 @@ static const struct instance_callbacks session_instance_callbacks = {
 	.on_dead = session_on_dead,
 };
 
+static void session_first_start_cb(uv_timer_t *t);
+
+/* --with: points the sandbox options at the sandbox to join; false (and the
+ * session fatal, or a retry due) when there is none now. */
+static bool session_with_sandbox(ptybox_session *s)
+{
+	ptybox_session *w = s->with;
+	const struct sandbox *sb = NULL;
+	if (w && (w->state == S_IDLE || w->state == S_RUNNING) && w->in)
+		sb = transport_sandbox(w->in->transport);
+	if (sb && sandbox_running(sb)) {
+		s->topts.sandbox.join = sb;
+		return true;
+	}
+	/* Its own restart under way: ours waits for it, within a boot's time. */
+	uint64_t now = uv_now(s->loop);
+	if (w && w->state == S_STARTING) {
+		if (!s->with_wait_until)
+			s->with_wait_until = now + options_seconds_ms(s->opts.boot_timeout);
+		if (now < s->with_wait_until) {
+			uv_timer_start(&s->timer, session_first_start_cb, 20, 0);
+			return false;
+		}
+	}
+	session_fatal(s, "%sthe sandbox of --with is %s",
+		      s->started_once ? "the interpreter could not be restarted: " : "",
+		      !w		       ? "gone (its session was closed)"
+		      : w->state == S_STARTING ? "still starting"
+					       : "not running");
+	return false;
+}
+
 static void session_start(ptybox_session *s)
 {
 	char err[512] = "";
 	s->state = S_STARTING;
+	if (s->with || s->opts.with) {
+		if (!session_with_sandbox(s))
+			return;
+		s->with_wait_until = 0;
+	}
 	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
-	s->in = s->opts.pool ? pool_take(s->opts.pool, &s->topts, max_payload) : NULL;
+	s->in = s->opts.pool && !s->opts.with ? pool_take(s->opts.pool, &s->topts, max_payload)
+					      : NULL;
 	if (s->in) {
 		instance_adopt(s->in, &session_instance_callbacks, s, s->log);
 		if (s->in->state == I_READY)
@@ -1054,6 +1092,7 @@ static void session_start(ptybox_session *s)
 	}
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
 				&session_instance_callbacks, s, s->log, &s->in, err, sizeof(err));
+	s->topts.sandbox.join = NULL; /* (read by instance_start only) */
 	if (rc < 0)
 		session_fatal(s, "%s%s",
 			      s->started_once ? "the interpreter could not be restarted: " : "",
@@ -1100,11 +1139,33 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 		free(s);
 		return rc;
 	}
+	ptybox_session *with = o->with;
+	while (with && with->with) /* a sharer's sandbox is its with's */
+		with = with->with;
+	if (with && (with->topts.kind != TRANSPORT_LOCAL || s->topts.kind != TRANSPORT_LOCAL)) {
+		snprintf(err, errlen, "--with shares an embedded sandbox (--via local): %s",
+			 with->topts.kind != TRANSPORT_LOCAL
+				 ? "that session runs elsewhere; start this one with its --via"
+				 : "this session's --via would run it elsewhere");
+		free(s);
+		return -EINVAL;
+	}
+	if (with && with->state == S_CLOSING) {
+		snprintf(err, errlen, "--with: that session is closing");
+		free(s);
+		return -ESRCH;
+	}
 	s->loop = loop;
 	s->opts = *o;
 	s->opts.via = NULL; /* the caller's string; only the parsed form is kept */
 	s->cb = *cb;
 	s->data = data;
+	if (with) {
+		s->opts.with = with;
+		s->with = with;
+		s->next_sharer = with->sharers;
+		with->sharers = s;
+	}
 	if (cb->on_warning) {
 		s->topts.sandbox.warn = session_warn_cb;
 		s->topts.sandbox.warn_ctx = s;
@@ -1394,11 +1455,32 @@ static void session_instance_closed(void *data)
 	session_closed_one(data);
 }
 
+/* Out of --with's lists both ways: a closed session is no one's sandbox (its
+ * sharers' next start says so) and shares none. */
+static void session_unshare(ptybox_session *s)
+{
+	for (ptybox_session *b = s->sharers, *next; b; b = next) {
+		next = b->next_sharer;
+		b->with = NULL;
+		b->next_sharer = NULL;
+	}
+	s->sharers = NULL;
+	if (s->with) {
+		ptybox_session **p = &s->with->sharers;
+		while (*p && *p != s)
+			p = &(*p)->next_sharer;
+		if (*p)
+			*p = s->next_sharer;
+		s->with = NULL;
+	}
+}
+
 void ptybox_session_close(ptybox_session *s)
 {
 	if (s->state == S_CLOSING)
 		return;
 	s->state = S_CLOSING;
+	session_unshare(s);
 	session_await(s, false);
 	while (s->head)
 		exec_free(session_pop(s));

@@ -98,6 +98,12 @@ struct ptybox_session {
 	struct log *log;  /* --log: this session's own; NULL: the process's */
 	char warned[256]; /* the last warning told (each is told once) */
 
+	/* --with: the session whose sandbox this one's interpreter runs in, and
+	 * the others that run in this one's (a list through next_sharer) */
+	ptybox_session *with;
+	ptybox_session *sharers, *next_sharer;
+	uint64_t with_wait_until; /* uv_now: while with restarts, this one waits */
+
 	enum session_state state;
 	struct instance *in;
 	struct instance *told; /* the instance told the terminal (size, tty) */
