@@ -68,6 +68,8 @@ READ = 256 << 10
 HOLD_BELOW = 64 << 10             # a read of less output than this ...
 HOLD_NS = 10 ** 6                 # ... lets the next wait this long (ns), for more
 TTY_READ = 64 << 10
+TTY_PIECE = 2048                  # a read this big: more is likely there (read_on)
+TTY_GATHER = 1 << 20              # bytes read on before they are parsed
 PIPE_SIZE = 1 << 20
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
 REQUEST_CAP = 1 << 32             # bytes of one request line: a longer one is dropped
@@ -946,7 +948,29 @@ class Relay(_Files):
             return
         if not data:
             self.exit(0)
+        if len(data) >= TTY_PIECE:
+            data = self.read_on(data)
         self.input(data)
+
+    def read_on(self, data):
+        """data and what follows it on the terminal now, up to TTY_GATHER
+        bytes.  A terminal hands over at most its line discipline's buffer (4
+        KiB) a read: a put's megabytes are read on without a poll between
+        reads, and parsed once, not once each 4 KiB."""
+        more = bytearray(data)
+        while len(more) < TTY_GATHER:
+            try:                             # (the terminal blocks: read only what is there)
+                if fcntl.ioctl(self.tty, termios.FIONREAD, b"\0\0\0\0") == b"\0\0\0\0":
+                    break
+            except OSError:
+                break
+            piece = _read(self.tty, TTY_READ)
+            if not piece:
+                if piece is not None:
+                    self.exit(0)
+                break
+            more += piece
+        return bytes(more)
 
     def input(self, data):
         lines, cut = self.tty_lines.feed(data)
