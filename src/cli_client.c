@@ -576,6 +576,13 @@ static void client_ls_print(const cJSON *sessions, bool json)
 int cli_client(int argc, char **argv)
 {
 	const char *cmd = argv[0];
+	/* Every word goes to the server in JSON, which is UTF-8: one that is not
+	 * would be a line the server cannot answer by its id. */
+	for (int i = 1; i < argc; i++)
+		if (!protocol_utf8_valid(argv[i], strlen(argv[i]))) {
+			cli_error("%s: argument %d is not valid UTF-8", cmd, i);
+			return CLI_EXIT_USAGE;
+		}
 	struct client_target t = {0};
 	struct cli_session_opts so;
 	cli_session_opts_init(&so);
@@ -682,6 +689,12 @@ int cli_client(int argc, char **argv)
 					  opt == 'P' ? "pool" : "with");
 				return CLI_EXIT_USAGE;
 			}
+			for (int i = 0; i < na.n; i++)
+				if (strcmp(na.key[i], opt == 'P' ? "pool" : "with") == 0) {
+					cli_error("%s: --%s given twice", cmd,
+						  opt == 'P' ? "pool" : "with");
+					return CLI_EXIT_USAGE;
+				}
 			na.key[na.n] = opt == 'P' ? "pool" : "with";
 			na.val[na.n++] = optarg;
 			break;

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,9 +112,29 @@ int sandbox_child_fd(const struct sandbox *sb)
 	return sb ? sb->join_pidfd : -1;
 }
 
+static int sandbox_init_pidfd(const struct sandbox *sb);
+
 bool sandbox_running(const struct sandbox *sb)
 {
-	return sb && sb->shared && __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) > 0;
+	/* Its init's number is still there until the outer child has reaped it:
+	 * the pidfd tells (readable once it has exited) whether it still runs. */
+	int fd = sb ? sandbox_init_pidfd(sb) : -1;
+	struct pollfd pfd = {fd, POLLIN, 0};
+	bool alive = fd >= 0 && poll(&pfd, 1, 0) == 0;
+
+	/* An init that exits first lets go of its namespaces (then setns says
+	 * ESRCH), and only then waits for the rest of its pid namespace to die:
+	 * its /proc/PID/ns links are gone from the start of that wait. */
+	if (alive) {
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid",
+			 (int)__atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST));
+		alive = stat(path, &st) == 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return alive;
 }
 
 /* A pidfd of sb's init (or, joined, its driver), or -1: opened while the
@@ -159,12 +180,16 @@ static int sandbox_join_prepare(struct sandbox *sb, const struct sandbox *with, 
 		struct sandbox_cgroup *to = &sb->join_cgroups.cg[i];
 		if (!from->join || !from->dir)
 			continue;
+		to->v2 = from->v2;
+		to->mask = from->mask;
 		if (!(to->dir = strdup(from->dir)) || !(to->join = strdup(from->join))) {
 			sandbox_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
 			return -ENOMEM;
 		}
 	}
 	sb->join_cgroups.n = with->cgroups.n;
+	if ((sb->oom = with->oom))
+		__atomic_add_fetch(&sb->oom->refs, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -243,6 +268,12 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		rc = sandbox_cgroup_setup(&sb->cgroups, &sb->opts, sb->parent, err, errlen);
 		if (rc < 0)
 			goto fail;
+		if (!(sb->oom = calloc(1, sizeof(*sb->oom)))) {
+			rc = -ENOMEM;
+			sandbox_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
+			goto fail;
+		}
+		sb->oom->refs = 1;
 	} else {
 		sandbox_warn(opts, &warned,
 			     "not root: running without cgroup limits (memory, pids, cpu)");
@@ -339,12 +370,19 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 
 const char *sandbox_death_reason(struct sandbox *sb)
 {
-	return sb ? sandbox_cgroup_death_reason(&sb->cgroups) : NULL;
+	if (!sb)
+		return NULL;
+	if (!sb->oom)
+		return NULL;
+	return sandbox_cgroup_death_reason(sb->join_pidfd >= 0 ? &sb->join_cgroups : &sb->cgroups,
+					   &sb->oom->told);
 }
 
 long long sandbox_memory(const struct sandbox *sb)
 {
-	return sb ? sandbox_cgroup_memory(&sb->cgroups) : -ENOTSUP;
+	if (!sb)
+		return -ENOTSUP;
+	return sandbox_cgroup_memory(sb->join_pidfd >= 0 ? &sb->join_cgroups : &sb->cgroups);
 }
 
 void sandbox_free(struct sandbox *sb)
@@ -360,6 +398,8 @@ void sandbox_free(struct sandbox *sb)
 		close(sb->child_pidfd);
 	if (sb->join_pidfd >= 0)
 		close(sb->join_pidfd);
+	if (sb->oom && __atomic_sub_fetch(&sb->oom->refs, 1, __ATOMIC_SEQ_CST) == 0)
+		free(sb->oom);
 	for (i = 0; i < SANDBOX_CG_COUNT; i++) {
 		free(sb->join_cgroups.cg[i].dir);
 		free(sb->join_cgroups.cg[i].join);

@@ -813,6 +813,10 @@ static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd
 	pid_t driver;
 	int st;
 
+	/* The driver runs on this process's memory (CLONE_VM) until its exec, in
+	 * the shared pid namespace: its /proc/PID/cmdline is our argv until then.
+	 * (Here, while /proc/self is still ours.) */
+	sandbox_init_hide(err_fd);
 	if (sandbox_cgroup_join(&sb->join_cgroups, &failed) < 0)
 		sandbox_fail(err_fd, "join cgroup", failed, errno);
 	if (setns(sb->join_pidfd, (int)sb->clone_flags) < 0)
@@ -838,6 +842,7 @@ static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd
 	close(err_fd);
 	close(1);
 	close(2);
+	(void)prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0); /* (as init's) */
 	for (;;) {
 		pid_t r = waitpid(driver, &st, 0);
 		if (r == driver)

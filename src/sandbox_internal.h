@@ -75,8 +75,11 @@ void sandbox_cgroup_kill(const struct sandbox_cgroups *cgs, pid_t spare);
 /* Kills whatever is left in the session's cgroups until they are empty or deadline
  * (sandbox_now_ms) has passed. */
 void sandbox_cgroup_drain(const struct sandbox_cgroups *cgs, int64_t deadline);
-/* "out of memory" if the memory cgroup killed a process of the session; else NULL. */
-const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs);
+/* "out of memory" if the memory cgroup killed a process since *seen said (the
+ * count of its kills, updated: each kill is told once); else NULL. */
+const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs, uint64_t *told);
+/* How many processes the memory cgroup's OOM killer has killed so far (0 without one). */
+uint64_t sandbox_cgroup_oom_kills(const struct sandbox_cgroups *cgs);
 /* The memory cgroup's usage in bytes (memory.current, v1 memory.usage_in_bytes),
  * or -ENOTSUP without one, or the read's -errno. */
 long long sandbox_cgroup_memory(const struct sandbox_cgroups *cgs);
@@ -156,6 +159,15 @@ struct sandbox {
 	 * otherwise */
 	int join_pidfd;
 	struct sandbox_cgroups join_cgroups;
+	/* The memory cgroup's OOM kills already told, one count for every
+	 * session of the cgroup (--with shares it): a kill is told once, to the
+	 * first whose process died. Counted references; NULL: none. */
+	struct sandbox_oom *oom;
+};
+
+struct sandbox_oom {
+	uint64_t told;
+	int refs;
 };
 
 /* The plan (sandbox_plan.c): parent, before fork, called by sandbox_new. What it

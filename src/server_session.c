@@ -683,6 +683,11 @@ static int srv_session_with(struct srv_session *ss, const cJSON *options, char *
 		snprintf(err, errlen, "\"with\" must be the name of a session");
 		return -EINVAL;
 	}
+	const char *bad = server_name_invalid(with->valuestring, strlen(with->valuestring));
+	if (bad) {
+		snprintf(err, errlen, "--with: %s", bad);
+		return -EINVAL;
+	}
 	struct srv_session *w = srv_session_find(ss->server, with->valuestring);
 	if (!w) {
 		snprintf(err, errlen, "--with %.*s: no such session", SERVER_NAME_MAX,
@@ -695,10 +700,19 @@ static int srv_session_with(struct srv_session *ss, const cJSON *options, char *
 	}
 	if (w->with)
 		w = w->with;
-	const cJSON *pool = cJSON_GetObjectItemCaseSensitive(options, "pool");
-	if (pool && !(cJSON_IsNumber(pool) && pool->valuedouble == 0)) {
-		snprintf(err, errlen, "--with %s: runs in its sandbox: --pool does not apply",
-			 w->name);
+	/* What shapes a sandbox is the shared one's: asked for here, it would be
+	 * dropped without a word. (env, workdir and the rlimits are this one's.) */
+	static const char *const shaping[] = {"pool", "mount", "wheels", "net", "tmp-size", "cpus"};
+	for (size_t i = 0; i < sizeof(shaping) / sizeof(shaping[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(options, shaping[i]);
+		if (!v || cJSON_IsFalse(v) || (cJSON_IsNumber(v) && v->valuedouble == 0) ||
+		    (cJSON_IsString(v) && strcmp(v->valuestring, "0") == 0 &&
+		     strcmp(shaping[i], "pool") == 0))
+			continue;
+		snprintf(err, errlen,
+			 "--with %s: runs in its sandbox: --%s does not apply (that sandbox's is "
+			 "%s's)",
+			 w->name, shaping[i], w->name);
 		return -EINVAL;
 	}
 	if (ss->so.o.via && strcmp(ss->so.o.via, "local") != 0) {
@@ -712,6 +726,13 @@ static int srv_session_with(struct srv_session *ss, const cJSON *options, char *
 			 "start this one with the same --via",
 			 w->name, w->so.o.via);
 		return -EINVAL;
+	}
+	/* setns() through the pidfd of a non-dumpable init takes CAP_SYS_PTRACE
+	 * over it, which only host root has. */
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "--with %s: sharing a sandbox needs a server running as root",
+			 w->name);
+		return -EPERM;
 	}
 	ss->with = w;
 	ss->so.o.with = w->ps;

@@ -828,12 +828,23 @@ static void session_on_died(ptybox_session *s, struct protocol_frame *f)
 			    options_seconds_ms(s->opts.boot_timeout));
 }
 
+static void session_first_start_cb(uv_timer_t *t);
+
 static void session_on_dead(struct instance *in, const char *why, bool during_boot)
 {
 	ptybox_session *s = in->data;
 	session_queries_fail(s);
 	if (during_boot && in->boot_late) { /* a deadline of ours says so */
 		session_fatal(s, "the interpreter %s", why);
+		return;
+	}
+	if (during_boot && s->with && s->with_boot_fails < SESSION_WITH_BOOTS) {
+		s->with_boot_fails++;
+		log_to(s->log, "session: the start in --with's sandbox failed (%s): again", why);
+		instance_close(s->in);
+		s->in = NULL;
+		s->told = NULL;
+		uv_timer_start(&s->timer, session_first_start_cb, SESSION_WITH_RETRY_MS, 0);
 		return;
 	}
 	if (during_boot) {
@@ -889,6 +900,7 @@ static void session_ready_cb(uv_timer_t *t)
 
 static void session_on_ready(struct instance *in)
 {
+	((ptybox_session *)in->data)->with_boot_fails = 0;
 	/* Through the timer: a pooled instance is ready at once, inside the
 	 * caller's call, where callbacks must not run. */
 	ptybox_session *s = in->data;
@@ -989,7 +1001,6 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	s->opts.via = NULL; /* the caller's string; only the parsed form is kept */
 	s->cb = *cb;
 	s->data = data;
-	session_with_join(s, with);
 	if (cb->on_warning) {
 		s->topts.sandbox.warn = session_warn_cb;
 		s->topts.sandbox.warn_ctx = s;
@@ -1007,6 +1018,7 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	s->spin.data = s;
 	uv_timer_init(loop, &s->query_timer);
 	s->query_timer.data = s;
+	session_with_join(s, with); /* (last: nothing fails after it) */
 	/* Start on the next loop turn: callbacks never run inside the caller's call. */
 	s->state = S_STARTING;
 	uv_timer_start(&s->timer, session_first_start_cb, 0, 0);

@@ -103,6 +103,7 @@ struct ptybox_session {
 	ptybox_session *with;
 	ptybox_session *sharers, *next_sharer;
 	uint64_t with_wait_until; /* uv_now: while with restarts, this one waits */
+	unsigned with_boot_fails; /* boots in a row that died while joining (SESSION_WITH_BOOTS) */
 
 	enum session_state state;
 	struct instance *in;
@@ -179,6 +180,9 @@ void session_on_reply(ptybox_session *s, struct protocol_frame *f);
 
 /* session_with.c (--with). How often a session whose with restarts looks again. */
 #define SESSION_WITH_RETRY_MS 20
+/* Boots in a row that may die joining a sandbox whose init is on its way out
+ * (it lets go of its namespaces before it is seen to exit) before it is fatal. */
+#define SESSION_WITH_BOOTS 10
 /* The session given (or its own with: there is one sandbox per chain) into
  * *out, if s may share it: 0, or -errno with err filled. */
 int session_with_check(ptybox_session *s, ptybox_session *given, ptybox_session **out, char *err,

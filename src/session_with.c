@@ -56,16 +56,20 @@ int session_with_sandbox(ptybox_session *s, char *why, size_t whylen)
 		s->with_wait_until = 0;
 		return 1;
 	}
-	/* Its own restart under way: ours waits for it, within a boot's time. */
+	/* Its own restart under way, or about to be (its sandbox died with ours,
+	 * and its session may learn it after ours): ours waits for it, within a
+	 * boot's time. */
 	uint64_t now = uv_now(s->loop);
-	if (w && w->state == S_STARTING) {
+	if (w && w->state != S_FATAL && w->state != S_CLOSING) {
 		if (!s->with_wait_until)
 			s->with_wait_until = now + options_seconds_ms(s->opts.boot_timeout);
 		if (now < s->with_wait_until)
 			return 0;
 	}
+	s->with_wait_until = 0; /* (the next start waits afresh) */
 	snprintf(why, whylen, "the sandbox of --with is %s",
 		 !w			  ? "gone (its session was closed)"
+		 : w->state == S_FATAL	  ? "gone (its session is dead)"
 		 : w->state == S_STARTING ? "still starting"
 					  : "not running");
 	return -1;

@@ -102,6 +102,47 @@ class TestWith(TestCase):
         r = self.srv("exec", "b", "-c", "z")
         self.assertIn("NameError", r.stdout + r.stderr)
 
+    def test_b_follows_a_new_sandbox(self):
+        self.assertEqual(self.srv("new", "b", "--with", "a").returncode, 0)
+        # a's relay (pid 2 of its sandbox) dies: a gets a whole new sandbox,
+        # b's interpreter dies with the old one and starts in the new one.
+        self.srv("exec", "a", "-c", "import os; os.kill(2, 9)")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            r = self.srv("exec", "a", "-c", "open('/tmp/new-sandbox', 'w').write('x')")
+            if r.returncode == 0:
+                break
+        self.assertEqual(r.returncode, 0, r.stderr)
+        while time.monotonic() < deadline:
+            r = self.srv("exec", "b", "-c", "print(open('/tmp/new-sandbox').read())")
+            if r.returncode == 0 or "dead" in r.stderr:
+                break
+        self.assertEqual((r.returncode, r.stdout), (0, "x\n"), r.stderr)
+
+    def test_what_shapes_a_sandbox_is_refused_beside_with(self):
+        for extra in (["--mount", "/etc:/mnt/etc"], ["--net"], ["--cpus", "2"],
+                      ["--tmp-size", "1G"], ["--pool", "2"]):
+            r = self.srv("new", "x", "--with", "a", *extra)
+            self.assertEqual(r.returncode, 2, (extra, r.stderr))
+            self.assertIn("--%s does not apply" % extra[0][2:], r.stderr)
+        r = self.srv("new", "x", "--with", "a", "--pool", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.srv("new", "y", "--with", "a", "--with", "x")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--with given twice", r.stderr)
+
+    @unittest.skipIf(os.geteuid() != 0, "the memory cgroup needs root")
+    def test_an_oom_is_told_to_the_session_it_killed(self):
+        # m has no RLIMIT_AS of its own: the shared memory cgroup (a's 1 GiB) stops it
+        self.assertEqual(self.srv("new", "m", "--with", "a", "--memory", "0").returncode, 0)
+        r = self.srv("exec", "m", "-c", "x = []\nfor i in range(30): x.append(bytearray(100 << 20))")
+        self.assertIn("out of memory", r.stderr)
+        r = self.srv("exec", "a", "-c", "import os; os.kill(os.getpid(), 9)")
+        self.assertIn("killed by signal 9", r.stderr)
+        self.assertNotIn("out of memory", r.stderr)
+        ls = {s["name"]: s for s in map(json.loads, self.srv("ls", "--json").stdout.split("\n")[:-1])}
+        self.assertIsInstance(ls["m"]["memory"], (int, float))
+
     def test_bad_uses_say_why(self):
         cases = [
             (("new", "b", "--with", "nosuch"), "--with nosuch: no such session"),
