@@ -353,8 +353,14 @@ cJSON *http_piston_requests(const struct http_piston_plan *p, const char *sessio
 	}
 	*exec_id = id;
 	r = piston_req(all, id++, "exec", session);
+	/* (argv is all of sys.argv: the file's name first, as python3 FILE says it) */
 	cJSON *args = r ? cJSON_Duplicate(p->args, true) : NULL;
-	if (!args || !cJSON_AddItemToObject(r, "argv", args)) {
+	cJSON *argv0 = args ? cJSON_CreateString(p->filename) : NULL;
+	if (argv0 && !cJSON_InsertItemInArray(args, 0, argv0)) {
+		cJSON_Delete(argv0);
+		argv0 = NULL;
+	}
+	if (!argv0 || !cJSON_AddItemToObject(r, "argv", args)) {
 		cJSON_Delete(args);
 		goto fail;
 	}
@@ -563,6 +569,9 @@ char *http_piston_reply(const struct http_piston_plan *p, const cJSON *result, c
 		cJSON_AddNullToObject(r, "status");
 	cJSON_AddNumberToObject(r, "wall_time",
 				cJSON_IsNumber(dur) ? (double)(long long)dur->valuedouble : 0);
+	/* (no measure of these yet: null, as a stage that did not say) */
+	cJSON_AddNullToObject(r, "cpu_time");
+	cJSON_AddNullToObject(r, "memory");
 	s = cJSON_PrintUnformatted(o);
 out:
 	cJSON_Delete(run);
