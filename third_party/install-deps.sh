@@ -8,6 +8,9 @@ missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# The npm clients of the tests (piston-client): Debian's node and npm, unless
+# some other npm is installed already (nodesource's, which Debian's would clash with).
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "ptybox: missing packages:$missing; run this as root (sudo $0)" >&2
