@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "options.h"
+#include "http_server.h"
 #include "server.h"
 #include "stdio_lines.h"
 
@@ -62,6 +63,8 @@ static const char serve_usage[] =
 	"                      a fresh sandbox from a warm pool of --pool (default 4)\n"
 	"  --token-file FILE   with --http: every request needs Authorization: Bearer\n"
 	"                      TOKEN (the file's first line); needed off loopback\n"
+	"  --max-executes N    with --http: executes at once (default 64); past it\n"
+	"                      429 with Retry-After\n"
 	"  --pool N            keep N interpreters started ahead, so a restart is\n"
 	"                      a swap (default 0)\n"
 	"  --stop-at-eof       at the end of standard input, stop at once (as\n"
@@ -233,6 +236,7 @@ int cli_serve(int argc, char **argv)
 		{"stdio", no_argument, NULL, 's'},
 		{"http", no_argument, NULL, 'H'},
 		{"token-file", required_argument, NULL, 'T'},
+		{"max-executes", required_argument, NULL, 'M'},
 		{"pool", required_argument, NULL, 'p'},
 		{"stop-at-eof", no_argument, NULL, 'e'},
 		{"quiet", no_argument, NULL, 'q'},
@@ -253,7 +257,7 @@ int cli_serve(int argc, char **argv)
 			argc--;
 			break;
 		}
-	unsigned pool = 0;
+	unsigned pool = 0, max_active = 0;
 	int opt, li = -1;
 	optind = 1;
 	opterr = 0;
@@ -264,6 +268,14 @@ int cli_serve(int argc, char **argv)
 		case 's': stdio = true; break;
 		case 'H': http = true; break;
 		case 'T': token_file = optarg; break;
+		case 'M':
+			if (options_parse_uint(optarg, 1, HTTP_MAX_ACTIVE, &max_active) < 0) {
+				cli_error(
+					"serve: --max-executes %s: expected a number from 1 to %d",
+					optarg, HTTP_MAX_ACTIVE);
+				return CLI_EXIT_USAGE;
+			}
+			break;
 		case 'e': stop_at_eof = true; break;
 		case 'q': quiet = true; break;
 		case 'p':
@@ -290,14 +302,16 @@ int cli_serve(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 		if (stdio || stop_at_eof || quiet || session_opt) {
-			cli_error("serve: --http takes --pool and --token-file only (the limits "
+			cli_error("serve: --http takes --pool, --token-file and --max-executes "
+				  "only (the limits "
 				  "are each request's: run_timeout, run_memory_limit)");
 			return CLI_EXIT_USAGE;
 		}
-		return cli_serve_http(addr, token_file, pool ? pool : 4, so.o.python);
+		return cli_serve_http(addr, token_file, pool ? pool : 4, max_active, so.o.python);
 	}
-	if (token_file) {
-		cli_error("serve: --token-file goes with --http");
+	if (token_file || max_active) {
+		cli_error("serve: --%s goes with --http",
+			  token_file ? "token-file" : "max-executes");
 		return CLI_EXIT_USAGE;
 	}
 	if (optind < argc) {

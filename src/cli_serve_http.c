@@ -102,7 +102,8 @@ static void serve_http_pyversion(const char *python, char *out, size_t cap)
 	pclose(p);
 }
 
-int cli_serve_http(const char *addr, const char *token_file, unsigned pool, const char *python)
+int cli_serve_http(const char *addr, const char *token_file, unsigned pool, unsigned max_active,
+		   const char *python)
 {
 	static char token[SERVE_HTTP_MAX_TOKEN];
 	if (token_file && serve_http_token(token_file, token, sizeof(token)) < 0)
@@ -131,6 +132,7 @@ int cli_serve_http(const char *addr, const char *token_file, unsigned pool, cons
 		.token = token_file ? token : NULL,
 		.pyversion = pyversion,
 		.pool = pool,
+		.max_active = max_active,
 	};
 	int rc = http_server_start(s.loop, s.server, &hc, &s.http, err, sizeof(err));
 	if (rc < 0) {

@@ -54,7 +54,9 @@ struct http_server {
 	uv_tcp_t listener;
 	uv_timer_t tick; /* requests to the server, and jobs freed, outside its calls */
 	bool listening, stopped;
-	size_t nconns, active;
+	size_t nconns, max_active;
+	size_t active; /* executes not yet answered */
+	size_t njobs;  /* those and the ones whose session is still being killed */
 	unsigned pool;
 	uint64_t next_job;
 	char *token;
@@ -123,6 +125,7 @@ static void job_answer(struct http_job *j, int status, const char *reason, char 
 	}
 	if (j->step < J_KILL) {
 		j->step = J_KILL;
+		j->h->active--;
 		http_tick_start(j->h);
 	}
 }
@@ -136,6 +139,7 @@ static void job_req_gone(void *p)
 	j->req = NULL;
 	if (j->step < J_KILL) {
 		j->step = J_KILL;
+		j->h->active--;
 		http_tick_start(j->h);
 	}
 }
@@ -216,7 +220,7 @@ static void job_free(struct http_job *j)
 		}
 	if (j->client)
 		server_client_gone(j->client);
-	h->active--;
+	h->njobs--;
 	http_piston_plan_free(&j->plan);
 	free(j->output);
 	free(j);
@@ -305,6 +309,7 @@ static void job_start(struct http_server *h, h2o_req_t *req)
 	j->next = h->jobs;
 	h->jobs = j;
 	h->active++;
+	h->njobs++;
 	j->step = J_SEND;
 	http_tick_start(h);
 }
@@ -370,8 +375,9 @@ static int http_on_req(h2o_handler_t *self, h2o_req_t *req)
 				  H2O_TOKEN_ALLOW, "POST");
 			return 0;
 		}
-		if (h->active >= HTTP_MAX_ACTIVE) {
-			/* (each is a sandbox: the queue is the pool's, bounded here) */
+		if (h->active >= h->max_active || h->njobs >= h->max_active + HTTP_MAX_DYING) {
+			/* (each is a sandbox: the queue is the pool's, bounded here;
+			 * and sessions still being killed hold theirs a moment longer) */
 			http_send(req, 429, "Too Many Requests",
 				  http_piston_error("too many executions at once; retry"),
 				  H2O_TOKEN_RETRY_AFTER, "1");
@@ -479,6 +485,7 @@ int http_server_start(uv_loop_t *loop, struct server *sv, const struct http_conf
 	h->loop = loop;
 	h->server = sv;
 	h->pool = cfg->pool;
+	h->max_active = cfg->max_active ? cfg->max_active : HTTP_DEFAULT_ACTIVE;
 	snprintf(h->pyversion, sizeof(h->pyversion), "%s", cfg->pyversion);
 	if (cfg->token) {
 		h->token = strdup(cfg->token);

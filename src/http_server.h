@@ -19,8 +19,12 @@ struct http_server;
 #define HTTP_MAX_BODY	     ((size_t)16 << 20)
 #define HTTP_REQ_TIMEOUT_MS  10000
 #define HTTP_MAX_CONNECTIONS 8192
-/* Executes at once (each a session); past it 429. */
-#define HTTP_MAX_ACTIVE	  256
+/* Executes at once (each a session) by default, and the most --max-executes
+ * takes; past it 429 with Retry-After. */
+#define HTTP_DEFAULT_ACTIVE 64
+#define HTTP_MAX_ACTIVE	    1024
+/* Beyond those, sessions answered and still being killed. */
+#define HTTP_MAX_DYING	  256
 #define HTTP_DEFAULT_ADDR "127.0.0.1:2000"
 
 struct http_config {
@@ -28,6 +32,7 @@ struct http_config {
 	const char *token;     /* NULL: none (loopback only) */
 	const char *pyversion; /* the runtime's version */
 	unsigned pool;	       /* interpreters started ahead for executes */
+	unsigned max_active;   /* executes at once; 0: HTTP_DEFAULT_ACTIVE */
 };
 
 /* Whether addr parses, into *sa; *loopback says if it is. Pure. 0 or -EINVAL. */

@@ -337,6 +337,42 @@ class HttpTokenTest(TestCase):
                 s.close()
 
 
+class HttpQueueTest(TestCase):
+    def test_past_max_executes_429_with_retry_after(self):
+        import threading
+        s = HttpServer("--max-executes", "1", "--pool", "1")
+        try:
+            seen = None
+            deadline = time.monotonic() + 30
+            # (which of two executes comes first is the server's to say, and a
+            # session counts until it is gone: the long one is tried again
+            # until it is the one that runs)
+            while seen is None and time.monotonic() < deadline:
+                long = {}
+                t = threading.Thread(target=lambda: long.update(
+                    r=s.execute(py("import time; time.sleep(3); print('long')",
+                                   run_timeout=20000))))
+                t.start()
+                while t.is_alive() and time.monotonic() < deadline:
+                    status, headers, data = s.request("POST", "/api/v2/execute", py("print(2)"))
+                    if status == 429:
+                        seen = (headers.get("retry-after"), json.loads(data))
+                        break
+                    self.assertEqual(status, 200, data)
+                t.join(timeout=30)
+                if "run" not in long["r"][1]:  # (the long one came second: again)
+                    self.assertEqual(long["r"][0], 429)
+                    seen = None
+            self.assertIsNotNone(seen, "no 429 while an execute ran with --max-executes 1")
+            self.assertEqual(seen[0], "1")
+            self.assertIn("message", seen[1])
+            self.assertEqual(long["r"][1]["run"]["stdout"], "long\n")
+            status, r = s.execute(py("print(3)"))  # (served again once it is done)
+            self.assertEqual((status, r["run"]["stdout"]), (200, "3\n"))
+        finally:
+            s.close()
+
+
 class PistonClientTest(TestCase):
     """The npm package piston-client, unchanged, pointed at ptybox."""
 
