@@ -26,44 +26,13 @@
 #include <sodium.h>
 
 #include "http_piston.h"
+#include "http_internal.h"
 #include "http_server.h"
 #include "server.h"
 
 /* What one execute's output (stdout and stderr in order) keeps; the result
  * carries each stream within --max-output, this is their sum, cut past it. */
 #define HTTP_MAX_OUTPUT ((size_t)8 << 20)
-
-struct http_job;
-
-struct http_handler {
-	h2o_handler_t super;
-	struct http_server *h;
-};
-
-struct http_conn {
-	uv_tcp_t tcp; /* h2o's once accepted (its data is h2o's socket) */
-	struct http_server *h;
-};
-
-struct http_server {
-	uv_loop_t *loop;
-	struct server *server;
-	h2o_globalconf_t config;
-	h2o_context_t ctx;
-	h2o_accept_ctx_t accept_ctx;
-	uv_tcp_t listener;
-	uv_timer_t tick; /* requests to the server, and jobs freed, outside its calls */
-	bool listening, stopped;
-	size_t nconns, max_active;
-	size_t active; /* executes not yet answered */
-	size_t njobs;  /* those and the ones whose session is still being killed */
-	unsigned pool;
-	uint64_t next_job;
-	char *token;
-	unsigned char token_hash[crypto_generichash_BYTES];
-	char pyversion[64];
-	struct http_job *jobs;
-};
 
 enum job_step { J_SEND, J_RUNNING, J_KILL, J_KILLING, J_DONE };
 
@@ -89,9 +58,8 @@ static void http_tick_start(struct http_server *h)
 		uv_timer_start(&h->tick, http_tick_cb, 0, 0);
 }
 
-/* A reply with a JSON body (taken: freed here) and a header or none. */
-static void http_send(h2o_req_t *req, int status, const char *reason, char *body,
-		      const h2o_token_t *hdr, const char *value)
+void http_send(h2o_req_t *req, int status, const char *reason, char *body, const h2o_token_t *hdr,
+	       const char *value)
 {
 	req->res.status = status;
 	req->res.reason = reason;
@@ -108,7 +76,7 @@ static void http_send(h2o_req_t *req, int status, const char *reason, char *body
 	free(body);
 }
 
-static void http_error(h2o_req_t *req, int status, const char *reason, const char *msg)
+void http_error(h2o_req_t *req, int status, const char *reason, const char *msg)
 {
 	http_send(req, status, reason, http_piston_error(msg), NULL, NULL);
 }
@@ -358,6 +326,8 @@ static int http_on_req(h2o_handler_t *self, h2o_req_t *req)
 			  H2O_TOKEN_WWW_AUTHENTICATE, "Bearer");
 		return 0;
 	}
+	if (http_sessions_route(h, req))
+		return 0;
 	if (http_path_is(req, "/api/v2/runtimes")) {
 		if (!http_method_is(req, "GET") && !http_method_is(req, "HEAD")) {
 			http_send(req, 405, "Method Not Allowed",
@@ -508,6 +478,7 @@ int http_server_start(uv_loop_t *loop, struct server *sv, const struct http_conf
 	h->accept_ctx.hosts = h->config.hosts;
 	uv_timer_init(loop, &h->tick);
 	h->tick.data = h;
+	http_sessions_init(h);
 	uv_tcp_init(loop, &h->listener);
 	h->listener.data = h;
 	int rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&sa, 0);
