@@ -373,6 +373,95 @@ class HttpQueueTest(TestCase):
             s.close()
 
 
+class HttpSessionsTest(TestCase):
+    """/v1/sessions: the server's protocol objects over HTTP."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = HttpServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close()
+
+    def call(self, method, path, body=None):
+        status, headers, data = self.s.request(method, "/v1/sessions" + path, body)
+        return status, json.loads(data) if headers.get("content-type") == "application/json" else data
+
+    def test_a_session_keeps_state_and_streams_as_it_runs(self):
+        status, r = self.call("POST", "", {"name": "keep", "options": {"timeout": 10}})
+        self.assertEqual((status, r), (201, {"ok": True, "session": "keep"}))
+        self.addCleanup(self.call, "DELETE", "/keep")
+        status, r = self.call("POST", "/keep/execute", {"code": "x = 41", "stream": False})
+        self.assertEqual((status, r["status"]), (200, "ok"))
+        # Each event is sent as it comes: the first a second before the rest.
+        c = self.s.conn()
+        c.request("POST", "/v1/sessions/keep/execute", body=json.dumps({
+            "code": "import time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second')\nx + 1"}))
+        r = c.getresponse()
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("content-type"), "application/x-ndjson")
+        first = json.loads(r.readline())
+        at_first = time.monotonic()
+        self.assertEqual((first["event"], first["name"], first["text"]), ("stream", "stdout", "first\n"))
+        lines = [json.loads(l) for l in r.read().splitlines()]
+        self.assertGreater(time.monotonic() - at_first, 1.0)
+        c.close()
+        self.assertEqual(lines[-1]["status"], "ok")
+        self.assertEqual(lines[-1]["result"], {"text/plain": "42"})
+        self.assertIn("second\n", [l.get("text") for l in lines[:-1]])
+
+    def test_files_interrupt_restart_ls_and_kill(self):
+        self.assertEqual(self.call("POST", "", {"name": "files"})[0], 201)
+        data = bytes(range(256)) * 100
+        status, r = self.call("PUT", "/files/files/sub%20dir.bin", data)
+        self.assertEqual((status, r["size"]), (200, len(data)))
+        status, got = self.call("GET", "/files/files/sub%20dir.bin")
+        self.assertEqual((status, got), (200, data))
+        status, r = self.call("GET", "/files/files/missing")
+        self.assertEqual((status, r["code"], r["errno"]), (404, "file", "ENOENT"))
+        # interrupt: a loop ends, the state stays
+        self.call("POST", "/files/execute", {"code": "y = 5", "stream": False})
+        import threading
+        out = {}
+        t = threading.Thread(target=lambda: out.update(r=self.call(
+            "POST", "/files/execute", {"code": "while True: pass", "stream": False})))
+        t.start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            status, r = self.call("POST", "/files/interrupt")
+            if r.get("interrupted"):
+                break
+        t.join(timeout=30)
+        self.assertEqual(out["r"][1]["status"], "interrupted")
+        self.assertEqual(self.call("POST", "/files/execute", {"code": "y", "stream": False})[1]["result"],
+                         {"text/plain": "5"})
+        self.assertEqual(self.call("POST", "/files/restart"), (200, {"ok": True}))
+        r = self.call("POST", "/files/execute", {"code": "y", "stream": False})[1]
+        self.assertEqual(r["error"]["name"], "NameError")
+        status, r = self.call("GET", "")
+        self.assertIn("files", [x["name"] for x in r["sessions"]])
+        self.assertEqual(self.call("DELETE", "/files"), (200, {"ok": True}))
+        status, r = self.call("GET", "")
+        self.assertNotIn("files", [x["name"] for x in r["sessions"]])
+
+    def test_errors_have_their_status(self):
+        self.assertEqual(self.call("POST", "/nobody/execute", {"code": "1"})[0], 404)
+        self.assertEqual(self.call("DELETE", "/nobody")[0], 404)
+        self.assertEqual(self.call("POST", "", {"options": {}})[0], 400)
+        self.assertEqual(self.call("POST", "", {"name": "a/b"})[0], 400)
+        self.assertEqual(self.call("POST", "", {"name": "x", "options": {"memroy": "1G"}})[0], 400)
+        self.assertEqual(self.call("POST", "", "[1]")[0], 400)
+        self.assertEqual(self.call("POST", "", {"name": "twice"})[0], 201)
+        self.addCleanup(self.call, "DELETE", "/twice")
+        self.assertEqual(self.call("POST", "", {"name": "twice"})[0], 409)
+        self.assertEqual(self.call("POST", "/twice/execute", {"code": "1", "timout": 1})[0], 400)
+        self.assertEqual(self.call("GET", "/twice/execute")[0], 405)
+        self.assertEqual(self.call("PUT", "/twice")[0], 405)
+        self.assertEqual(self.call("POST", "/twice/nothing")[0], 404)
+        self.assertEqual(self.call("GET", "/twice/files/%zz")[0], 400)
+
+
 class PistonClientTest(TestCase):
     """The npm package piston-client, unchanged, pointed at ptybox."""
 
