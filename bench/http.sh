@@ -5,7 +5,8 @@
 # Usage: bench/http.sh [PTYBOX] [-c CONNECTIONS] [-d DURATION] [-p POOL]
 #        (defaults: build/ptybox, 16 connections, 10s, pool 16; a Release build
 #        is the one worth quoting). Bounded in time: wrk runs -d, the server is
-#        stopped after. Prints requests/s, p50, p99 and the non-2xx count.
+#        stopped after. Prints requests/s, p50, p99 and the non-2xx count, for
+#        the stateless execute, a stateful x = 1 and GET /api/v2/runtimes.
 set -eu
 ptybox=${PTYBOX:-build/ptybox}
 case ${1:-} in -*|"") ;; *) ptybox=$1; shift ;; esac
@@ -43,6 +44,19 @@ wrk -t2 -c"$conns" -d"$dur" --latency -s "$dir/execute.lua" \
 echo "--- stateless Piston execute (fresh sandbox each), $conns connections, pool $pool:"
 awk '/Requests\/sec/ {print "requests/s: " $2} / 50%/ {print "p50: " $2} / 99%/ {print "p99: " $2}
      /Non-2xx/ {print "non-2xx: " $NF}' "$dir/wrk.out"
+# A stateful execute of x = 1 in one session (/v1), one connection: beside the
+# socket's round trip (bench/server.py, rt).
+curl -sf -X POST -d '{"name":"bench"}' "http://127.0.0.1:$port/v1/sessions" >/dev/null
+cat >"$dir/stateful.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"code":"x = 1","stream":false}'
+LUA
+wrk -t1 -c1 -d"$dur" --latency -s "$dir/stateful.lua" \
+	"http://127.0.0.1:$port/v1/sessions/bench/execute" >"$dir/wrk3.out"
+echo "--- stateful x = 1 (/v1/sessions/bench/execute), 1 connection:"
+awk '/Requests\/sec/ {print "requests/s: " $2} / 50%/ {print "p50: " $2} / 99%/ {print "p99: " $2}
+     /Non-2xx/ {print "non-2xx: " $NF}' "$dir/wrk3.out"
 # The HTTP layer alone (h2o and the routing, no sandbox): what it leaves to the sandboxes.
 wrk -t2 -c"$conns" -d"$dur" --latency "http://127.0.0.1:$port/api/v2/runtimes" >"$dir/wrk2.out"
 echo "--- GET /api/v2/runtimes (HTTP alone), $conns connections:"
