@@ -152,10 +152,24 @@ static int job_on_line(void *conn, char *line, size_t len)
 	} else if (j->step >= J_KILL || id <= 0) {
 		/* (after the answer: what the kill cut short) */
 	} else if (cJSON_IsString(err)) {
-		/* The session could not start, or a file could not be put. */
+		/* The session could not start (the server's limit: 429), or a
+		 * file could not be put. */
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "code");
 		bool start = id == 1;
-		job_answer(j, start ? 500 : 400, start ? "Internal Server Error" : "Bad Request",
-			   http_piston_error(err->valuestring));
+		if (start && cJSON_IsString(code) && strcmp(code->valuestring, "limit") == 0) {
+			if (j->req) {
+				*j->slot = NULL;
+				http_send(j->req, 429, "Too Many Requests",
+					  http_piston_error(err->valuestring),
+					  H2O_TOKEN_RETRY_AFTER, "1");
+				j->req = NULL;
+			}
+			job_answer(j, 429, "Too Many Requests", NULL);
+		} else {
+			job_answer(j, start ? 500 : 400,
+				   start ? "Internal Server Error" : "Bad Request",
+				   http_piston_error(err->valuestring));
+		}
 	} else if (id == j->exec_id && cJSON_IsString(ev)) {
 		const cJSON *text = cJSON_GetObjectItemCaseSensitive(o, "text");
 		if (strcmp(ev->valuestring, "stream") == 0 && cJSON_IsString(text))
@@ -263,7 +277,7 @@ static void job_start(struct http_server *h, h2o_req_t *req)
 	j->h = h;
 	j->req = req;
 	snprintf(j->name, sizeof(j->name), "http-%llu", (unsigned long long)++h->next_job);
-	j->client = server_client_new(h->server, 0, job_on_line, j);
+	j->client = server_client_new(h->server, SERVER_CLIENT_REMOTE, job_on_line, j);
 	j->slot = h2o_mem_alloc_shared(&req->pool, sizeof(*j->slot), job_req_gone);
 	if (!j->client) {
 		http_piston_plan_free(&j->plan);

@@ -388,7 +388,7 @@ static void call_start(struct http_server *h, h2o_req_t *req, cJSON *r, const ch
 		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	c->client = server_client_new(h->server, 0, call_on_line, c);
+	c->client = server_client_new(h->server, SERVER_CLIENT_REMOTE, call_on_line, c);
 	if (!c->client) {
 		free(c);
 		cJSON_Delete(r);

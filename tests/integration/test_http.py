@@ -452,6 +452,14 @@ class HttpSessionsTest(TestCase):
         self.assertEqual(self.call("POST", "", {"name": "a/b"})[0], 400)
         self.assertEqual(self.call("POST", "", {"name": "x", "options": {"memroy": "1G"}})[0], 400)
         self.assertEqual(self.call("POST", "", "[1]")[0], 400)
+        # An HTTP client is another machine's: no way out of the sandbox.
+        for options in ({"via": "none"}, {"via": "exec:sh -c id"}, {"via": "ssh://localhost"},
+                        {"python": "/bin/sh"}, {"mount": "/etc:/x"}):
+            status, r = self.call("POST", "", {"name": "out", "options": options})
+            self.assertEqual((status, r["code"]), (400, "usage"), options)
+            self.assertIn("refused through dial-stdio and HTTP", r["error"])
+        status, r = self.call("POST", "", {"name": "out", "record": "/tmp/x.cast"})
+        self.assertEqual(status, 400)
         self.assertEqual(self.call("POST", "", {"name": "twice"})[0], 201)
         self.addCleanup(self.call, "DELETE", "/twice")
         self.assertEqual(self.call("POST", "", {"name": "twice"})[0], 409)
