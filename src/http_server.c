@@ -81,12 +81,14 @@ void http_error(h2o_req_t *req, int status, const char *reason, const char *msg)
 	http_send(req, status, reason, http_piston_error(msg), NULL, NULL);
 }
 
-/* The job's answer; its session is killed next. */
-static void job_answer(struct http_job *j, int status, const char *reason, char *body)
+/* The job's answer (body taken), with a header or none; its session is
+ * killed next. */
+static void job_answer_with(struct http_job *j, int status, const char *reason, char *body,
+			    const h2o_token_t *hdr, const char *value)
 {
 	if (j->req) {
 		*j->slot = NULL;
-		http_send(j->req, status, reason, body, NULL, NULL);
+		http_send(j->req, status, reason, body, hdr, value);
 		j->req = NULL;
 	} else {
 		free(body);
@@ -96,6 +98,11 @@ static void job_answer(struct http_job *j, int status, const char *reason, char 
 		j->h->active--;
 		http_tick_start(j->h);
 	}
+}
+
+static void job_answer(struct http_job *j, int status, const char *reason, char *body)
+{
+	job_answer_with(j, status, reason, body, NULL, NULL);
 }
 
 /* The request's pool is going: the client went before its answer. */
@@ -157,14 +164,9 @@ static int job_on_line(void *conn, char *line, size_t len)
 		const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "code");
 		bool start = id == 1;
 		if (start && cJSON_IsString(code) && strcmp(code->valuestring, "limit") == 0) {
-			if (j->req) {
-				*j->slot = NULL;
-				http_send(j->req, 429, "Too Many Requests",
-					  http_piston_error(err->valuestring),
-					  H2O_TOKEN_RETRY_AFTER, "1");
-				j->req = NULL;
-			}
-			job_answer(j, 429, "Too Many Requests", NULL);
+			job_answer_with(j, 429, "Too Many Requests",
+					http_piston_error(err->valuestring), H2O_TOKEN_RETRY_AFTER,
+					"1");
 		} else {
 			job_answer(j, start ? 500 : 400,
 				   start ? "Internal Server Error" : "Bad Request",
