@@ -287,12 +287,15 @@ class HttpTest(TestCase):
             self.skipTest("RLIMIT_NOFILE hard limit %d" % hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2200), hard))
         idle = []
+        before = rss_kib(self.s.p.pid)
         try:
             for _ in range(2000):
                 idle.append(socket.create_connection(("127.0.0.1", self.s.port), timeout=30))
             # (each has been accepted once the server answers one after them)
             _, r = self.s.execute(py("print('through')"))
             self.assertEqual(r["run"]["stdout"], "through\n")
+            grown = rss_kib(self.s.p.pid) - before
+            self.assertLess(grown, 64 << 10)  # (32 KiB each at most)
         finally:
             for s in idle:
                 s.close()
