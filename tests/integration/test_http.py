@@ -252,6 +252,18 @@ class HttpTest(TestCase):
         status, _, _ = self.s.request("GET", "/api/v2/runtimes")
         self.assertEqual(status, 200)
 
+    def test_a_1_mib_header_is_400_and_the_server_goes_on(self):
+        sock = socket.create_connection(("127.0.0.1", self.s.port), timeout=30)
+        try:
+            sock.sendall(b"GET /api/v2/runtimes HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20)
+                         + b"\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        reply = sock.recv(200)
+        sock.close()
+        self.assertTrue(reply.startswith(b"HTTP/1.1 400"), reply)
+        self.assertEqual(self.s.request("GET", "/api/v2/runtimes")[0], 200)
+
     def test_slowloris_is_cut_while_others_are_served(self):
         slow = socket.create_connection(("127.0.0.1", self.s.port), timeout=REQ_TIMEOUT * 3)
         head = b"GET /api/v2/runtimes HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
