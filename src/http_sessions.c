@@ -225,7 +225,9 @@ static int call_on_line(void *conn, char *line, size_t len)
 	cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
 	bool event = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "event"));
 	bool last = !event;
-	if (!c->stream || (c->step == C_WAIT && cJSON_GetObjectItemCaseSensitive(o, "error"))) {
+	/* (a result's "error" is null: an error reply's is a string) */
+	if (!c->stream ||
+	    (c->step == C_WAIT && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "error")))) {
 		if (c->req)
 			call_answer(c, o);
 		call_done(c);
@@ -495,8 +497,11 @@ bool http_sessions_route(struct http_server *h, h2o_req_t *req)
 		/* (an execute streams its events unless asked not to) */
 		if (b && i == 0 && !cJSON_GetObjectItemCaseSensitive(b, "stream"))
 			cJSON_AddTrueToObject(b, "stream");
+		/* ("stream": false: the result alone, as one JSON reply) */
+		bool stream =
+			b && i == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "stream"));
 		if (b)
-			call_start(h, req, b, ops[i], name, 200, i == 0, false);
+			call_start(h, req, b, ops[i], name, 200, stream, false);
 		return true;
 	}
 	if (!is_files) {

@@ -409,6 +409,10 @@ class HttpSessionsTest(TestCase):
         self.addCleanup(self.call, "DELETE", "/keep")
         status, r = self.call("POST", "/keep/execute", {"code": "x = 41", "stream": False})
         self.assertEqual((status, r["status"]), (200, "ok"))
+        # Streamed, with no event before the result: still NDJSON, one line.
+        status, headers, data = self.s.request("POST", "/v1/sessions/keep/execute", {"code": "y = 1"})
+        self.assertEqual((status, headers["content-type"]), (200, "application/x-ndjson"))
+        self.assertEqual(json.loads(data.splitlines()[0])["status"], "ok")
         # Each event is sent as it comes: the first a second before the rest.
         c = self.s.conn()
         c.request("POST", "/v1/sessions/keep/execute", body=json.dumps({
