@@ -106,6 +106,68 @@ void sandbox_warn(const struct sandbox_options *o, int *once, const char *msg)
  * Set-up, around fork
  */
 
+int sandbox_child_fd(const struct sandbox *sb)
+{
+	return sb ? sb->join_pidfd : -1;
+}
+
+bool sandbox_running(const struct sandbox *sb)
+{
+	return sb && sb->shared && __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) > 0;
+}
+
+/* A pidfd of sb's init (or, joined, its driver), or -1: opened while the
+ * outer child has not reaped it, so it is that process whatever the number
+ * becomes later. */
+static int sandbox_init_pidfd(const struct sandbox *sb)
+{
+	pid_t init = sb->shared ? __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) : 0;
+	int fd;
+
+	if (init <= 0)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, init, 0);
+	if (fd >= 0 && __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) != init) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* --with: what the child needs of the sandbox it joins, taken now (the joined
+ * one may restart or go while this one runs; then the namespaces it held die,
+ * and this sandbox's processes with them). */
+static int sandbox_join_prepare(struct sandbox *sb, const struct sandbox *with, char *err,
+				size_t errlen)
+{
+	size_t i;
+
+	if (with->join_pidfd >= 0) {
+		sandbox_errf(err, errlen,
+			     "sandbox: --with: that session shares another's "
+			     "sandbox: name that one");
+		return -EINVAL;
+	}
+	sb->join_pidfd = sandbox_init_pidfd(with);
+	if (sb->join_pidfd < 0) {
+		sandbox_errf(err, errlen, "sandbox: --with: its sandbox is not running");
+		return -ESRCH;
+	}
+	sb->clone_flags = with->clone_flags;
+	for (i = 0; i < with->cgroups.n; i++) {
+		const struct sandbox_cgroup *from = &with->cgroups.cg[i];
+		struct sandbox_cgroup *to = &sb->join_cgroups.cg[i];
+		if (!from->join || !from->dir)
+			continue;
+		if (!(to->dir = strdup(from->dir)) || !(to->join = strdup(from->join))) {
+			sandbox_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+	}
+	sb->join_cgroups.n = with->cgroups.n;
+	return 0;
+}
+
 int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *err, size_t errlen)
 {
 	static int warned;
@@ -119,7 +181,9 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		return -ENOMEM;
 	}
 	sb->opts = *opts;
+	sb->opts.join = NULL;
 	sb->child_pidfd = -1;
+	sb->join_pidfd = -1;
 	sb->parent = getpid();
 	sb->root = geteuid() == 0;
 	sb->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
@@ -150,9 +214,17 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
 		goto fail;
 	}
-	rc = sandbox_plan(sb, err, errlen);
-	if (rc < 0)
-		goto fail;
+	if (opts->join) {
+		rc = sandbox_join_prepare(sb, opts->join, err, errlen);
+		if (rc == 0 && (rc = sandbox_plan_join(sb)) < 0)
+			sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
+		if (rc < 0)
+			goto fail;
+	} else {
+		rc = sandbox_plan(sb, err, errlen);
+		if (rc < 0)
+			goto fail;
+	}
 	sandbox_plan_rlimit(sb, RLIMIT_CORE, 0, "setrlimit RLIMIT_CORE");
 	if (opts->memory)
 		sandbox_plan_rlimit(sb, RLIMIT_AS, opts->memory, "setrlimit RLIMIT_AS");
@@ -165,7 +237,9 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		sandbox_plan_rlimit(sb, RLIMIT_NPROC, (uint64_t)opts->pids + 1,
 				    "setrlimit RLIMIT_NPROC");
 
-	if (sb->root) {
+	if (opts->join) {
+		/* the joined sandbox's cgroups hold its limits, and said so if it has none */
+	} else if (sb->root) {
 		rc = sandbox_cgroup_setup(&sb->cgroups, &sb->opts, sb->parent, err, errlen);
 		if (rc < 0)
 			goto fail;
@@ -235,14 +309,12 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 	/* The outer child zeroes init_pid once it has reaped init: a pidfd opened while
 	 * the value still stands is init's, whatever happens to the number later. */
 	init = sb->shared ? __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) : 0;
-	if (init > 0) {
-		initfd = (int)syscall(SYS_pidfd_open, init, 0);
-		if (initfd >= 0 &&
-		    __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) != init) {
-			close(initfd);
-			initfd = -1;
-		}
-	}
+	initfd = sandbox_init_pidfd(sb);
+	/* Joined (--with), the driver is this sandbox's own: its process group
+	 * (the relay and its template) goes with it; its kernels follow their
+	 * relay (kernel.py's watchdog). The joined sandbox's other processes stay. */
+	if (initfd >= 0 && sb->join_pidfd >= 0)
+		kill(-init, SIGKILL);
 	sandbox_cgroup_kill(&sb->cgroups, sb->child > 0 ? sb->child : child);
 	if (initfd >= 0) {
 		/* init's exit comes after the kernel has killed and reaped its whole namespace */
@@ -286,6 +358,12 @@ void sandbox_free(struct sandbox *sb)
 		munmap(sb->shared, sizeof(*sb->shared));
 	if (sb->child_pidfd >= 0)
 		close(sb->child_pidfd);
+	if (sb->join_pidfd >= 0)
+		close(sb->join_pidfd);
+	for (i = 0; i < SANDBOX_CG_COUNT; i++) {
+		free(sb->join_cgroups.cg[i].dir);
+		free(sb->join_cgroups.cg[i].join);
+	}
 	for (i = 0; i < sb->nstrs; i++)
 		free(sb->strs[i]);
 	free(sb->strs);

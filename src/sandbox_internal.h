@@ -119,7 +119,9 @@ struct sandbox_op {
 
 /* Shared with the outer child (MAP_SHARED before fork; exec drops it). */
 struct sandbox_shared {
-	pid_t init_pid; /* the namespace's init, host pid; 0 once the outer child reaped it */
+	/* the namespace's init, host pid; 0 once the outer child reaped it. In a
+	 * joined sandbox (--with), the driver: what it has of its own */
+	pid_t init_pid;
 };
 
 struct sandbox_rlimit {
@@ -148,6 +150,12 @@ struct sandbox {
 	struct sandbox_shared *shared;
 	pid_t child;	 /* the outer child, from sandbox_after_fork */
 	int child_pidfd; /* the same, immune to pid reuse once the caller has reaped it */
+	/* --with: the joined sandbox's init (a pidfd: setns takes every namespace
+	 * from it at once, Linux 5.8) and copies of its cgroups' dir and join
+	 * paths (only those: they are not ours to limit or remove); -1 and none
+	 * otherwise */
+	int join_pidfd;
+	struct sandbox_cgroups join_cgroups;
 };
 
 /* The plan (sandbox_plan.c): parent, before fork, called by sandbox_new. What it
@@ -157,6 +165,9 @@ struct sandbox {
  * them; 0, or a negative errno with one line in err (a --mount's host path
  * that is not there, say). */
 int sandbox_plan(struct sandbox *sb, char *err, size_t errlen);
+/* --with: the plan of a sandbox that joins another's: no root of its own, only
+ * where its driver starts; 0 or -ENOMEM. */
+int sandbox_plan_join(struct sandbox *sb);
 /* Copies opts.env into sb->env (and points sb->opts.env at it) and sets sb->path,
  * where argv[0] is looked up; 0 or -ENOMEM. */
 int sandbox_plan_env(struct sandbox *sb);

@@ -125,7 +125,7 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 	const cJSON *item;
 	cJSON_ArrayForEach(item, options)
 	{
-		if (strcmp(item->string, "pool") == 0)
+		if (strcmp(item->string, "pool") == 0 || strcmp(item->string, "with") == 0)
 			continue; /* (the server's, not the session's: server_session.c) */
 		const struct option *lo = longopts;
 		while (lo->name && strcmp(lo->name, item->string) != 0)
