@@ -157,7 +157,11 @@ _ptybox()
 		COMPREPLY=($(compgen -W "--help $human_opts $session_opts" -- "$cur"))
 		;;
 	serve)
-		COMPREPLY=($(compgen -W "--stdio --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
+		case $prev in
+		--token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		--max-executes) return ;;
+		esac
+		COMPREPLY=($(compgen -W "--stdio --http --token-file --max-executes --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
 		;;
 	mcp)
 		# (the session options but --log: the sessions are a server's)

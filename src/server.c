@@ -240,6 +240,7 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 		return NULL;
 	c->server = sv;
 	c->flags = flags;
+	c->remote = (flags & SERVER_CLIENT_REMOTE) != 0;
 	c->send = send;
 	c->conn = conn;
 	c->next = sv->clients;
@@ -330,7 +331,7 @@ static int srv_record_parse(struct server_client *c, const cJSON *req, const cJS
 	if (c->remote && !c->server->cfg.allow_remote_transports) {
 		srv_reply_error(c, id, "usage",
 				"\"record\" (a file written on the server's machine) is refused "
-				"through dial-stdio (start the server with "
+				"through dial-stdio and HTTP (start the server with "
 				"--allow-remote-transports to allow it)");
 		return -EINVAL;
 	}
