@@ -79,6 +79,9 @@ struct ptybox_options {
 	/* A folder of wheels for pip (PTYBOX_WHEELS): the local sandbox binds it
 	 * read-only at /run/ptybox/wheels; elsewhere a path on the far side. NULL: none */
 	const char *wheels;
+	/* The kernel's language: "python" (NULL: the default) or "bash"
+	 * (ptybox(1), --lang). Another is refused by ptybox_session_new. */
+	const char *lang;
 };
 
 struct ptybox_result_detail; /* ptybox's own */

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "mount.h"
 #include "cli_render.h"
+#include "lang.h"
 #include "linebuf.h"
 #include "options.h"
 #include "protocol.h"
@@ -1097,8 +1098,8 @@ static void client_ls_print(const cJSON *sessions, bool json)
 {
 	const cJSON *s;
 	if (!json && cJSON_GetArraySize(sessions))
-		printf("%-16s %-10s %-10s %8s %6s %-11s %9s %s\n", "NAME", "STATE", "VIA", "UPTIME",
-		       "EXECS", "LAST", "MEMORY", "CLIENTS");
+		printf("%-16s %-10s %-10s %-7s %8s %6s %-11s %9s %s\n", "NAME", "STATE", "VIA",
+		       "LANG", "UPTIME", "EXECS", "LAST", "MEMORY", "CLIENTS");
 	cJSON_ArrayForEach(s, sessions)
 	{
 		if (json) {
@@ -1129,8 +1130,10 @@ static void client_ls_print(const cJSON *sessions, bool json)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = '?';
 		const char *last = protocol_str(s, "last_status");
-		printf("%-16s %-10s %-10s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "name"),
-		       protocol_str(s, "state"), via, uptime,
+		/* (a language the server knows: one of lang.c's names) */
+		const char *lang = protocol_str(s, "lang");
+		printf("%-16s %-10s %-10s %-7s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "name"),
+		       protocol_str(s, "state"), via, lang && lang_find(lang) ? lang : "?", uptime,
 		       cJSON_IsNumber(ex) ? ex->valuedouble : 0, last ? last : "-", memory,
 		       cJSON_IsNumber(cl) ? cl->valuedouble : 0);
 	}

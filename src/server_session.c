@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang.h"
 #include "options.h"
 #include "protocol.h"
 #include "record.h"
@@ -1181,6 +1182,7 @@ cJSON *srv_session_describe(const struct srv_session *ss)
 	cJSON_AddStringToObject(o, "name", ss->name);
 	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
 	cJSON_AddStringToObject(o, "via", ss->so.o.via ? ss->so.o.via : "local");
+	cJSON_AddStringToObject(o, "lang", lang_find(ss->so.o.lang));
 	cJSON_AddNumberToObject(o, "uptime_s", (double)(uv_now(sv->loop) - ss->created_ms) / 1e3);
 	protocol_json_add_uint(o, "executions", ss->executions);
 	protocol_json_add_uint(o, "queued", ss->live);
