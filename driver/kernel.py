@@ -1589,3 +1589,6 @@ def standby_python():
             except BaseException:
                 pass
     return start
+
+
+# @include kernel_bash.py
