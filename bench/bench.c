@@ -929,18 +929,15 @@ int main(int argc, char **argv)
 	}
 
 	if (bench_bash)
-		printf("\nfloors: %s -c LOOP on a raw PTY (read a line, eval it, one-line reply, "
-		       "no "
-		       "capture), blocking read/write; cold start: that loop started on a fresh "
-		       "PTY "
-		       "to its first reply\n",
+		printf("\nfloors: %s -c LOOP on a raw PTY (read a line, eval it, one-line "
+		       "reply, no capture), blocking read/write; cold start: that loop started "
+		       "on a fresh PTY to its first reply\n",
 		       BASH);
 	else
-		printf("\nfloors: round trip and throughput: %s -I -c LOOP on a raw PTY (read a "
-		       "line, "
-		       "exec, one-line reply, no capture; the snippet's stdout is the terminal, so "
-		       "print() writes once per line), blocking read/write; cold start: bare "
-		       "`%s -c pass` fork/exec/wait\n",
+		printf("\nfloors: round trip and throughput: %s -I -c LOOP on a raw PTY (read "
+		       "a line, exec, one-line reply, no capture; the snippet's stdout is the "
+		       "terminal, so print() writes once per line), blocking read/write; cold "
+		       "start: bare `%s -c pass` fork/exec/wait\n",
 		       PYTHON, PYTHON);
 	print_table();
 	printf("\ntotal bench time %.1f s\n", (now_us() - t_start) / 1e6);
