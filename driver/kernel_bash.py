@@ -160,8 +160,12 @@ class _BashKernel(_Files):
             "if (( ${#__ptybox_old[@]} )); then __ptybox_restore; fi; "
             "[[ -z $__ptybox_seq ]] || \\builtin printf 'E%%s %%s\\n' \"$__ptybox_seq\" $s >&%d; "
             "__ptybox_seq= __ptybox_pwd=; \\builtin unset -v __ptybox_c; }; "
+            # (the command line's steps as functions: bash reads the line
+            # from its pipe a byte at a time, so a short one is faster)
+            "__ptybox_b() { __ptybox_seq=$1; \\builtin printf 'B%%s\\n' $1 >&%d; }; "
+            "__ptybox_m() { \\builtin mapfile -d '' __ptybox_c </proc/self/fd/%d; }; "
             "PROMPT_COMMAND=__ptybox_done; readonly PROMPT_COMMAND; __ptybox_seq=0"
-            % (err_fd, err_fd, s))
+            % (err_fd, err_fd, s, s, code_fd))
         return self.wait_status(0) is not None
 
     def command(self, line):
@@ -262,7 +266,7 @@ class _BashKernel(_Files):
         view = data = None
         # B<seq> once bash has read and parsed the whole line: from then on a
         # ^C aborts it cleanly (one during the read would cut the line).
-        parts = ["__ptybox_seq=%d; \\builtin printf 'B%d\\n' >&%d;" % (seq, seq, status_fd)]
+        parts = ["\\__ptybox_b %d;" % seq]
         if self.chan.size is not None and self.chan.size != self.size:
             self.size = self.chan.size       # (b"COLSxROWS": the client's terminal)
             cols, _, rows = self.size.decode("ascii", "replace").partition("x")
@@ -281,7 +285,7 @@ class _BashKernel(_Files):
         cwd = req.get("cwd")
         if type(cwd) is str:
             parts.append("__ptybox_pwd=$PWD; \\builtin cd -- %s &&" % _bash_quote(cwd))
-        parts.append("\\builtin mapfile -d '' __ptybox_c </proc/self/fd/%d &&" % code_fd)
+        parts.append("\\__ptybox_m &&")
         stdin = req.get("stdin_b64")
         if stdin is not None:
             try:
