@@ -121,6 +121,20 @@ class BashCommandLine(TestCase):
                 self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
                 self.assertIn("expected python or bash", p.stderr)
 
+    def test_a_pooled_python_is_not_given_to_a_bash_session(self):
+        s = Serve("--pool", "1")
+        try:
+            s.send({"id": 1, "op": "new", "session": "b", "options": {"lang": "bash"}})
+            self.assertTrue(s.recv_result(1).get("ok"))
+            r = s.exec("echo ${BASH_VERSION:+bash}", id=2, session="b")
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "bash\n"), r)
+            s.send({"id": 3, "op": "new", "session": "p"})
+            self.assertTrue(s.recv_result(3).get("ok"))
+            r = s.exec("import sys; print(sys.implementation.name)", id=4, session="p")
+            self.assertEqual(r["stdout"], "cpython\n")
+        finally:
+            s.close()
+
     def test_ls_shows_the_language(self):
         s = Serve("--lang", "bash")
         try:
