@@ -312,12 +312,16 @@ class _BashKernel(_Files):
             self.chan.write(b"R%d\n" % seq)
         elif status == 128 + _SIGINT and self.interrupted:
             self.error(seq, "Interrupted", "")
-        else:
-            self.error(seq, "ExitStatus", "%d" % status)
+        else:                                # (run FILE: FILE's status is ptybox's, as
+            self.error(seq, "ExitStatus", "%d" % status,   # `bash FILE` exits with it)
+                       status if "filename" in req else None)
 
-    def error(self, seq, name, value):
+    def error(self, seq, name, value, exit=None):
+        error = {"name": name, "value": value, "traceback": []}
+        if exit is not None:
+            error["exit"] = exit
         self.chan.send({"t": "result", "seq": seq, "status": "error", "result": None,
-                        "error": {"name": name, "value": value, "traceback": []}})
+                        "error": error})
 
     def serve(self):
         chan = self.chan

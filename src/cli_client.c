@@ -894,7 +894,8 @@ static int exec_file_exit(cJSON *result, bool json)
 	const char *ename = protocol_str(error, "name"), *value = protocol_str(error, "value");
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(error, "exit");
 	const char *status = protocol_str(result, "status");
-	if (!status || strcmp(status, "error") != 0 || !ename || strcmp(ename, "SystemExit") != 0 ||
+	if (!status || strcmp(status, "error") != 0 || !ename ||
+	    (strcmp(ename, "SystemExit") != 0 && strcmp(ename, "ExitStatus") != 0) ||
 	    !cJSON_IsNumber(st) || st->valueint < 0 || st->valueint > 255)
 		return -1;
 	int n = st->valueint;

@@ -2,6 +2,8 @@
 snippets, exit statuses as results, stdout and stderr apart, late output of
 background jobs, ^C and exit, and read never waiting (ptybox(1), LANGUAGES)."""
 import json
+import os
+import tempfile
 import time
 import unittest
 
@@ -112,6 +114,15 @@ class BashCommandLine(TestCase):
         results = [json.loads(l) for l in p.stdout.splitlines()]
         self.assertEqual([r["stdout"] for r in results], ["", "42\n"])
         self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_run_file_takes_its_args_and_exits_with_its_status(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.sh")
+            with open(path, "w") as f:
+                f.write('echo "$2 $1 ($#)"\n(exit 3)\n')
+            p = run("run", "--lang", "bash", path, "one", "two")
+            self.assertEqual((p.returncode, p.stdout), (3, "two one (2)\n"), p.stderr)
+            self.assertNotIn("ExitStatus", p.stderr)
 
     def test_an_unknown_language_is_one_line_and_a_usage_error(self):
         for lang in ("node", "cobol", ""):
