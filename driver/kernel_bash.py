@@ -117,7 +117,11 @@ class _BashKernel(_Files):
         pid = os.fork()
         if pid == 0:
             try:
-                _signal.signal(_SIGINT, _signal.SIG_DFL)   # (ignored would stay ignored)
+                # (ignored would stay ignored: Python ignores SIGPIPE and
+                # SIGXFSZ, and `yes | head` needs its SIGPIPE)
+                for sig in (_SIGINT, _signal.SIGPIPE, getattr(_signal, "SIGXFSZ", None)):
+                    if sig is not None:
+                        _signal.signal(sig, _signal.SIG_DFL)
                 os.setpgid(0, 0)
                 _die_with_parent()
                 # (stderr on /dev/null until the first line moves it: what

@@ -38,6 +38,11 @@ class BashSession(TestCase):
                         id=1)
         self.assertEqual((r["stdout"], r["stderr"]), ("out\nchild\n", "err\ncerr\n"))
 
+    def test_commands_get_sigpipe_as_in_a_shell(self):
+        r = self.s.exec("yes | head -n 2; echo ${PIPESTATUS[0]}", id=1, timeout=10)
+        self.assertEqual((r["status"], r["stdout"]), ("ok", "y\ny\n141\n"))
+        self.assertNotIn("Broken pipe", r["stderr"])
+
     def test_a_background_job_printing_later_is_late_output_of_its_snippet(self):
         self.assertOk(self.s.exec("(sleep 0.3; echo from-the-job) &", id="bg"))
         late = self.s.recv(timeout=10)
