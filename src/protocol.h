@@ -26,7 +26,8 @@
  * No single quote: transports put it inside one. */
 #define PROTOCOL_BOOTSTRAP                                                                         \
 	"import binascii as b,marshal as m,_frozen_importlib_external as f;"                       \
-	"h=f.MAGIC_NUMBER.hex();print(\"PTYBOX/1\",\"BOOT\",h);k,_,l=input().partition(\" \");" \
+	"h=f.MAGIC_NUMBER.hex();print(\"PTYBOX/1\",\"BOOT\",h);"                                   \
+	"k,_,l=input().partition(\" \");"                                                          \
 	"s=b.a2b_base64(\"\".join(iter(input,\"\")));"                                             \
 	"exec(m.loads(__import__(\"zlib\").decompress(s))if k==h else s)"
 #define PROTOCOL_BOOT_PROMPT "PTYBOX/1 BOOT"
