@@ -40,7 +40,7 @@ Kernel -> relay (message pipe), one line each:
     T                                       (--tty) read my terminal, then type a
                                             byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
-    {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
+    {"t":"display","seq":..,"late":bool,"data":{MIME: str},"display_id":str,"update":bool}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
 The kernel's fd 0 in a snippet run with "stdin_stream" is the read end of a
 pipe (the fifth fd) it holds for its life; the stdin requests' bytes are
@@ -68,6 +68,8 @@ READ = 256 << 10
 HOLD_BELOW = 64 << 10             # a read of less output than this ...
 HOLD_NS = 10 ** 6                 # ... lets the next wait this long (ns), for more
 TTY_READ = 64 << 10
+TTY_PIECE = 2048                  # a read this big: more is likely there (read_on)
+TTY_GATHER = 1 << 20              # bytes read on before they are parsed
 PIPE_SIZE = 1 << 20
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
 REQUEST_CAP = 1 << 32             # bytes of one request line: a longer one is dropped
@@ -89,6 +91,7 @@ LINE_GATHER = 1 << 20             # bytes of a line from which its pieces are ga
 DECODE_PIECE = 1 << 20            # base64 characters of a request decoded at a time
 STDIN_CHUNK = 1 << 20             # bytes of one stdin request (the stream): one pending at most
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
+MAX_DISPLAY_ID = 256              # characters of a display_id: a longer one drops its display
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
 QUERY_MATCH_LEN = 1024            # ... this many characters
@@ -949,7 +952,29 @@ class Relay(_Files):
             return
         if not data:
             self.exit(0)
+        if len(data) >= TTY_PIECE:
+            data = self.read_on(data)
         self.input(data)
+
+    def read_on(self, data):
+        """data and what follows it on the terminal now, up to TTY_GATHER
+        bytes.  A terminal hands over at most its line discipline's buffer (4
+        KiB) a read: a put's megabytes are read on without a poll between
+        reads, and parsed once, not once each 4 KiB."""
+        more = bytearray(data)
+        while len(more) < TTY_GATHER:
+            try:                             # (the terminal blocks: read only what is there)
+                if fcntl.ioctl(self.tty, termios.FIONREAD, b"\0\0\0\0") == b"\0\0\0\0":
+                    break
+            except OSError:
+                break
+            piece = _read(self.tty, TTY_READ)
+            if not piece:
+                if piece is not None:
+                    self.exit(0)
+                break
+            more += piece
+        return bytes(more)
 
     def input(self, data):
         lines, cut = self.tty_lines.feed(data)
@@ -1534,6 +1559,14 @@ class Relay(_Files):
             frame = {"type": "display", "id": None, "data": data}
             if late:
                 frame["late"] = True
+            did = m.get("display_id")        # (display(obj, display_id=..): update_display)
+            if did is not None:
+                if (type(did) is not str or not 0 < len(did) <= MAX_DISPLAY_ID
+                        or not did.isascii() or not did.isprintable()):
+                    return
+                frame["display_id"] = did
+                if m.get("update") is True:
+                    frame["update"] = True
             self.write(self.start, _payload(frame).replace(b'"id":null', b'"id":' + sid, 1),
                        END)
         elif t == "late" and type(seq) is int and m.get("name") in ("stdout", "stderr"):

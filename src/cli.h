@@ -156,6 +156,10 @@ int cli_read_stdin(const char *cmd, void **data, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+/* serve --http (cli_serve_http.c): runs until a signal. */
+int cli_serve_http(const char *addr, const char *token_file, unsigned pool, unsigned max_active,
+		   const char *python);
+int cli_mcp(int argc, char **argv);
 int cli_repl(int argc, char **argv);
 int cli_attach(int argc, char **argv);
 

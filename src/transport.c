@@ -459,6 +459,16 @@ const char *transport_death_reason(struct transport *t)
 	return t->kind == TRANSPORT_LOCAL ? sandbox_death_reason(t->sandbox) : NULL;
 }
 
+int transport_child_fd(const struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL ? sandbox_child_fd(t->sandbox) : -1;
+}
+
+const struct sandbox *transport_sandbox(const struct transport *t)
+{
+	return t && t->kind == TRANSPORT_LOCAL ? t->sandbox : NULL;
+}
+
 long long transport_memory(const struct transport *t)
 {
 	return t->kind == TRANSPORT_LOCAL ? sandbox_memory(t->sandbox) : -ENOTSUP;
