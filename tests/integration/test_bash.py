@@ -151,6 +151,21 @@ class BashCommandLine(TestCase):
         finally:
             s.close()
 
+    def test_a_bash_session_with_a_python_one_shares_its_files(self):
+        s = Serve()
+        try:
+            s.send({"id": 1, "op": "new", "session": "A"})
+            self.assertTrue(s.recv_result(1).get("ok"))
+            self.assertOk(s.exec("open('/tmp/shared.txt', 'w').write('from A')", id=2,
+                                 session="A"))
+            s.send({"id": 3, "op": "new", "session": "B",
+                    "options": {"lang": "bash", "with": "A"}})
+            self.assertTrue(s.recv_result(3).get("ok"))
+            r = s.exec("cat /tmp/shared.txt", id=4, session="B")
+            self.assertEqual((r["status"], r["stdout"]), ("ok", "from A"), r)
+        finally:
+            s.close()
+
     def test_ls_shows_the_language(self):
         s = Serve("--lang", "bash")
         try:
