@@ -38,7 +38,7 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --max-get --net --env --python --packages --log --busy-poll
+		--cpus --tmp-size --nofile --max-file-size --max-get --net --env --lang --python --packages --log --busy-poll
 		--mount --workdir --wheels'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
@@ -99,6 +99,10 @@ _ptybox()
 				COMPREPLY[j]=${COMPREPLY[j]#"$colon"}
 			done
 		fi
+		return
+		;;
+	--lang)
+		COMPREPLY=($(compgen -W 'python bash' -- "$val"))
 		return
 		;;
 	--with)

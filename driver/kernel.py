@@ -1578,8 +1578,10 @@ def prepare():
         os.close(devnull)
 
 
-def standby():
-    """In a kernel forked ahead of need (a standby), before its pipes come:
+def standby_python():
+    """The Python kernel.  A kernel kind is a function standby_<lang>() (the
+    relay's template calls the one of its --lang; lang.c lists them).
+    In a kernel forked ahead of need (a standby), before its pipes come:
     all of a kernel's start that does not need them, so that a restart
     waits for little more than the fds.  Returns start(req, msg, out, err, stdin),
     which puts the pipes in place and serves.  Until then fds 0-2 are
@@ -1605,3 +1607,6 @@ def standby():
             except BaseException:
                 pass
     return start
+
+
+# @include kernel_bash.py

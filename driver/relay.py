@@ -394,7 +394,7 @@ def _recv_fds(sock, count):
     return msg, fds
 
 
-def _template(ctl, kernel_code):
+def _template(ctl, kernel_code, lang):
     """The fork server, in a child forked before the nonce was read: runs the
     kernel's module code once (and site, after the first kernel's start),
     keeps one kernel forked ahead (a standby, started as far as it can be
@@ -441,13 +441,17 @@ def _template(ctl, kernel_code):
     _signal.set_wakeup_fd(wake_w)
     space = {"__name__": "__ptybox_kernel__", "__builtins__": builtins}
     exec(kernel_code(), space)
-    space["prepare"]()
-    prepare_kernel = space["standby"]
+    # One kind of kernel per relay: standby_<lang>() (kernel.py's contract).
+    prepare_kernel = space.get("standby_" + lang) if lang.isalpha() else None
+    if prepare_kernel is None:
+        os._exit(EXIT_NO_KERNEL)            # (the client checks the language first)
+    if lang == "python":
+        space["prepare"]()
 
     def fork_standby():
         """A kernel forked ahead, or None if no process can be made now (the
         session's pids limit: a fork bomb of the code's, say).  It starts
-        all it can before its fds come (kernel.py's standby())."""
+        all it can before its fds come (kernel.py's standby_python())."""
         mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             pid = os.fork()
@@ -495,7 +499,7 @@ def _template(ctl, kernel_code):
                 pass
         reap()                               # (the handler's wake-up, or one it missed)
         if standby is None and standby_due is not None and time.monotonic() >= standby_due:
-            if "site" not in sys.modules:
+            if "site" not in sys.modules and lang == "python":
                 _site()                      # (once, after the first kernel's start)
             standby = fork_standby()
             standby_due = None if standby else time.monotonic() + STANDBY_RETRY
@@ -1628,7 +1632,8 @@ class Relay(_Files):
             frame = {"type": "result", "id": None, "status": status, "result": result,
                      "error": error, "duration_ms": micros / 1000}
             if self.sigint:
-                if status == "error" and error["name"] == "KeyboardInterrupt":
+                # (bash's kernel says "Interrupted": kernel_bash.py)
+                if status == "error" and error["name"] in ("KeyboardInterrupt", "Interrupted"):
                     frame["status"] = "interrupted"
                 else:
                     frame["sigint"] = True   # the code caught our ^C and went on
@@ -1768,9 +1773,9 @@ def _take_terminal():
     return tty
 
 
-def main(kernel_code):
-    """kernel_code(): the kernel module's code (its main(req_fd, msg_fd) runs
-    a kernel, in a child of the template)."""
+def main(kernel_code, lang="python"):
+    """kernel_code(): the kernel module's code, whose standby_<lang>() starts
+    a kernel of that language in a child of the template (kernel.py)."""
     for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM, _signal.SIGQUIT):
         _signal.signal(sig, _signal.SIG_IGN if sig == _signal.SIGINT else _signal.SIG_DFL)
     mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -1780,7 +1785,7 @@ def main(kernel_code):
     if pid == 0:
         try:
             mine.close()
-            _template(theirs, kernel_code)   # (fds 0-2, the terminal, go to /dev/null)
+            _template(theirs, kernel_code, lang)   # (fds 0-2, the terminal, go to /dev/null)
         finally:
             os._exit(1)
     theirs.close()

@@ -85,6 +85,9 @@ struct ptybox_options {
 	 * a sandbox of its own. Closing it (or its sandbox dying) ends this
 	 * session's interpreter, which then cannot restart. Never takes from a pool. */
 	ptybox_session *with;
+	/* The kernel's language: "python" (NULL: the default) or "bash"
+	 * (ptybox(1), --lang). Another is refused by ptybox_session_new. */
+	const char *lang;
 };
 
 struct ptybox_result_detail; /* ptybox's own */

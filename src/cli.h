@@ -58,6 +58,7 @@ struct cli_session_opts {
 		{"max-get", required_argument, NULL, 0x118}, {"net", no_argument, NULL, 0x109},    \
 		{"env", required_argument, NULL, 0x10a},                                           \
 		{"python", required_argument, NULL, 0x10b},                                        \
+		{"lang", required_argument, NULL, 0x112},                                          \
 		{"packages", required_argument, NULL, 0x140},                                      \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "mount.h"
 #include "cli_render.h"
+#include "lang.h"
 #include "options.h"
 #include "protocol.h"
 #include "server.h"
@@ -324,7 +325,8 @@ static int exec_file_exit(cJSON *result, bool json)
 	const char *ename = protocol_str(error, "name"), *value = protocol_str(error, "value");
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(error, "exit");
 	const char *status = protocol_str(result, "status");
-	if (!status || strcmp(status, "error") != 0 || !ename || strcmp(ename, "SystemExit") != 0 ||
+	if (!status || strcmp(status, "error") != 0 || !ename ||
+	    (strcmp(ename, "SystemExit") != 0 && strcmp(ename, "ExitStatus") != 0) ||
 	    !cJSON_IsNumber(st) || st->valueint < 0 || st->valueint > 255)
 		return -1;
 	int n = st->valueint;
@@ -531,8 +533,8 @@ static void client_ls_print(const cJSON *sessions, bool json)
 {
 	const cJSON *s;
 	if (!json && cJSON_GetArraySize(sessions))
-		printf("%-16s %-10s %-10s %8s %6s %-11s %9s %s\n", "NAME", "STATE", "VIA", "UPTIME",
-		       "EXECS", "LAST", "MEMORY", "CLIENTS");
+		printf("%-16s %-10s %-10s %-7s %8s %6s %-11s %9s %s\n", "NAME", "STATE", "VIA",
+		       "LANG", "UPTIME", "EXECS", "LAST", "MEMORY", "CLIENTS");
 	cJSON_ArrayForEach(s, sessions)
 	{
 		if (json) {
@@ -566,8 +568,10 @@ static void client_ls_print(const cJSON *sessions, bool json)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = '?';
 		const char *last = protocol_str(s, "last_status");
-		printf("%-16s %-10s %-10s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "name"),
-		       protocol_str(s, "state"), via, uptime,
+		/* (a language the server knows: one of lang.c's names) */
+		const char *lang = protocol_str(s, "lang");
+		printf("%-16s %-10s %-10s %-7s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "name"),
+		       protocol_str(s, "state"), via, lang && lang_find(lang) ? lang : "?", uptime,
 		       cJSON_IsNumber(ex) ? ex->valuedouble : 0, last ? last : "-", memory,
 		       cJSON_IsNumber(cl) ? cl->valuedouble : 0);
 	}

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang.h"
 #include "options.h"
 #include "protocol.h"
 #include "record.h"
@@ -1262,6 +1263,7 @@ cJSON *srv_session_describe(const struct srv_session *ss)
 	cJSON_AddStringToObject(o, "name", ss->name);
 	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
 	cJSON_AddStringToObject(o, "via", ss->so.o.via ? ss->so.o.via : "local");
+	cJSON_AddStringToObject(o, "lang", lang_find(ss->so.o.lang));
 	if (ss->with)
 		cJSON_AddStringToObject(o, "with", ss->with->name);
 	else

@@ -22,6 +22,7 @@ struct transport_options {
 	char *const *env_extra; /* --env K=V, NULL-terminated, may be NULL */
 	const char *workdir;	/* where the code starts (PTYBOX_WORKDIR); never NULL */
 	const char *wheels;	/* --wheels (PTYBOX_WHEELS), NULL: none */
+	const char *lang;	/* the kernel's language (lang_find's); never NULL */
 	struct sandbox_options sandbox;
 };
 
@@ -30,8 +31,8 @@ struct ptybox_options;
 int transport_options_from(const struct ptybox_options *o, struct transport_options *t, char *err,
 			   size_t errlen);
 /* Whether interpreters started with a and with b are alike: the same
- * transport, target, interpreter, environment, folders (--workdir, --mount,
- * --wheels) and sandbox limits. */
+ * transport, target, interpreter, language, environment, folders (--workdir,
+ * --mount, --wheels) and sandbox limits. */
 bool transport_options_equal(const struct transport_options *a, const struct transport_options *b);
 /* Parses "local", "none", "ssh://[user@]host[:port]" or "exec:CMD". */
 int transport_parse_via(const char *via, struct transport_options *opts, char *err, size_t errlen);
