@@ -185,6 +185,13 @@ void srv_session_capture(struct srv_session *ss, struct server_client *c, const 
 			 const cJSON *id);
 cJSON *srv_session_describe(const struct srv_session *ss);
 void srv_pools_close(struct server *sv);
+/* server_pool.c: the pool for these options ("pool": N asked), made on first
+ * use; NULL with err filled on a bad N or a failure. */
+ptybox_pool *srv_pool_for(struct server *sv, const cJSON *options, bool remote, char *err,
+			  size_t errlen);
+/* server_screen.c: output to the screen's tail; the tail fed to the screen. */
+void srv_screen_out(struct srv_session *ss, const char *text, size_t len);
+void srv_screen_flush(struct srv_session *ss);
 void srv_screens_sweep(struct server *sv);
 void srv_pools_free(struct server *sv);
 void srv_session_client_gone(struct srv_session *ss, struct server_client *c);

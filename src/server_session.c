@@ -31,8 +31,6 @@
 #define SRV_SCREEN_COLS	      80
 #define SRV_SCREEN_SCROLLBACK ((size_t)32 << 10)
 #define SRV_SCREEN_CODE_MAX   ((size_t)16 << 10)
-#define SRV_SCREEN_TAIL	      ((size_t)64 << 10)
-#define SRV_SCREEN_IDLE_MS    2000
 /* Waiters on one execution, and watchers of one session. */
 #define SRV_MAX_WAITERS	 1024
 #define SRV_MAX_WATCHERS 256
@@ -76,91 +74,6 @@ static struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id)
 		if (x->id == id)
 			return x;
 	return NULL;
-}
-
-/* Output goes to the screen through a tail of the last SRV_SCREEN_TAIL bytes,
- * fed when someone looks (capture), before the next prompt and with the
- * result: 20 MB of output would cost libvterm seconds of scrolling to show
- * the last 24 lines, which the tail holds (a line cut off at its front starts
- * at its next newline). What is lost is the effect of sequences in the part
- * dropped (a colour set there and never reset): the screen is a view. */
-static void srv_screen_out(struct srv_session *ss, const char *text, size_t len)
-{
-	if (!ss->screen || !len)
-		return;
-	/* Twice the tail's room, so that the old bytes move once per SRV_SCREEN_TAIL
-	 * taken, not on every chunk (a line of print each: 64 KiB moved per line). */
-	if (!ss->tail) {
-		if (!(ss->tail = malloc(SRV_SCREEN_TAIL)))
-			return;
-		ss->tail_cap = SRV_SCREEN_TAIL;
-	}
-	if (ss->tail_len + len > ss->tail_cap && ss->tail_cap < 2 * SRV_SCREEN_TAIL) {
-		/* (grown only for output: a round trip's prompt and value stay small) */
-		char *more = realloc(ss->tail, 2 * SRV_SCREEN_TAIL);
-		if (!more)
-			return;
-		ss->tail = more;
-		ss->tail_cap = 2 * SRV_SCREEN_TAIL;
-	}
-	if (len >= SRV_SCREEN_TAIL) {
-		text += len - SRV_SCREEN_TAIL;
-		len = SRV_SCREEN_TAIL;
-		ss->tail_len = 0;
-		ss->tail_cut = true;
-	} else if (ss->tail_len + len > 2 * SRV_SCREEN_TAIL) {
-		size_t keep = SRV_SCREEN_TAIL - len;
-		memmove(ss->tail, ss->tail + ss->tail_len - keep, keep);
-		ss->tail_len = keep;
-		ss->tail_cut = true;
-	}
-	memcpy(ss->tail + ss->tail_len, text, len);
-	ss->tail_len += len;
-}
-
-static void srv_screen_flush(struct srv_session *ss)
-{
-	if (!ss->screen || !ss->tail)
-		return;
-	const char *p = ss->tail;
-	size_t n = ss->tail_len;
-	if (n > SRV_SCREEN_TAIL) { /* (the last SRV_SCREEN_TAIL bytes are the tail) */
-		p += n - SRV_SCREEN_TAIL;
-		n = SRV_SCREEN_TAIL;
-		ss->tail_cut = true;
-	}
-	if (ss->tail_cut) { /* from the first whole line on */
-		const char *nl = memchr(p, '\n', n);
-		if (nl) {
-			n -= (size_t)(nl + 1 - p);
-			p = nl + 1;
-		}
-	}
-	if (n)
-		screen_feed(ss->screen, p, n);
-	free(ss->tail);
-	ss->tail = NULL;
-	ss->tail_len = ss->tail_cap = 0;
-	ss->tail_cut = false;
-	ss->screen_open = true;
-	ss->screen_used_ms = uv_now(ss->server->loop);
-}
-
-/* A screen idle this long gives its terminal back (screen_shrink keeps the
- * picture): an idle session costs its text, not libvterm's cells. And a
- * recording's events of a long execution reach its file within a second. */
-void srv_screens_sweep(struct server *sv)
-{
-	uint64_t now = uv_now(sv->loop);
-	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
-		record_flush(ss->rec);
-	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
-		if (ss->screen && ss->screen_open && !ss->live &&
-		    now - ss->screen_used_ms >= SRV_SCREEN_IDLE_MS) {
-			srv_screen_flush(ss);
-			screen_shrink(ss->screen);
-			ss->screen_open = false;
-		}
 }
 
 /* The transcript's bytes: to the screen (through its tail) and the recording. */
@@ -590,88 +503,6 @@ static const struct ptybox_callbacks srv_callbacks = {
 	.on_closed = srv_on_closed,
 	.on_restarting = srv_on_restarting,
 };
-
-/* The most warm interpreters one option set keeps, and the most option sets. */
-#define SRV_POOL_MAX  64
-#define SRV_POOLS_MAX 16
-
-/* The pool for these options ("pool": N asked), made on first use. NULL
- * with err filled on a bad N or a failure. */
-static ptybox_pool *srv_pool_for(struct server *sv, const cJSON *options, bool remote, char *err,
-				 size_t errlen)
-{
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(options, "pool");
-	unsigned size = 0;
-	if (cJSON_IsNumber(n) && n->valuedouble >= 1 && n->valuedouble <= SRV_POOL_MAX &&
-	    n->valuedouble == (double)(int)n->valuedouble)
-		size = (unsigned)n->valuedouble;
-	else if (cJSON_IsString(n))
-		options_parse_uint(n->valuestring, 1, SRV_POOL_MAX, &size);
-	if (!size) {
-		snprintf(err, errlen, "--pool: expected a number from 0 to %d", SRV_POOL_MAX);
-		return NULL;
-	}
-	cJSON *rest = cJSON_Duplicate(options, 1);
-	cJSON_DeleteItemFromObjectCaseSensitive(rest, "pool");
-	char *key = rest ? cJSON_PrintUnformatted(rest) : NULL;
-	for (struct srv_pool *p = sv->pools; key && p; p = p->next)
-		if (strcmp(p->key, key) == 0) {
-			cJSON_free(key);
-			cJSON_Delete(rest);
-			return p->pool;
-		}
-	struct srv_pool *p = key && sv->npools < SRV_POOLS_MAX ? calloc(1, sizeof(*p)) : NULL;
-	if (!p) {
-		snprintf(err, errlen, key ? "the server keeps %d pools, its most" : "out of memory",
-			 SRV_POOLS_MAX);
-		cJSON_free(key);
-		cJSON_Delete(rest);
-		return NULL;
-	}
-	p->key = key;
-	cli_session_opts_init(&p->so);
-	int rc = srv_options_parse(rest, remote, sv->cfg.allow_remote_transports, &p->so,
-				   p->strings, &p->nstrings,
-				   sizeof(p->strings) / sizeof(p->strings[0]), err, errlen);
-	cJSON_Delete(rest);
-	if (rc == 0)
-		rc = ptybox_pool_new(sv->loop, &p->so.o, size, &p->pool, err, errlen);
-	if (rc < 0) {
-		for (size_t i = 0; i < p->nstrings; i++)
-			free(p->strings[i]);
-		cJSON_free(p->key);
-		free(p);
-		return NULL;
-	}
-	p->next = sv->pools;
-	sv->pools = p;
-	sv->npools++;
-	return p->pool;
-}
-
-/* Their interpreters go; the records (whose strings the closing ones may
- * still read) stay until srv_pools_free, once the loop is done. */
-void srv_pools_close(struct server *sv)
-{
-	for (struct srv_pool *p = sv->pools; p; p = p->next)
-		if (p->pool)
-			ptybox_pool_close(p->pool);
-	for (struct srv_pool *p = sv->pools; p; p = p->next)
-		p->pool = NULL;
-}
-
-void srv_pools_free(struct server *sv)
-{
-	while (sv->pools) {
-		struct srv_pool *p = sv->pools;
-		sv->pools = p->next;
-		for (size_t i = 0; i < p->nstrings; i++)
-			free(p->strings[i]);
-		cJSON_free(p->key);
-		free(p);
-	}
-	sv->npools = 0;
-}
 
 /* new's "with": the session whose sandbox this one shares (a sharer's own
  * with, if it names a sharer). 0, or -EINVAL with the reason in err. */
@@ -1225,35 +1056,6 @@ void srv_session_query(struct srv_session *ss, struct server_client *c, const cJ
 	}
 	w->next = ss->queries;
 	ss->queries = w;
-}
-
-void srv_session_capture(struct srv_session *ss, struct server_client *c, const cJSON *req,
-			 const cJSON *id)
-{
-	const cJSON *escapes = cJSON_GetObjectItemCaseSensitive(req, "escapes");
-	const cJSON *start = cJSON_GetObjectItemCaseSensitive(req, "start");
-	if (escapes && !cJSON_IsBool(escapes))
-		return srv_reply_error(c, id, "usage", "\"escapes\" must be true or false");
-	if (start &&
-	    (!cJSON_IsNumber(start) || start->valuedouble != (double)(long)start->valuedouble))
-		return srv_reply_error(c, id, "usage",
-				       "\"start\" must be a line: 0 the screen's first, -N N lines "
-				       "into the scrollback");
-	if (!ss->screen)
-		return srv_reply_error(c, id, "nomem", "session '%s' has no screen (out of memory)",
-				       ss->name);
-	char *text = NULL;
-	size_t n = 0;
-	int rc = screen_capture(ss->screen, cJSON_IsTrue(escapes),
-				start ? (long)start->valuedouble : 0, &text, &n);
-	if (!ss->live)
-		screen_shrink(ss->screen);
-	if (rc < 0)
-		return srv_reply_error(c, id, "nomem", "capture: %s", strerror(-rc));
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "text", text);
-	free(text);
-	srv_reply_ok(c, id, o);
 }
 
 cJSON *srv_session_describe(const struct srv_session *ss)
