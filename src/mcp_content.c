@@ -16,9 +16,11 @@
 
 #include "protocol.h"
 
-/* The display items one result shows at most; the rest are counted in a
- * note (a loop of display() calls would flood the context otherwise). */
+/* The display items one result shows at most, and of them pictures (tens
+ * of KB each to a model); the rest are counted in a note (a loop of
+ * display() calls would flood the context otherwise). */
 #define MCP_MAX_DISPLAYS 64
+#define MCP_MAX_PICTURES 16
 
 static cJSON *mcp_obj(void)
 {
@@ -186,18 +188,25 @@ static void mcp_add_displays(cJSON *items, const cJSON *list, size_t max_text)
 		show[ids[g].at] = at[ids[e].at];
 		g = e + 1;
 	}
-	size_t shown = 0, more = 0;
+	size_t shown = 0, pictures = 0, more = 0;
 	for (i = 0; i < n; i++) {
 		if (!show[i])
 			continue;
-		if (shown++ < MCP_MAX_DISPLAYS)
+		bool picture =
+			protocol_str(show[i], "image/png") || protocol_str(show[i], "image/jpeg");
+		if (shown < MCP_MAX_DISPLAYS && (!picture || pictures < MCP_MAX_PICTURES)) {
 			mcp_add_bundle(items, show[i], false, max_text);
-		else
+			shown++;
+			pictures += picture;
+		} else {
 			more++;
+		}
 	}
 	if (more) {
 		char note[96];
-		snprintf(note, sizeof(note), "[%zu more displays not shown]", more);
+		snprintf(note, sizeof(note),
+			 "[%zu more displays not shown (at most %d, %d pictures)]", more,
+			 MCP_MAX_DISPLAYS, MCP_MAX_PICTURES);
 		mcp_add_text(items, note);
 	}
 	free(ids);

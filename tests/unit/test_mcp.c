@@ -535,6 +535,31 @@ static void test_pictures_are_checked_and_updates_collapsed(void **state)
 	assert_non_null(strstr(got, "{\"type\":\"text\",\"text\":\"[value]\\n**hi**\\n\"},"
 				    "{\"type\":\"text\",\"text\":\"<i>d</i>\"}"));
 	free(got);
+	/* a loop of displays: 64 items at most, 16 of them pictures, the rest counted */
+	char *many = malloc(100 * 64 + 128), *q = many;
+	q += sprintf(q, "\"status\":\"ok\",\"display\":[");
+	for (int i = 0; i < 100; i++)
+		q += sprintf(q, "%s{\"text/plain\":\"%d\"%s}", i ? "," : "", i,
+			     i % 2 ? ",\"image/png\":\"iVBORw0KGgo=\"" : "");
+	strcpy(q, "]}");
+	got = run_answered(m, &s, "", many);
+	free(many);
+	cJSON *o = cJSON_Parse(got);
+	const cJSON *content = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "result"), "content"), *c;
+	int images = 0, texts = 0;
+	cJSON_ArrayForEach(c, content)
+	{
+		bool image = strcmp(cJSON_GetObjectItem(c, "type")->valuestring, "image") == 0;
+		images += image;
+		texts += !image;
+	}
+	assert_int_equal(images, 16);
+	assert_int_equal(texts, 48 + 1);
+	assert_string_equal(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(content, 64), "text")->valuestring,
+		"[36 more displays not shown (at most 64, 16 pictures)]");
+	cJSON_Delete(o);
+	free(got);
 	/* nothing at all */
 	got = run_answered(m, &s, "", "\"status\":\"ok\",\"stdout\":\"\",\"display\":[]}");
 	assert_non_null(strstr(got, "[{\"type\":\"text\",\"text\":\"(no output)\"}]"));
