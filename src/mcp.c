@@ -624,6 +624,8 @@ static const cJSON *mcp_id_as_sent(const cJSON *msg, const char *line, size_t le
 		return id; /* (an escaped key: cJSON's reading, the best there is) */
 	if (cJSON_IsString(id))
 		return protocol_json_has_nul(line + at, n) ? NULL : id;
+	if (line[at] != '-' && (line[at] < '0' || line[at] > '9'))
+		return id; /* (another member spelled "id": an escaped key came first) */
 	char *text = strndup(line + at, n);
 	if (!text)
 		abort();
