@@ -141,7 +141,7 @@ _ptybox()
 		return
 		;;
 	--timeout | --kill-grace | --max-output | --memory | --pids | --cpus | \
-		--tmp-size | --nofile | --max-file-size | --max-get | --env | --pool | --busy-poll | --record-max | -c | -H | \
+		--tmp-size | --nofile | --max-file-size | --max-get | --env | --pool | --max-text | --busy-poll | --record-max | -c | -H | \
 		--workdir | --get)
 		# a value of the user's own
 		return
@@ -169,7 +169,7 @@ _ptybox()
 		;;
 	mcp)
 		# (the session options but --log: the sessions are a server's)
-		COMPREPLY=($(compgen -W "--pool --help -L -S -H ${session_opts/--log /}" -- "$cur"))
+		COMPREPLY=($(compgen -W "--pool --max-text --help -L -S -H ${session_opts/--log /}" -- "$cur"))
 		;;
 	new)
 		COMPREPLY=($(compgen -W "--pool --with --record --record-max --help -L -S -H $session_opts" -- "$cur"))

@@ -124,6 +124,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -l get -x -d 'Copy PATH 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
 complete -c ptybox -n '__fish_seen_subcommand_from serve new mcp' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
+complete -c ptybox -n '__fish_seen_subcommand_from mcp' -l max-text -x -d 'The most of one text item for the model (default 64K)'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l http -d "Piston's API over HTTP on ADDR (default 127.0.0.1:2000)"
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l token-file -r -F -d 'With --http: the bearer token every request needs'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l max-executes -x -d 'With --http: executes at once, then 429 (default 64)'

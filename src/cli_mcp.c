@@ -23,6 +23,7 @@
 #include "cli_client.h"
 #include "conn.h"
 #include "mcp.h"
+#include "mcp_content.h"
 #include "mount.h"
 #include "options.h"
 #include "server.h"
@@ -86,6 +87,8 @@ static const char mcp_usage[] =
 	"  -H ssh://[user@]host[:port]  the server on another machine (ptybox\n"
 	"                      must be installed there; -L or -S: which one there)\n"
 	"  --pool N            keep N interpreters of these options started ahead\n"
+	"  --max-text SIZE     the most of one text item for the model, head and tail\n"
+	"                      (default 64K; run_code's max_output for one call)\n"
 	"  -h, --help          this help\n"
 	"\n";
 
@@ -439,6 +442,7 @@ int cli_mcp(int argc, char **argv)
 	cli_session_opts_init(&so);
 	static const struct option longopts[] = {
 		{"pool", required_argument, NULL, 'p'},
+		{"max-text", required_argument, NULL, 'X'},
 		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		CLI_SESSION_LONGOPTS,
@@ -449,6 +453,7 @@ int cli_mcp(int argc, char **argv)
 	if (!opts)
 		abort();
 	int opt, li = -1, ret = CLI_EXIT_USAGE;
+	size_t max_text = 0;
 	optind = 1;
 	opterr = 0;
 	while ((li = -1, opt = getopt_long(argc, argv, "+:hL:S:H:", longopts, &li)) != -1) {
@@ -466,6 +471,17 @@ int cli_mcp(int argc, char **argv)
 			}
 			cJSON_DeleteItemFromObjectCaseSensitive(opts, "pool");
 			cJSON_AddNumberToObject(opts, "pool", pool);
+			break;
+		}
+		case 'X': {
+			uint64_t v;
+			if (options_parse_size(optarg, &v) < 0 || v < MCP_MIN_TEXT ||
+			    v > (64u << 20)) {
+				cli_error("mcp: --max-text %s: expected a size from %u to 64M",
+					  optarg, MCP_MIN_TEXT);
+				goto out;
+			}
+			max_text = (size_t)v;
 			break;
 		}
 		case 'h':
@@ -513,6 +529,7 @@ int cli_mcp(int argc, char **argv)
 	struct mcp_config cfg = {
 		.version = ptybox_version(),
 		.options = opts->child ? opts : NULL,
+		.max_text = max_text,
 		.hello = hello,
 		.to_client = mcp_cli_to_client,
 		.to_server = mcp_cli_to_server,

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "mcp_content.h"
+#include "mcp_id.h"
 #include "protocol.h"
 #include "server.h"
 
@@ -46,8 +48,9 @@ struct mcp_call {
 	cJSON *rid;	 /* the MCP request's id (NULL: an internal one) */
 	cJSON *progress; /* the progressToken, or NULL */
 	char session[72];
-	char path[512]; /* get: the file's, for the reply */
-	uint64_t exec;	/* a run's execution, once accepted (0: not yet) */
+	char path[512];	 /* get: the file's, for the reply */
+	uint64_t exec;	 /* a run's execution, once accepted (0: not yet) */
+	size_t max_text; /* its text items' cap */
 	double progress_n;
 	bool cancelled;	     /* notifications/cancelled named it: no reply */
 	bool interrupt;	     /* cancelled before accepted: interrupt once it is */
@@ -119,39 +122,16 @@ static void mcp_error(struct mcp *m, const cJSON *id, int code, const char *fmt,
 	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* (it quotes the client's text: cut at a character, or the line is not UTF-8) */
+	if (n >= (int)sizeof(msg))
+		msg[protocol_utf8_prefix(msg, sizeof(msg) - 1, sizeof(msg) - 2)] = '\0';
 	cJSON *o = mcp_envelope(id);
 	cJSON *e = cJSON_AddObjectToObject(o, "error");
 	cJSON_AddNumberToObject(e, "code", code);
 	cJSON_AddStringToObject(e, "message", msg);
 	mcp_emit(m, m->cfg.to_client, o);
-}
-
-/* A tool's result: content, and isError. */
-static cJSON *mcp_tool_result(cJSON **content, bool is_error)
-{
-	cJSON *r = mcp_obj();
-	*content = cJSON_AddArrayToObject(r, "content");
-	cJSON_AddBoolToObject(r, "isError", is_error);
-	return r;
-}
-
-static void mcp_add_text(cJSON *content, const char *text)
-{
-	cJSON *t = mcp_obj();
-	cJSON_AddStringToObject(t, "type", "text");
-	cJSON_AddStringToObject(t, "text", text);
-	cJSON_AddItemToArray(content, t);
-}
-
-static void mcp_add_image(cJSON *content, const char *b64, const char *mime)
-{
-	cJSON *t = mcp_obj();
-	cJSON_AddStringToObject(t, "type", "image");
-	cJSON_AddStringToObject(t, "data", b64);
-	cJSON_AddStringToObject(t, "mimeType", mime);
-	cJSON_AddItemToArray(content, t);
 }
 
 /* A tool result of one text item. */
@@ -182,7 +162,8 @@ static struct mcp_call *mcp_call_new(struct mcp *m, enum mcp_kind kind, const cJ
 		abort();
 	c->sid = ++m->next_sid;
 	c->kind = kind;
-	c->rid = rid ? cJSON_Duplicate(rid, 0) : NULL; /* (printed exact: mcp_envelope) */
+	c->rid = rid ? cJSON_Duplicate(rid, 0) : NULL; /* (as sent: mcp_client_line) */
+	c->max_text = m->cfg.max_text ? m->cfg.max_text : MCP_MAX_TEXT;
 	snprintf(c->session, sizeof(c->session), "%s", session ? session : "");
 	c->next = m->calls;
 	m->calls = c;
@@ -266,7 +247,10 @@ static const char mcp_tools_json[] =
 	"\"language\":{\"type\":\"string\",\"enum\":[\"python\"],\"description\":\"The "
 	"code's language: python.\"},"
 	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds "
-	"before the run is stopped (default: the session's, 30).\"}},"
+	"before the run is stopped (default: the session's, 30).\"},"
+	"\"max_output\":{\"type\":\"integer\",\"minimum\":256,\"description\":\"The most "
+	"bytes of text to return (default: 65536, or ptybox mcp --max-text); a longer text "
+	"keeps its head and tail.\"}},"
 	"\"required\":[\"code\"],\"additionalProperties\":false},"
 	"\"outputSchema\":{\"type\":\"object\",\"properties\":{"
 	"\"status\":{\"type\":\"string\",\"description\":\"ok, error, timeout, interrupted, "
@@ -383,7 +367,7 @@ static int mcp_args_known(struct mcp *m, const cJSON *id, const cJSON *args, con
 static void mcp_tool_run(struct mcp *m, const cJSON *id, const cJSON *args, const cJSON *progress)
 {
 	const char *code, *session, *lang;
-	if (mcp_args_known(m, id, args, " code session language timeout ") < 0 ||
+	if (mcp_args_known(m, id, args, " code session language timeout max_output ") < 0 ||
 	    mcp_arg_str(m, id, args, "code", &code) < 0 ||
 	    mcp_arg_session(m, id, args, false, &session) < 0 ||
 	    mcp_arg_str(m, id, args, "language", &lang) < 0)
@@ -402,7 +386,17 @@ static void mcp_tool_run(struct mcp *m, const cJSON *id, const cJSON *args, cons
 		mcp_error(m, id, -32602, "invalid params: 'timeout' must be a number of seconds");
 		return;
 	}
+	const cJSON *mo = cJSON_GetObjectItemCaseSensitive(args, "max_output");
+	if (mo && (!cJSON_IsNumber(mo) || !(mo->valuedouble >= MCP_MIN_TEXT) ||
+		   mo->valuedouble > (double)(64u << 20))) {
+		mcp_error(m, id, -32602,
+			  "invalid params: 'max_output' must be a number of bytes, %u to 64 MiB",
+			  MCP_MIN_TEXT);
+		return;
+	}
 	struct mcp_call *c = mcp_call_new(m, K_RUN, id, session);
+	if (mo)
+		c->max_text = (size_t)mo->valuedouble;
 	if (progress)
 		c->progress = cJSON_Duplicate(progress, 1);
 	mcp_ensure_default(m, c);
@@ -436,7 +430,19 @@ static void mcp_tool_put(struct mcp *m, const cJSON *id, const cJSON *args)
 	}
 	size_t n = strlen(content);
 	char *data = NULL;
-	if (!b64) {
+	if (b64) { /* (checked here: the server's refusal names its own member) */
+		unsigned char *bytes = malloc(n / 4 * 3 + 3);
+		size_t got;
+		if (!bytes)
+			abort();
+		int rc = protocol_base64_decode(bytes, content, n, &got);
+		free(bytes);
+		if (rc < 0) {
+			mcp_error(m, id, -32602,
+				  "invalid params: 'content' is not base64 (encoding is 'base64')");
+			return;
+		}
+	} else {
 		data = malloc((n + 2) / 3 * 4 + 1);
 		if (!data)
 			abort();
@@ -581,7 +587,7 @@ static void mcp_cancelled(struct mcp *m, const cJSON *params)
 	if (!rid)
 		return;
 	for (struct mcp_call *c = m->calls; c; c = c->next) {
-		if (!c->rid || c->cancelled || !cJSON_Compare(c->rid, rid, 1))
+		if (!c->rid || c->cancelled || !mcp_id_same(c->rid, rid))
 			continue;
 		c->cancelled = true;
 		if (c->kind != K_RUN)
@@ -601,7 +607,33 @@ static void mcp_cancelled(struct mcp *m, const cJSON *params)
 
 static bool mcp_id_ok(const cJSON *id)
 {
-	return cJSON_IsString(id) || cJSON_IsNumber(id);
+	return cJSON_IsString(id) || cJSON_IsNumber(id) || cJSON_IsRaw(id);
+}
+
+/* msg's id as the client wrote it: a number as its text from the line (a
+ * raw item in *raw, the caller's to free), since a double would answer
+ * 12345678901234567890 or 1e400 as another id; a string with a \u0000 in it
+ * (cut by cJSON: no client could match the reply) as none. */
+static const cJSON *mcp_id_as_sent(const cJSON *msg, const char *line, size_t len, cJSON **raw)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	size_t at, n;
+	*raw = NULL;
+	if (!(cJSON_IsNumber(id) || cJSON_IsString(id)) ||
+	    mcp_json_member_text(line, len, "id", &at, &n) < 0)
+		return id; /* (an escaped key: cJSON's reading, the best there is) */
+	if (cJSON_IsString(id))
+		return protocol_json_has_nul(line + at, n) ? NULL : id;
+	if (line[at] != '-' && (line[at] < '0' || line[at] > '9'))
+		return id; /* (another member spelled "id": an escaped key came first) */
+	char *text = strndup(line + at, n);
+	if (!text)
+		abort();
+	*raw = cJSON_CreateRaw(text);
+	free(text);
+	if (!*raw)
+		abort();
+	return *raw;
 }
 
 void mcp_client_line(struct mcp *m, const char *line, size_t len)
@@ -622,7 +654,8 @@ void mcp_client_line(struct mcp *m, const char *line, size_t len)
 		mcp_error(m, NULL, -32700, "parse error: not JSON");
 		return;
 	}
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	cJSON *raw_id = NULL;
+	const cJSON *id = mcp_id_as_sent(msg, line, len, &raw_id);
 	const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
 	if (!cJSON_IsObject(msg)) {
@@ -636,7 +669,15 @@ void mcp_client_line(struct mcp *m, const char *line, size_t len)
 	     cJSON_GetObjectItemCaseSensitive(msg, "error")))
 		goto done; /* a response: we ask the client nothing, so it is nobody's */
 	const char *v = protocol_str(msg, "jsonrpc");
-	bool has_id = id != NULL;
+	bool has_id = cJSON_GetObjectItemCaseSensitive(msg, "id") != NULL;
+	if (protocol_json_has_nul(line, len)) { /* (cJSON ends a string there) */
+		if (has_id)
+			mcp_error(
+				m, mcp_id_ok(id) ? id : NULL, -32602,
+				"invalid params: a string holds \\u0000, which ptybox cannot pass "
+				"on (a file's bytes: put_file with encoding 'base64')");
+		goto done;
+	}
 	if (has_id && !mcp_id_ok(id)) {
 		mcp_error(m, NULL, -32600, "invalid request: 'id' must be a string or a number");
 		goto done;
@@ -674,6 +715,7 @@ void mcp_client_line(struct mcp *m, const char *line, size_t len)
 	else
 		mcp_error(m, id, -32601, "method not found: '%s'", name);
 done:
+	cJSON_Delete(raw_id);
 	cJSON_Delete(msg);
 }
 
@@ -685,142 +727,6 @@ void mcp_client_too_long(struct mcp *m, size_t max)
 
 /* ---- the server's replies ---- */
 
-/* A run's result as MCP content: one text item (what it printed, its value,
- * its error, what was cut), then each picture as an image. */
-static cJSON *mcp_run_content(const cJSON *res, bool *is_error)
-{
-	const char *status = protocol_str(res, "status");
-	*is_error = !status || strcmp(status, "ok") != 0;
-	cJSON *content;
-	cJSON *r = mcp_tool_result(&content, *is_error);
-	char *text = NULL;
-	size_t tlen = 0;
-	FILE *f = open_memstream(&text, &tlen);
-	if (!f)
-		abort();
-	const char *out = protocol_str(res, "stdout"), *err = protocol_str(res, "stderr");
-	if (out && out[0])
-		fprintf(f, "%s%s", out, out[strlen(out) - 1] == '\n' ? "" : "\n");
-	if (err && err[0])
-		fprintf(f, "[stderr]\n%s%s", err, err[strlen(err) - 1] == '\n' ? "" : "\n");
-	const cJSON *value = cJSON_GetObjectItemCaseSensitive(res, "result");
-	const char *plain = protocol_str(value, "text/plain");
-	if (plain)
-		fprintf(f, "[value]\n%s\n", plain);
-	const cJSON *e = cJSON_GetObjectItemCaseSensitive(res, "error");
-	if (cJSON_IsObject(e)) {
-		const cJSON *tb = cJSON_GetObjectItemCaseSensitive(e, "traceback"), *l;
-		if (cJSON_GetArraySize(tb) > 0) {
-			fputs("[error]\n", f);
-			cJSON_ArrayForEach(l, tb)
-			{
-				if (cJSON_IsString(l))
-					fputs(l->valuestring, f);
-			}
-		} else {
-			fprintf(f, "[error]\n%s: %s\n", protocol_str(e, "name") ?: "Error",
-				protocol_str(e, "value") ?: "");
-		}
-	}
-	if (status && strcmp(status, "ok") != 0 && strcmp(status, "error") != 0) {
-		const char *msg = protocol_str(res, "message");
-		fprintf(f, "[status: %s%s%s]\n", status, msg ? ": " : "", msg ? msg : "");
-	}
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "state_lost")))
-		fputs("[the interpreter was restarted: every variable is lost]\n", f);
-	const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(res, "dropped_bytes");
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "truncated")) ||
-	    (cJSON_IsNumber(dropped) && dropped->valuedouble > 0))
-		fprintf(f, "[output cut: %.0f bytes dropped from the middle]\n",
-			cJSON_IsNumber(dropped) ? dropped->valuedouble : 0.0);
-	fclose(f);
-	if (!text)
-		abort();
-	if (!tlen)
-		mcp_add_text(content, "(no output)");
-	else
-		mcp_add_text(content, text);
-	free(text);
-	/* Pictures: the display list's, then the value's (a figure as the last line). */
-	const cJSON *d, *shown = cJSON_GetObjectItemCaseSensitive(res, "display");
-	cJSON_ArrayForEach(d, shown)
-	{
-		const char *png = protocol_str(d, "image/png");
-		const char *jpeg = protocol_str(d, "image/jpeg");
-		if (png)
-			mcp_add_image(content, png, "image/png");
-		else if (jpeg)
-			mcp_add_image(content, jpeg, "image/jpeg");
-		else if (protocol_str(d, "text/plain"))
-			mcp_add_text(content, protocol_str(d, "text/plain"));
-	}
-	if (protocol_str(value, "image/png"))
-		mcp_add_image(content, protocol_str(value, "image/png"), "image/png");
-	/* The same, for a program: what outputSchema promises. */
-	cJSON *sc = cJSON_AddObjectToObject(r, "structuredContent");
-	cJSON_AddStringToObject(sc, "status", status ? status : "error");
-	static const char *const keep[] = {"exec", "session", "duration_ms"};
-	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, keep[i]);
-		if (cJSON_IsNumber(v) || cJSON_IsString(v))
-			cJSON_AddItemToObject(sc, keep[i], protocol_json_dup_exact(v));
-	}
-	return r;
-}
-
-static const char *mcp_image_mime(const unsigned char *b, size_t n)
-{
-	if (n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0)
-		return "image/png";
-	if (n >= 3 && memcmp(b, "\xff\xd8\xff", 3) == 0)
-		return "image/jpeg";
-	if (n >= 6 && (memcmp(b, "GIF87a", 6) == 0 || memcmp(b, "GIF89a", 6) == 0))
-		return "image/gif";
-	return NULL;
-}
-
-/* A get's reply as content: text when the bytes are UTF-8 without NUL, an
- * image when they are one, else the bytes as a base64 resource. */
-static cJSON *mcp_get_content(const struct mcp_call *c, const cJSON *reply)
-{
-	cJSON *content;
-	cJSON *r = mcp_tool_result(&content, false);
-	const char *b64 = protocol_str(reply, "data") ?: "";
-	const char *path = protocol_str(reply, "path") ?: c->path;
-	size_t n = strlen(b64), got = 0;
-	unsigned char *bytes = malloc(n / 4 * 3 + 3);
-	if (!bytes)
-		abort();
-	if (protocol_base64_decode(bytes, b64, n, &got) < 0)
-		got = 0;
-	const char *mime = mcp_image_mime(bytes, got);
-	if (mime) {
-		mcp_add_image(content, b64, mime);
-	} else if (protocol_utf8_valid((const char *)bytes, got) && !memchr(bytes, 0, got)) {
-		char *text = malloc(got + 1);
-		if (!text)
-			abort();
-		memcpy(text, bytes, got);
-		text[got] = '\0';
-		mcp_add_text(content, text);
-		free(text);
-	} else {
-		cJSON *item = mcp_obj();
-		cJSON_AddStringToObject(item, "type", "resource");
-		cJSON *res = cJSON_AddObjectToObject(item, "resource");
-		char *uri;
-		if (asprintf(&uri, "file://%s", path) < 0)
-			abort();
-		cJSON_AddStringToObject(res, "uri", uri);
-		free(uri);
-		cJSON_AddStringToObject(res, "mimeType", "application/octet-stream");
-		cJSON_AddStringToObject(res, "blob", b64);
-		cJSON_AddItemToArray(content, item);
-	}
-	free(bytes);
-	return r;
-}
-
 /* An error reply to c's call, as the tool's result. */
 static void mcp_call_error(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 {
@@ -831,7 +737,11 @@ static void mcp_call_error(struct mcp *m, struct mcp_call *c, const cJSON *reply
 	else if (strcmp(code, "no_session") == 0 && strcmp(c->session, MCP_DEFAULT_SESSION) == 0)
 		m->default_asked = false; /* (killed: made again on next use) */
 	if (strcmp(code, "no_session") == 0 && !c->ensure_err) {
-		mcp_tool_text(m, c->rid, true, "%s (make it with new_session)", why);
+		/* (run_code makes the default session; others are made by name) */
+		mcp_tool_text(m, c->rid, true, "%s (%s)", why,
+			      strcmp(c->session, MCP_DEFAULT_SESSION) == 0
+				      ? "nothing has run in it yet: run_code makes it"
+				      : "make it with new_session");
 		return;
 	}
 	mcp_tool_text(m, c->rid, true, "%s", why);
@@ -922,7 +832,7 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 			return;
 		}
 		bool is_error;
-		mcp_result(m, c->rid, mcp_run_content(reply, &is_error));
+		mcp_result(m, c->rid, mcp_run_content(reply, c->max_text, &is_error));
 		return;
 	}
 	case K_NEW:
@@ -933,13 +843,30 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 	case K_LS: {
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(reply, "sessions");
 		cJSON *list = cJSON_IsArray(s) ? cJSON_Duplicate(s, 1) : cJSON_CreateArray();
-		char *text = list ? cJSON_Print(list) : NULL;
+		if (!list)
+			abort();
+		/* One compact JSON line a session: read at a glance, parsed by a line. */
+		char *text = NULL;
+		size_t tlen = 0;
+		FILE *f = open_memstream(&text, &tlen);
+		if (!f)
+			abort();
+		const cJSON *one;
+		cJSON_ArrayForEach(one, list)
+		{
+			char *line = cJSON_PrintUnformatted(one);
+			if (!line)
+				abort();
+			fprintf(f, "%s\n", line);
+			cJSON_free(line);
+		}
+		fclose(f);
 		if (!text)
 			abort();
 		cJSON *content;
 		cJSON *r = mcp_tool_result(&content, false);
-		mcp_add_text(content, text);
-		cJSON_free(text);
+		mcp_add_text(content, tlen ? text : "(no sessions)");
+		free(text);
 		cJSON_AddItemToObject(cJSON_AddObjectToObject(r, "structuredContent"), "sessions",
 				      list);
 		mcp_result(m, c->rid, r);
@@ -965,7 +892,11 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 			      protocol_str(reply, "path") ?: "the file");
 		return;
 	}
-	case K_GET: mcp_result(m, c->rid, mcp_get_content(c, reply)); return;
+	case K_GET:
+		mcp_result(m, c->rid,
+			   mcp_get_content(reply, protocol_str(reply, "path") ?: c->path,
+					   c->max_text));
+		return;
 	default: return;
 	}
 }

@@ -32,6 +32,9 @@ struct mcp_config {
 	const char *version; /* serverInfo's */
 	/* new's "options" for the sessions made (may be NULL); kept by the caller. */
 	const cJSON *options;
+	/* A text item's cap (0: MCP_MAX_TEXT, mcp_content.h); run_code's
+	 * max_output changes it for one call. */
+	size_t max_text;
 	bool hello; /* say hello to the server first (a socket, not in-process) */
 	mcp_sink_fn to_client, to_server;
 	/* The server refused hello, or is gone: mcp answers no more (may be NULL). */

@@ -311,6 +311,86 @@ class OverSsh(TestCase):
             sshd.close()
 
 
+class ForAnAgent(TestCase):
+    """What the model reads: text capped far below --max-output, pictures only
+    when they are pictures, markdown for a bare repr; and no call silently cut
+    or answered under another id (review findings mcpnb-1, 3, 4, 7, newuser-1)."""
+
+    def setUp(self):
+        self.m = Mcp("--via", VIA)
+        self.m.initialize()
+
+    def tearDown(self):
+        if self.m.p.poll() is None:
+            self.m.close()
+
+    def test_a_nul_is_refused_and_nothing_runs_or_is_written(self):
+        m = self.m
+        m.send(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put_file",'
+               b'"arguments":{"path":"a.txt","content":"abc\\u0000def"}}}')
+        r = m.recv()
+        self.assertEqual(r["id"], 1)
+        self.assertEqual(r["error"]["code"], -32602)
+        self.assertIn("base64", r["error"]["message"])
+        m.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_code",'
+               b'"arguments":{"code":"open(\'ran\', \'w\')\\u0000"}}}')
+        self.assertEqual(m.recv()["error"]["code"], -32602)
+        r = m.tool(3, "run_code", code="import os; os.path.exists('a.txt'), os.path.exists('ran')")
+        self.assertIn("(False, False)", text_of(r))
+
+    def test_ids_as_sent_and_utf8_lines(self):
+        m = self.m
+        m.send(b'{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}')
+        self.assertEqual(m.recv()["id"], 12345678901234567890)
+        m.send(('{"jsonrpc":"2.0","id":2,"method":"x%s"}' % ("\u00e9" * 600)).encode())
+        r = m.recv()  # (json.loads of the bytes: strict UTF-8)
+        self.assertEqual(r["error"]["code"], -32601)
+
+    def test_big_output_is_capped_head_and_tail(self):
+        r = self.m.tool(1, "run_code", code="print('h' * 1000 + 'x' * 10_000_000 + 't' * 1000)")
+        t = text_of(r)
+        self.assertLess(len(t), 70_000)
+        self.assertTrue(t.startswith("h" * 1000), t[:50])
+        self.assertRegex(t, r"\n\[\.\.\. \d+ bytes cut \.\.\.\]\n")
+        self.assertIn("t" * 1000, t)
+        r = self.m.tool(2, "run_code", code="print('y' * 5000)", max_output=1000)
+        self.assertIn("[... 4001 bytes cut ...]", text_of(r))
+
+    def test_a_picture_that_is_not_one_is_said_so_and_markdown_wins_over_a_bare_repr(self):
+        r = self.m.tool(1, "run_code", code=(
+            "class A:\n  def _repr_mimebundle_(self, **k): return {'image/png': 'not base64 !!'}\n"
+            "A()"))
+        self.assertEqual([c for c in r["content"] if c["type"] == "image"], [])
+        self.assertIn("not image/png data", text_of(r))
+        r = self.m.tool(2, "run_code", code=(
+            "class C:\n  def _repr_markdown_(self): return '**bold**'\nC()"))
+        self.assertIn("[value]\n**bold**", text_of(r))
+        self.assertNotIn("object at 0x", text_of(r))
+
+    def test_hints_lists_and_put_errors(self):
+        r = self.m.tool(1, "interrupt")
+        self.assertIn("run_code makes it", text_of(r))
+        self.assertNotIn("new_session", text_of(r))
+        self.m.tool(2, "new_session", session="two")
+        self.m.tool(3, "run_code", code="1")
+        lines = text_of(self.m.tool(4, "list_sessions")).splitlines()
+        self.assertEqual(sorted(json.loads(l)["name"] for l in lines), ["default", "two"])
+        r = self.m.call(5, "tools/call", {"name": "put_file", "arguments": {
+            "path": "a", "content": "@@", "encoding": "base64"}})
+        self.assertIn("'content' is not base64", r["error"]["message"])
+
+
+class MaxText(TestCase):
+    def test_max_text_sets_the_cap(self):
+        m = Mcp("--via", VIA, "--max-text", "2K")
+        try:
+            m.initialize()
+            t = text_of(m.tool(1, "run_code", code="print('z' * 100_000)"))
+            self.assertIn("[... %d bytes cut ...]" % (100_001 - 2048), t)
+        finally:
+            m.close()
+
+
 class Cli(TestCase):
     def test_help_and_bad_options(self):
         p = subprocess.run([PTYBOX, "mcp", "--help"], capture_output=True, text=True, timeout=30)
@@ -325,6 +405,10 @@ class Cli(TestCase):
                            text=True, timeout=30, stdin=subprocess.DEVNULL)
         self.assertEqual(p.returncode, 2)
         self.assertIn("absolute", p.stderr)
+        p = subprocess.run([PTYBOX, "mcp", "--max-text", "10"], capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr, "ptybox: mcp: --max-text 10: expected a size from 256 to 64M\n")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ async function main() {
   const other = await call("run_code", { code: "x", session: "other" });
   out.otherSession = { text: text(other), isError: other.isError ?? false };
   const ls = await call("list_sessions", {});
-  out.sessions = JSON.parse(text(ls)).map((s) => s.name).sort();
+  // (one compact JSON line a session)
+  out.sessions = text(ls).trim().split("\n").map((l) => JSON.parse(l).name).sort();
   out.sessionsStructured = ls.structuredContent.sessions.map((s) => s.name).sort();
 
   // A plot comes back as an image.

@@ -1,5 +1,6 @@
 /* test_mcp.c - mcp.c byte by byte: the MCP lines in, the server's requests
  * out, the server's replies in, the MCP responses out. */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,8 @@
 #include <cmocka.h>
 
 #include "mcp.h"
+#include "mcp_content.h"
+#include "protocol.h"
 
 /* What each sink got, lines kept in order. */
 struct sinks {
@@ -142,9 +145,9 @@ static void test_errors_of_json_rpc(void **state)
 	mcp_client_too_long(m, (size_t)64 << 20);
 	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
 		   "\"invalid request: a line longer than 64 MiB was skipped\"}}\n");
-	/* ping, with an id that a double would round */
+	/* ping, with an id that a double would round: echoed as sent */
 	in(m, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"ping\"}\r");
-	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740992,\"result\":{}}\n");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"result\":{}}\n");
 	mcp_free(m);
 }
 
@@ -198,15 +201,17 @@ static void test_run_code_makes_the_default_session_then_runs(void **state)
 	      "\"run_code\",\"arguments\":{\"code\":\"1/0\",\"language\":\"python\"}}}");
 	SERVER(&s, "{\"id\":3,\"op\":\"exec\",\"session\":\"default\",\"code\":\"1/0\",\"ack\":"
 		   "true}\n");
-	from_server(m, "{\"id\":3,\"status\":\"error\",\"stdout\":\"\",\"stderr\":\"\",\"result\":"
-		       "null,\"display\":[{\"text/plain\":\"<Figure>\",\"image/png\":\"iVBO\"}],"
-		       "\"error\":{\"name\":\"ZeroDivisionError\",\"value\":\"division by zero\","
-		       "\"traceback\":[\"Traceback\\n\",\"ZeroDivisionError: division by "
-		       "zero\\n\"]},\"truncated\":true,\"dropped_bytes\":10,\"exec\":2}");
+	from_server(
+		m,
+		"{\"id\":3,\"status\":\"error\",\"stdout\":\"\",\"stderr\":\"\",\"result\":"
+		"null,\"display\":[{\"text/plain\":\"<Figure>\",\"image/png\":\"iVBORw0KGgo=\"}],"
+		"\"error\":{\"name\":\"ZeroDivisionError\",\"value\":\"division by zero\","
+		"\"traceback\":[\"Traceback\\n\",\"ZeroDivisionError: division by "
+		"zero\\n\"]},\"truncated\":true,\"dropped_bytes\":10,\"exec\":2}");
 	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{\"content\":[{\"type\":\"text\","
 		   "\"text\":\"[error]\\nTraceback\\nZeroDivisionError: division by zero\\n"
 		   "[output cut: 10 bytes dropped from the middle]\\n\"},{\"type\":\"image\","
-		   "\"data\":\"iVBO\",\"mimeType\":\"image/png\"}],\"isError\":true,"
+		   "\"data\":\"iVBORw0KGgo=\",\"mimeType\":\"image/png\"}],\"isError\":true,"
 		   "\"structuredContent\":{\"status\":\"error\",\"exec\":2}}}\n");
 	mcp_free(m);
 	cJSON_Delete(opts);
@@ -383,6 +388,253 @@ static void test_hello_and_a_server_that_goes(void **state)
 	mcp_free(m);
 }
 
+/* A run_code on session "s" (extra: more arguments), answered with reply (the
+ * members after the id): the client's line. */
+static char *run_answered(struct mcp *m, struct sinks *s, const char *extra, const char *reply)
+{
+	char *call, *line;
+	assert_true(asprintf(&call,
+			     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+			     "\"name\":\"run_code\",\"arguments\":{\"code\":\"1\",\"session\":"
+			     "\"s\"%s}}}",
+			     extra) > 0);
+	in(m, call);
+	free(call);
+	unsigned sid = 0;
+	assert_int_equal(sscanf(s->server, "{\"id\":%u,", &sid), 1);
+	s->nserver = 0;
+	assert_true(asprintf(&line, "{\"id\":%u,%s", sid, reply) > 0);
+	from_server(m, line);
+	free(line);
+	char *got = strdup(s->client);
+	s->nclient = 0;
+	s->client[0] = '\0';
+	return got;
+}
+
+static void test_a_nul_in_a_string_is_refused_not_cut(void **state)
+{
+	struct sinks s;
+	struct mcp *m = mk(&s, NULL, false);
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+	      "\"put_file\",\"arguments\":{\"path\":\"a.txt\",\"content\":\"abc\\u0000def\"}}}");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32602,\"message\":"
+		   "\"invalid params: a string holds \\\\u0000, which ptybox cannot pass on (a "
+		   "file's bytes: put_file with encoding 'base64')\"}}\n");
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"pi\\u0000ng\"}");
+	assert_non_null(
+		strstr(s.client, "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32602"));
+	CLIENT(&s, s.client); /* (forgotten) */
+	/* an id cut by the NUL: answered as null, not as "" (nobody's id) */
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000x\",\"method\":\"ping\"}");
+	assert_non_null(strstr(s.client, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":"
+					 "-32602"));
+	CLIENT(&s, s.client);
+	/* a notification: never answered, and not acted on */
+	in(m, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+	      "\"requestId\":\"a\\u0000\"}}");
+	CLIENT(&s, "");
+	SERVER(&s, "");
+	mcp_free(m);
+}
+
+static void test_ids_are_echoed_as_sent(void **state)
+{
+	struct sinks s;
+	struct mcp *m = mk(&s, NULL, false);
+	const char *ids[] = {"12345678901234567890", "1e400", "-0", "1.50", "7"};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		char line[128], want[128];
+		snprintf(line, sizeof(line),
+			 "{\"jsonrpc\":\"2.0\", \"id\" : %s ,\"method\":\"ping\"}", ids[i]);
+		snprintf(want, sizeof(want), "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n",
+			 ids[i]);
+		in(m, line);
+		CLIENT(&s, want);
+	}
+	/* a tool call's result too, and a cancellation names it by its number */
+	in(m,
+	   "{\"jsonrpc\":\"2.0\",\"id\":12345678901234567890,\"method\":\"tools/call\","
+	   "\"params\":{\"name\":\"run_code\",\"arguments\":{\"code\":\"1\",\"session\":\"s\"}}}");
+	SERVER(&s, "{\"id\":1,\"op\":\"exec\",\"session\":\"s\",\"code\":\"1\",\"ack\":true}\n");
+	from_server(m, "{\"id\":1,\"event\":\"accepted\",\"exec\":4}");
+	in(m, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+	      "\"requestId\":12345678901234567890}}");
+	SERVER(&s, "{\"id\":2,\"op\":\"interrupt\",\"session\":\"s\",\"exec\":4}\n");
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":"
+		   "\"invalid request: 'id' must be a string or a number\"}}\n");
+	mcp_free(m);
+}
+
+static void test_every_line_out_is_utf8(void **state)
+{
+	struct sinks s;
+	struct mcp *m = mk(&s, NULL, false);
+	/* a tool's name and a method's, "xy"/"x" then 600 "é": the message that
+	 * quotes it is cut at a character whatever the byte count */
+	static const char *const shapes[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"",
+	};
+	for (int shape = 0; shape < 2; shape++) {
+		for (int odd = 0; odd < 2; odd++) {
+			char line[2048];
+			int n = snprintf(line, sizeof(line), "%s%s", shapes[shape],
+					 odd ? "xy" : "x");
+			for (int i = 0; i < 600; i++)
+				n += snprintf(line + n, sizeof(line) - (size_t)n, "\xc3\xa9");
+			snprintf(line + n, sizeof(line) - (size_t)n, shape ? "\"}" : "\"}}");
+			in(m, line);
+			assert_true(s.nclient > 400);
+			assert_true(protocol_utf8_valid(s.client, s.nclient));
+			s.nclient = 0;
+		}
+	}
+	mcp_free(m);
+}
+
+static void test_pictures_are_checked_and_updates_collapsed(void **state)
+{
+	struct sinks s;
+	struct mcp *m = mk(&s, NULL, false);
+	/* not base64, and base64 of b"hello" as a PNG: said so, no image item */
+	char *got = run_answered(m, &s, "",
+				 "\"status\":\"ok\",\"stdout\":\"\",\"result\":null,\"display\":["
+				 "{\"image/png\":\"not base64 !!\"},{\"text/plain\":\"<A>\","
+				 "\"image/png\":\"aGVsbG8=\"},{\"image/jpeg\":\"/9j/4AAQ\"}]}");
+	assert_null(strstr(got, "(no output)"));
+	assert_null(strstr(got, "\"type\":\"image\",\"data\":\"not"));
+	assert_non_null(strstr(got, "{\"type\":\"text\",\"text\":\"[a picture that is not "
+				    "image/png data (13 characters): not shown]\"}"));
+	assert_non_null(strstr(got, "{\"type\":\"text\",\"text\":\"[a picture that is not "
+				    "image/png data (8 characters): not shown]\\n<A>\"}"));
+	assert_non_null(strstr(got, "{\"type\":\"image\",\"data\":\"/9j/4AAQ\",\"mimeType\":"
+				    "\"image/jpeg\"}"));
+	free(got);
+	/* a display_id's last rendering, where its first was; no "(no output)" */
+	got = run_answered(
+		m, &s, "",
+		"\"status\":\"ok\",\"stdout\":\"\",\"result\":null,\"display\":["
+		"{\"text/plain\":\"'0%'\",\"display_id\":\"p\"},{\"text/plain\":\"'a'\"},"
+		"{\"text/plain\":\"'50%'\",\"display_id\":\"p\",\"update\":true},"
+		"{\"text/plain\":\"'q1'\",\"display_id\":\"q\"},"
+		"{\"text/plain\":\"'100%'\",\"display_id\":\"p\",\"update\":true}]}");
+	assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":["
+				 "{\"type\":\"text\",\"text\":\"'100%'\"},{\"type\":\"text\","
+				 "\"text\":\"'a'\"},{\"type\":\"text\",\"text\":\"'q1'\"}],"
+				 "\"isError\":false,\"structuredContent\":{\"status\":\"ok\"}}}\n");
+	free(got);
+	/* the default repr of an object with markdown (or HTML): the markdown */
+	got = run_answered(
+		m, &s, "",
+		"\"status\":\"ok\",\"stdout\":\"\",\"result\":{\"text/plain\":"
+		"\"<__main__.C object at 0x7f00>\",\"text/html\":\"<b>hi</b>\","
+		"\"text/markdown\":\"**hi**\"},\"display\":[{\"text/plain\":\"<__main__.D "
+		"object at 0x7f01>\",\"text/html\":\"<i>d</i>\"}]}");
+	assert_non_null(strstr(got, "{\"type\":\"text\",\"text\":\"[value]\\n**hi**\\n\"},"
+				    "{\"type\":\"text\",\"text\":\"<i>d</i>\"}"));
+	free(got);
+	/* a loop of displays: 64 items at most, 16 of them pictures, the rest counted */
+	char *many = malloc(100 * 64 + 128), *q = many;
+	q += sprintf(q, "\"status\":\"ok\",\"display\":[");
+	for (int i = 0; i < 100; i++)
+		q += sprintf(q, "%s{\"text/plain\":\"%d\"%s}", i ? "," : "", i,
+			     i % 2 ? ",\"image/png\":\"iVBORw0KGgo=\"" : "");
+	strcpy(q, "]}");
+	got = run_answered(m, &s, "", many);
+	free(many);
+	cJSON *o = cJSON_Parse(got);
+	const cJSON *content = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "result"), "content"), *c;
+	int images = 0, texts = 0;
+	cJSON_ArrayForEach(c, content)
+	{
+		bool image = strcmp(cJSON_GetObjectItem(c, "type")->valuestring, "image") == 0;
+		images += image;
+		texts += !image;
+	}
+	assert_int_equal(images, 16);
+	assert_int_equal(texts, 48 + 1);
+	assert_string_equal(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(content, 64), "text")->valuestring,
+		"[36 more displays not shown (at most 64, 16 pictures)]");
+	cJSON_Delete(o);
+	free(got);
+	/* nothing at all */
+	got = run_answered(m, &s, "", "\"status\":\"ok\",\"stdout\":\"\",\"display\":[]}");
+	assert_non_null(strstr(got, "[{\"type\":\"text\",\"text\":\"(no output)\"}]"));
+	free(got);
+	mcp_free(m);
+}
+
+static void test_text_is_capped_head_and_tail(void **state)
+{
+	struct sinks s;
+	struct mcp *m = mk(&s, NULL, false);
+	size_t n = 100000;
+	char *reply = malloc(n + 64), *p = reply;
+	p += sprintf(p, "\"status\":\"ok\",\"stdout\":\"");
+	for (size_t i = 0; i < n; i++)
+		*p++ = i < 400 ? 'h' : i >= n - 400 ? 't' : 'm';
+	strcpy(p, "\"}");
+	char *got = run_answered(m, &s, ",\"max_output\":1000", reply);
+	cJSON *o = cJSON_Parse(got);
+	const cJSON *c = cJSON_GetArrayItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(o, "result"), "content"), 0);
+	const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+	assert_non_null(strstr(text, "\n[... 99001 bytes cut ...]\n"));
+	assert_int_equal(strncmp(text, "hhhh", 4), 0);
+	assert_int_equal(strlen(text), 1000 + strlen("\n[... 99001 bytes cut ...]\n"));
+	assert_int_equal(text[strlen(text) - 2], 't'); /* (the tail, then its newline) */
+	cJSON_Delete(o);
+	free(got);
+	free(reply);
+	/* cut at a character, never inside one */
+	char *cut = mcp_text_cap("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8, 5);
+	assert_true(protocol_utf8_valid(cut, strlen(cut)));
+	free(cut);
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+	      "\"run_code\",\"arguments\":{\"code\":\"1\",\"max_output\":10}}}");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":-32602,\"message\":"
+		   "\"invalid params: 'max_output' must be a number of bytes, 256 to 64 MiB\"}}\n");
+	mcp_free(m);
+}
+
+static void test_hints_lists_and_put_errors(void **state)
+{
+	struct sinks s;
+	struct mcp *m = mk(&s, NULL, false);
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+	      "\"interrupt\"}}");
+	from_server(m, "{\"id\":1,\"error\":\"no session 'default'\",\"code\":\"no_session\"}");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\","
+		   "\"text\":\"no session 'default' (nothing has run in it yet: run_code makes "
+		   "it)\"}],\"isError\":true}}\n");
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+	      "\"restart\",\"arguments\":{\"session\":\"x\"}}}");
+	from_server(m, "{\"id\":2,\"error\":\"no session 'x'\",\"code\":\"no_session\"}");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":\"text\","
+		   "\"text\":\"no session 'x' (make it with new_session)\"}],\"isError\":true}}\n");
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+	      "\"list_sessions\"}}");
+	from_server(m, "{\"id\":3,\"ok\":true,\"sessions\":[{\"name\":\"a\",\"state\":\"idle\"},"
+		       "{\"name\":\"b\",\"state\":\"busy\"}]}");
+	assert_non_null(strstr(s.client, "[{\"type\":\"text\",\"text\":\"{\\\"name\\\":\\\"a\\\","
+					 "\\\"state\\\":\\\"idle\\\"}\\n{\\\"name\\\":\\\"b\\\","
+					 "\\\"state\\\":\\\"busy\\\"}\\n\"}]"));
+	s.nclient = 0;
+	SERVER(&s, "{\"id\":1,\"op\":\"interrupt\",\"session\":\"default\"}\n"
+		   "{\"id\":2,\"op\":\"restart\",\"session\":\"x\"}\n"
+		   "{\"id\":3,\"op\":\"ls\"}\n");
+	in(m, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+	      "\"put_file\",\"arguments\":{\"path\":\"a\",\"content\":\"@@\",\"encoding\":"
+	      "\"base64\",\"session\":\"s\"}}}");
+	CLIENT(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32602,\"message\":"
+		   "\"invalid params: 'content' is not base64 (encoding is 'base64')\"}}\n");
+	SERVER(&s, "");
+	mcp_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +648,12 @@ int main(void)
 		cmocka_unit_test(test_progress_carries_the_stream),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_hello_and_a_server_that_goes),
+		cmocka_unit_test(test_a_nul_in_a_string_is_refused_not_cut),
+		cmocka_unit_test(test_ids_are_echoed_as_sent),
+		cmocka_unit_test(test_every_line_out_is_utf8),
+		cmocka_unit_test(test_pictures_are_checked_and_updates_collapsed),
+		cmocka_unit_test(test_text_is_capped_head_and_tail),
+		cmocka_unit_test(test_hints_lists_and_put_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
