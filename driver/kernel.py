@@ -1587,3 +1587,8 @@ def standby():
             except BaseException:
                 pass
     return start
+
+
+# The node kernel (kernel_node.js, started by kernel_node.py's standby_node()).
+# @string _KERNEL_NODE_JS kernel_node.js
+# @include kernel_node.py
