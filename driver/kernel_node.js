@@ -15,7 +15,13 @@
 //   hoists its declarations out of the async wrapper and returns the last
 //   expression's value.
 // - Scripts run with breakOnSigint: the relay's SIGINT stops a busy loop and
-//   the context keeps its state.  A snippet waiting on a promise is stopped by
+//   the context keeps its state.  node starts and joins a watchdog thread for
+//   each such run (160 us or more: half a round trip) unless one is already
+//   registered, process-wide: a worker thread keeps one registered for the
+//   kernel's life (sigintKeeper), so each run costs a few microseconds.  The
+//   latest registration gets a signal, so a snippet's run takes it from the
+//   keeper; one that comes while idle the keeper takes, and drops.  (So
+//   process.on('SIGINT') handlers of user code are never called.)  A snippet waiting on a promise is stopped by
 //   the relay's I line.  A loop that runs after an await (in a microtask, out
 //   of runInContext) cannot be stopped so: the relay's kill ends the kernel.
 // - AsyncLocalStorage stamps every callback with the snippet that scheduled
@@ -52,6 +58,14 @@
   }
 
   const als = new AsyncLocalStorage();
+  // Promises made so far: a snippet that made none has no rejection to wait
+  // for, and its result goes without a turn of the event loop.
+  let promises = 0;
+  try {
+    require('v8').promiseHooks.onInit(() => { promises++; });
+  } catch (e) {
+    promises = NaN; // (node before 16.14: always wait; NaN never equals itself)
+  }
   const realStdoutWrite = process.stdout.write;
   const realStderrWrite = process.stderr.write;
   const fsReadFileSync = fs.readFileSync;
@@ -307,6 +321,7 @@
       if (typeof req.code !== 'string') throw new TypeError('the request has no code');
       leave = enter(req);
       const { script, wrapped } = compile(req.code, filename);
+      const made = promises;
       const out = als.run(seq, () => script.runInContext(context, { breakOnSigint: true }));
       if (wrapped) {
         const box = await Promise.race([out, stopped]);
@@ -316,7 +331,9 @@
       }
       // A rejection of this snippet's, unhandled: node tells it once the
       // microtasks ran, after this turn.
-      await Promise.race([new Promise((resolve) => setImmediate(resolve)), stopped]);
+      if (promises !== made) {
+        await Promise.race([new Promise((resolve) => setImmediate(resolve)), stopped]);
+      }
       if (me.rejection !== null) throw me.rejection.reason;
     } catch (e) {
       failure = { e };
@@ -456,7 +473,6 @@
         if (filled === body.length) {
           queue.push({ seq: bodySeq, body });
           body = null;
-          drain();
         }
         continue;
       }
@@ -464,7 +480,7 @@
       if (nl < 0) {
         head = Buffer.concat([head, chunk.subarray(i)]);
         if (head.length > HEADER_CAP) process.reallyExit(EXIT_NO_RESULT);
-        return;
+        break;
       }
       const line = Buffer.concat([head, chunk.subarray(i, nl)]).toString('latin1');
       head = Buffer.alloc(0);
@@ -489,8 +505,31 @@
       if (len === 0) {
         queue.push({ seq, body });
         body = null;
-        drain();
       }
+    }
+    // Run only once the whole read is parsed: an I line that came with its
+    // X line (the relay's ^C right after the request) is seen before the
+    // snippet runs, not after a busy loop that it was meant to stop.
+    drain();
+  }
+
+  // The worker that keeps node's SIGINT watchdog registered (see the top).
+  // Unreferenced: it keeps no exit from happening.  Without workers, every
+  // run starts its own watchdog, slower but the same.
+  const KEEPER = "const vm = require('vm'); const i32 = new Int32Array(new SharedArrayBuffer(4));\n" +
+    'for (;;) {\n' +
+    "  try { vm.runInThisContext('Atomics.wait(i32, 0, 0)', { breakOnSigint: true }); }\n" +
+    "  catch (e) { if (e.code !== 'ERR_SCRIPT_EXECUTION_INTERRUPTED') throw e; }\n" +
+    '}\n';
+  function sigintKeeper() {
+    try {
+      const { Worker } = require('worker_threads');
+      const w = new Worker(KEEPER, { eval: true, stdout: false, stderr: false,
+                                     resourceLimits: { maxOldGenerationSizeMb: 8 } });
+      w.unref();
+      w.on('error', () => {});
+    } catch (e) {
+      // (no worker threads: each run starts its own watchdog)
     }
   }
 
@@ -499,4 +538,5 @@
   req.on('end', () => process.reallyExit(EXIT_LOST_PIPE));
   req.on('error', () => process.reallyExit(EXIT_LOST_PIPE));
   send('H' + process.pid + ' ' + process.versions.node + '\n');
+  setImmediate(sigintKeeper); // (after the hello: off a cold start's way)
 });

@@ -101,6 +101,25 @@ class NodeKernel:
             data = data[n:]
         return self.seq
 
+    def wait_out(self, text, timeout=20):
+        """Until fd 1 has got text (kept for the result)."""
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.outs[self.out]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("%r not on fd 1 in %s s" % (text, timeout))
+            self._pump(left)
+
+    def wait_late(self, seq, timeout=20):
+        """The late messages of snippet seq, once one has come."""
+        deadline = time.monotonic() + timeout
+        while not any(m[0] == seq for m in self.late):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no late output of %d in %s s" % (seq, timeout))
+            self._pump(left)
+        return [m for m in self.late if m[0] == seq]
+
     def interrupt(self, seq):
         os.write(self.req, b"I%d\n" % seq)
         os.killpg(self.pid, signal.SIGINT)
