@@ -455,16 +455,24 @@
 
   // ------------------------------------------------------------ requests
 
-  // X<seq> <len>[ <cols>x<rows>]\n then len bytes; I<seq>\n.  A body is
+  // X<seq> <len>[ <cols>x<rows>]\n then len bytes; I<seq>\n; after a put's
+  // X, D<len>\n and len bytes of its data, or A\n.  A body is
   // gathered into one buffer of its length, not concatenated chunk by chunk.
   let head = Buffer.alloc(0);
   let body = null;
   let bodySeq = 0;
   let filled = 0;
 
+  let skip = 0; // bytes of a put's data still to come (a D line's): dropped
   function onData(chunk) {
     let i = 0;
     while (i < chunk.length) {
+      if (skip > 0) {
+        const n = Math.min(skip, chunk.length - i);
+        skip -= n;
+        i += n;
+        continue;
+      }
       if (body !== null) {
         const n = Math.min(body.length - filled, chunk.length - i);
         chunk.copy(body, filled, i, i + n);
@@ -485,8 +493,13 @@
       const line = Buffer.concat([head, chunk.subarray(i, nl)]).toString('latin1');
       head = Buffer.alloc(0);
       i = nl + 1;
+      const d = /^D(\d+)$/.exec(line); // a put's data (kernel_files.py): refused, skipped
+      if (d !== null) {
+        skip = Number(d[1]);
+        continue;
+      }
       const m = /^([XI])(\d+)(?: (\d+)(?: (\d+)x(\d+))?)?$/.exec(line);
-      if (m === null) continue;
+      if (m === null) continue; // (A: a put dropped)
       const seq = Number(m[2]);
       if (m[1] === 'I') {
         if (running !== null && running.seq === seq) running.interrupt();

@@ -184,6 +184,14 @@ class NodeKernelTest(unittest.TestCase):
         seq = self.k.send("", op="get", path="/etc/hostname")
         m = json.loads(self.k.message())
         self.assertEqual((m["t"], m["seq"], m["ok"]), ("file", seq, False))
+        # A put's data lines (raw bytes, newlines and X lines among them) are
+        # skipped, never taken for requests.
+        data = b"X99 2\n{}\nI1\n" * 100
+        seq = self.k.send("", op="put", path="/tmp/x", size=len(data))
+        os.write(self.k.req, b"D%d\n" % len(data) + data)
+        m = json.loads(self.k.message())
+        self.assertEqual((m["t"], m["seq"], m["errno"]), ("file", seq, "ENOTSUP"))
+        self.assertEqual(self.ok("'next'")["text"], "'next'")
 
     def test_lost_request_pipe_ends_the_kernel(self):
         os.close(self.k.req)
