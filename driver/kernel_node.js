@@ -49,12 +49,20 @@
   const EXIT_LOST_PIPE = 119; // PROTOCOL_EXIT_NO_TERMINAL
   const EXIT_NO_RESULT = 117; // PROTOCOL_EXIT_NO_RESULT
 
-  let processTopLevelAwait = null;
-  try {
-    ({ processTopLevelAwait } = require('internal/repl/await'));
-  } catch (e) {
-    // (a node without --expose-internals: a top-level await snippet is
-    // wrapped whole, and its declarations and value stay inside it)
+  // The REPL's rewriter, loaded at the first snippet that needs it (it brings
+  // acorn: tens of milliseconds that a cold start need not pay).  undefined:
+  // not tried yet; null: not there (node without --expose-internals), and a
+  // top-level await snippet is wrapped whole, its declarations and value in it.
+  let processTopLevelAwait;
+  function rewriter() {
+    if (processTopLevelAwait === undefined) {
+      try {
+        ({ processTopLevelAwait } = require('internal/repl/await'));
+      } catch (e) {
+        processTopLevelAwait = null;
+      }
+    }
+    return processTopLevelAwait;
   }
 
   const als = new AsyncLocalStorage();
@@ -285,15 +293,16 @@
     } catch (e) {
       if (!(e instanceof SyntaxError) || !code.includes('await')) throw e;
       let rewritten = null;
-      if (processTopLevelAwait !== null) {
+      const rewrite = rewriter();
+      if (rewrite !== null) {
         try {
-          rewritten = processTopLevelAwait(code);
+          rewritten = rewrite(code);
         } catch (f) {
           rewritten = null;
         }
       }
       if (rewritten === null) {
-        if (processTopLevelAwait !== null) throw e; // not an await at the top: its own error
+        if (rewrite !== null) throw e; // not an await at the top: its own error
         rewritten = '(async () => {\n' + code + '\n})()';
       }
       return { script: new vm.Script(rewritten, { filename }), wrapped: true };
