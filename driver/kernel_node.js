@@ -546,8 +546,12 @@
   function sigintKeeper() {
     try {
       const { Worker } = require('worker_threads');
+      // Small, for RLIMIT_AS (--memory): with the session's MALLOC_ARENA_MAX
+      // it adds some 13 MB of address space to node's 650.
       const w = new Worker(KEEPER, { eval: true, stdout: false, stderr: false,
-                                     resourceLimits: { maxOldGenerationSizeMb: 8 } });
+                                     resourceLimits: { maxOldGenerationSizeMb: 8,
+                                                       maxYoungGenerationSizeMb: 1,
+                                                       codeRangeSizeMb: 4, stackSizeMb: 1 } });
       w.unref();
       w.on('error', () => {});
     } catch (e) {
