@@ -28,7 +28,7 @@
 //   it: what a timer of an earlier snippet writes is sent as that snippet's
 //   late output, never as the output of whatever runs now.
 /* global BigInt */
-(function (require) {
+(function (require, python) {
   'use strict';
   const fs = require('fs');
   const net = require('net');
@@ -563,6 +563,6 @@
   req.on('data', onData);
   req.on('end', () => process.reallyExit(EXIT_LOST_PIPE));
   req.on('error', () => process.reallyExit(EXIT_LOST_PIPE));
-  send('H' + process.pid + ' ' + process.versions.node + '\n');
+  send('H' + process.pid + ' ' + python + '\n'); // (the driver's Python: kernel_node.py)
   setImmediate(sigintKeeper); // (after the hello: off a cold start's way)
 });

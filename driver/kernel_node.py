@@ -20,8 +20,10 @@ NODE_SOURCE_FD = 6
 # Reads the kernel from its fd, closes it and runs it as one function of
 # require; its frames are named ptybox-kernel (kernel_node.js leaves them
 # out of a snippet's stack).
+# The hello names the driver's Python, as every kernel's does (the ready
+# frame's "python": ptybox-protocol(7)), not node's.
 NODE_BOOT = ("const f=require('fs');const s=f.readFileSync(%d,'utf8');f.closeSync(%d);"
-             "require('vm').runInThisContext(s,{filename:'ptybox-kernel'})(require)"
+             "require('vm').runInThisContext(s,{filename:'ptybox-kernel'})(require,%%r)"
              % (NODE_SOURCE_FD, NODE_SOURCE_FD))
 
 
@@ -67,7 +69,8 @@ def standby_node():
     os.setsid()                              # no controlling terminal: /dev/tty fails
     node = _node_path()
     source = _node_source_fd()
-    argv = ["node", "--expose-internals", "--stack-trace-limit=50", "-e", NODE_BOOT]
+    python = "".join(c for c in sys.version.split()[0] if c.isalnum() or c in ".+-")
+    argv = ["node", "--expose-internals", "--stack-trace-limit=50", "-e", NODE_BOOT % python]
     env = dict(os.environ)
     env.pop("NODE_OPTIONS", None)            # (the session's own flags are not the kernel's)
 
