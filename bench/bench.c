@@ -61,11 +61,16 @@
 #endif
 
 #define PYTHON "/usr/bin/python3"
+#define BASH   "/bin/bash"
 #define MIB    ((size_t)1 << 20)
 
 #include "floor.h"
 
-static const char rt_code[] = "x = 1";
+/* --lang: the kernel measured; bash's round trip and cold start stand beside
+ * a bare bash read/eval loop (floor.h), and the Python-only rows are left out. */
+static const char *bench_lang = "python";
+static bool bench_bash;
+static const char *rt_code = "x = 1";
 /* The throughput that matters: print() in a loop, as user code does. */
 static const char print_code[] = "for i in range(200000): print('%099d' % i)";
 #define PRINT_BYTES ((size_t)200000 * 100)
@@ -223,7 +228,11 @@ static void floor_start(struct floor *f)
 		dup2(s, 2);
 		if (s > 2)
 			close(s);
-		execl(PYTHON, "python3", "-I", "-c", floor_py, (char *)NULL);
+		if (bench_bash)
+			execl(BASH, "bash", "--norc", "--noprofile", "-c", floor_bash,
+			      (char *)NULL);
+		else
+			execl(PYTHON, "python3", "-I", "-c", floor_py, (char *)NULL);
 		_exit(127);
 	}
 	floor_pid = f->pid;
@@ -338,6 +347,7 @@ static void pb_options(const struct pb *b, struct ptybox_options *o)
 	o->max_output = 64 << 20;
 	o->timeout = 60;
 	o->log_path = b->log_path;
+	o->lang = bench_lang;
 }
 
 static void pb_open(struct pb *b)
@@ -438,19 +448,19 @@ struct series {
 
 #define BLOCK 100 /* round trips per turn when ptybox and the floor alternate */
 
-static const char rt_line[] = "x = 1\n";
+static const char *rt_line = "x = 1\n";
 static const char tput_line[] = "import sys; sys.stdout.write('x' * (20 << 20))\n";
 
 static double floor_rt_us(struct floor *f)
 {
 	double t0 = now_us();
-	floor_exec(f, rt_line, sizeof(rt_line) - 1);
+	floor_exec(f, rt_line, strlen(rt_line));
 	return now_us() - t0;
 }
 
 static double pb_rt_us(struct pb *b)
 {
-	return pb_exec(b, rt_code, sizeof(rt_code) - 1, 10);
+	return pb_exec(b, rt_code, strlen(rt_code), 10);
 }
 
 /* n round trips each, in alternating blocks so that drift hits both alike. */
@@ -553,12 +563,20 @@ static void measure_warm(const struct config *c, struct pb *b, const char *big, 
 	pb_open(b);
 
 	floor_deadline("warm-up", 60);
-	pb_exec(b, rt_code, sizeof(rt_code) - 1, 30); /* the start-up */
+	pb_exec(b, rt_code, strlen(rt_code), 30); /* the start-up */
 	for (int i = 0; i < c->warmup; i++) {
 		floor_rt_us(&f);
 		pb_rt_us(b);
 	}
 	rt_series(c, b, &f, &v, pw, fw, false);
+	if (bench_bash) { /* (the rest is Python code) */
+		pb_close(b);
+		floor_stop(&f);
+		free(big_line);
+		free(v.p);
+		free(v.f);
+		return;
+	}
 
 	/* The print loop: 200000 print() calls, in both. */
 	_Static_assert(sizeof(print_code) <= sizeof(log_prep) &&
@@ -695,12 +713,27 @@ static double bare_python_us(void)
 	return us;
 }
 
+/* bash's cold-start floor: its bare read/eval loop started on a PTY, to the
+ * reply to its first line. */
+static double bare_bash_us(void)
+{
+	double t0 = now_us();
+	struct floor f;
+	floor_start(&f);
+	floor_deadline("bare bash", 20);
+	floor_rt_us(&f);
+	alarm(0);
+	double us = now_us() - t0;
+	floor_stop(&f);
+	return us;
+}
+
 static double cold_start_us(struct pb *b)
 {
 	b->got_result = false;
 	double t0 = now_us();
 	pb_open(b);
-	int rc = ptybox_session_exec(b->s, ++b->next_id, rt_code, sizeof(rt_code) - 1, -1, false);
+	int rc = ptybox_session_exec(b->s, ++b->next_id, rt_code, strlen(rt_code), -1, false);
 	if (rc < 0)
 		die("ptybox (via %s): exec: %s", b->via, strerror(-rc));
 	pb_wait(b, &b->got_result, 30, "cold start");
@@ -713,9 +746,11 @@ static double cold_start_us(struct pb *b)
 
 static void report_warm(const char *via, const struct warm *p, const struct warm *f)
 {
-	add_row("round trip p50 (x = 1)", via, "us", p->p50, f->p50, p->p50 / f->p50, "<= 1.25",
-		p->p50 <= 1.25 * f->p50);
+	add_row(bench_bash ? "round trip p50 (x=1, bash)" : "round trip p50 (x = 1)", via, "us",
+		p->p50, f->p50, p->p50 / f->p50, "<= 1.25", p->p50 <= 1.25 * f->p50);
 	add_row("round trip p99", via, "us", p->p99, f->p99, p->p99 / f->p99, "-", -1);
+	if (bench_bash)
+		return;
 	add_row("round trip p50 after 20 MB", via, "us", p->after_p50, f->after_p50,
 		p->after_p50 / f->after_p50, "-", -1);
 	add_row("round trip p99 after 20 MB", via, "us", p->after_p99, f->after_p99,
@@ -741,7 +776,8 @@ static void report_warm(const char *via, const struct warm *p, const struct warm
 static void usage(void)
 {
 	printf("Usage: ptybox_bench [--via none|local|both] [--rt N] [--cold N] [--reps N]\n"
-	       "                    [--cpu N] [--log FILE]\n"
+	       "                    [--cpu N] [--log FILE] [--lang python|bash]\n"
+	       "  --lang bash  bash's round trip and cold start, beside a bare bash loop\n"
 	       "  --cpu N   pin the bench and every process it starts to CPU N\n"
 	       "Prints ptybox's figures next to a floor measured in the same run.\n");
 }
@@ -758,10 +794,15 @@ int main(int argc, char **argv)
 		.do_local = true,
 		.cpu = -1};
 	static const struct option longopts[] = {
-		{"via", required_argument, NULL, 'v'},	{"rt", required_argument, NULL, 'r'},
-		{"cold", required_argument, NULL, 'c'}, {"reps", required_argument, NULL, 'p'},
-		{"log", required_argument, NULL, 'l'},	{"help", no_argument, NULL, 'h'},
-		{"cpu", required_argument, NULL, 'u'},	{NULL, 0, NULL, 0},
+		{"via", required_argument, NULL, 'v'},
+		{"rt", required_argument, NULL, 'r'},
+		{"cold", required_argument, NULL, 'c'},
+		{"reps", required_argument, NULL, 'p'},
+		{"log", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{"cpu", required_argument, NULL, 'u'},
+		{"lang", required_argument, NULL, 'g'},
+		{NULL, 0, NULL, 0},
 	};
 	int opt;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -779,6 +820,18 @@ int main(int argc, char **argv)
 		case 'p': c.tput_reps = c.big_reps = atoi(optarg); break;
 		case 'l': c.log_path = optarg; break;
 		case 'u': c.cpu = atoi(optarg); break;
+		case 'g':
+			if (strcmp(optarg, "python") != 0 && strcmp(optarg, "bash") != 0) {
+				usage();
+				return 2;
+			}
+			bench_lang = optarg;
+			bench_bash = strcmp(optarg, "bash") == 0;
+			if (bench_bash) {
+				rt_code = "x=1";
+				rt_line = "x=1\n";
+			}
+			break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -852,9 +905,10 @@ int main(int argc, char **argv)
 			   malloc(sizeof(double) * (size_t)c.cold_n)};
 	if (!bare || !cold[0] || !cold[1])
 		die("out of memory");
-	bare_python_us(); /* page cache warm */
+	double (*bare_us)(void) = bench_bash ? bare_bash_us : bare_python_us;
+	bare_us(); /* page cache warm */
 	for (int k = 0; k < c.cold_n; k++) {
-		bare[k] = bare_python_us();
+		bare[k] = bare_us();
 		for (int i = 0; i < 2; i++) {
 			if (!vias[i])
 				continue;
@@ -868,15 +922,23 @@ int main(int argc, char **argv)
 			continue;
 		double ms = median(cold[i], (size_t)c.cold_n) / 1e3;
 		bool sandboxed = i == 1;
-		add_row("cold start to first result", vias[i], "ms", ms, bare_ms, ms / bare_ms,
-			sandboxed ? "<= 1.5" : "-", sandboxed ? ms <= 1.5 * bare_ms : -1);
+		add_row(bench_bash ? "cold start to first result (bash)"
+				   : "cold start to first result",
+			vias[i], "ms", ms, bare_ms, ms / bare_ms, sandboxed ? "<= 1.5" : "-",
+			sandboxed ? ms <= 1.5 * bare_ms : -1);
 	}
 
-	printf("\nfloors: round trip and throughput: %s -I -c LOOP on a raw PTY (read a line, "
-	       "exec, one-line reply, no capture; the snippet's stdout is the terminal, so "
-	       "print() writes once per line), blocking read/write; cold start: bare "
-	       "`%s -c pass` fork/exec/wait\n",
-	       PYTHON, PYTHON);
+	if (bench_bash)
+		printf("\nfloors: %s -c LOOP on a raw PTY (read a line, eval it, one-line "
+		       "reply, no capture), blocking read/write; cold start: that loop started "
+		       "on a fresh PTY to its first reply\n",
+		       BASH);
+	else
+		printf("\nfloors: round trip and throughput: %s -I -c LOOP on a raw PTY (read "
+		       "a line, exec, one-line reply, no capture; the snippet's stdout is the "
+		       "terminal, so print() writes once per line), blocking read/write; cold "
+		       "start: bare `%s -c pass` fork/exec/wait\n",
+		       PYTHON, PYTHON);
 	print_table();
 	printf("\ntotal bench time %.1f s\n", (now_us() - t_start) / 1e6);
 

@@ -30,4 +30,10 @@ static const char floor_py[] = "import os, sys, tty\n"
 			       "    sys.stdout.flush()\n"
 			       "    os.write(1, b'\\x02OK\\n')\n";
 
+/* bash's floor, run as `bash --norc --noprofile -c floor_bash`: the same
+ * loop in bash's own words (raw mode, read a line, eval it, SENTINEL). */
+static const char floor_bash[] = "stty raw -echo\n"
+				 "printf '\\2OK\\n'\n"
+				 "while IFS= read -r l; do eval \"$l\"; printf '\\2OK\\n'; done\n";
+
 #endif

@@ -37,7 +37,10 @@ def _kernel_code():
 
 
 if __name__ == "__main__":
-    main(_kernel_code)
+    # The kernel's language: the second word of the boot's form line, which
+    # the bootstrap left in l (ptybox-protocol(7), BOOT); run as a script,
+    # Python's.
+    main(_kernel_code, globals().get("l") or "python")
 '''
 
 

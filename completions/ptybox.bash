@@ -38,7 +38,7 @@ _ptybox()
 	fi
 
 	local session_opts='--via --timeout --kill-grace --max-output --memory --pids
-		--cpus --tmp-size --nofile --max-file-size --max-get --net --env --python --packages --log --busy-poll
+		--cpus --tmp-size --nofile --max-file-size --max-get --net --env --lang --python --packages --log --busy-poll
 		--mount --workdir --wheels'
 	local vias='local none ssh:// exec:'
 	# What the human modes (run, repl) show: pictures, recordings, a terminal.
@@ -48,7 +48,7 @@ _ptybox()
 	local cmd='' i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		run | repl | serve | new | exec | result | ls | interrupt | cancel | restart | kill | \
+		run | repl | serve | mcp | new | exec | result | ls | interrupt | cancel | restart | kill | \
 			kill-server | capture | watch | attach | cp | server | dial-stdio)
 			cmd=${words[i]}
 			break
@@ -70,7 +70,7 @@ _ptybox()
 			return
 			;;
 		esac
-		COMPREPLY=($(compgen -W 'run repl serve new exec result ls interrupt cancel restart
+		COMPREPLY=($(compgen -W 'run repl serve mcp new exec result ls interrupt cancel restart
 			kill kill-server capture watch attach cp server dial-stdio -L -S -H --help
 			--version' -- "$cur"))
 		return
@@ -99,6 +99,14 @@ _ptybox()
 				COMPREPLY[j]=${COMPREPLY[j]#"$colon"}
 			done
 		fi
+		return
+		;;
+	--lang)
+		COMPREPLY=($(compgen -W 'python bash' -- "$val"))
+		return
+		;;
+	--with)
+		COMPREPLY=($(compgen -W "$(_ptybox_sessions)" -- "$val"))
 		return
 		;;
 	--python | --packages | --put)
@@ -153,10 +161,18 @@ _ptybox()
 		COMPREPLY=($(compgen -W "--help $human_opts $session_opts" -- "$cur"))
 		;;
 	serve)
-		COMPREPLY=($(compgen -W "--stdio --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
+		case $prev in
+		--token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+		--max-executes) return ;;
+		esac
+		COMPREPLY=($(compgen -W "--stdio --http --token-file --max-executes --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
+		;;
+	mcp)
+		# (the session options but --log: the sessions are a server's)
+		COMPREPLY=($(compgen -W "--pool --help -L -S -H ${session_opts/--log /}" -- "$cur"))
 		;;
 	new)
-		COMPREPLY=($(compgen -W "--pool --record --record-max --help -L -S -H $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--pool --with --record --record-max --help -L -S -H $session_opts" -- "$cur"))
 		;;
 	exec | result | interrupt | cancel | restart | kill | capture | watch | attach)
 		if [[ $cur == -* ]]; then

@@ -62,6 +62,7 @@ end
 complete -c ptybox -n __fish_use_subcommand -a run -d 'Run snippets in one session'
 complete -c ptybox -n __fish_use_subcommand -a repl -d 'A stateful prompt on a fresh session'
 complete -c ptybox -n __fish_use_subcommand -a serve -d 'Drive a session with JSON lines'
+complete -c ptybox -n __fish_use_subcommand -a mcp -d 'An MCP server on stdio, for agents'
 complete -c ptybox -n __fish_use_subcommand -a new -d 'Create a session in the server'
 complete -c ptybox -n __fish_use_subcommand -a exec -d 'Run code in a session of the server'
 complete -c ptybox -n __fish_use_subcommand -a result -d "An execution's result"
@@ -92,10 +93,11 @@ complete -c ptybox -n '__fish_seen_subcommand_from result' -l no-wait -d 'Say ru
 complete -c ptybox -n '__fish_seen_subcommand_from capture' -s e -d 'Keep colours'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l foreground -d 'Do not daemonize; log on standard error'
 complete -c ptybox -n '__fish_seen_subcommand_from server' -l allow-remote-transports -d 'Let dial-stdio clients start ssh:, exec:, none sessions'
+complete -c ptybox -n '__fish_seen_subcommand_from new' -l with -x -a '(__ptybox_sessions)' -d 'Run in that session\'s sandbox'
 complete -c ptybox -n '__fish_seen_subcommand_from new' -l record -x -a '(__ptybox_casts)' -d 'Record what the session shows (asciicast v2)'
-complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s L -x -d 'The server named NAME'
-complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s S -r -F -d 'The server at socket PATH'
-complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from new exec result ls interrupt cancel restart kill kill-server watch attach cp' -s H -x -a 'ssh://' -d 'The server on another machine'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from mcp new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s L -x -d 'The server named NAME'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from mcp new exec result ls interrupt cancel restart kill kill-server watch attach cp server dial-stdio' -s S -r -F -d 'The server at socket PATH'
+complete -c ptybox -n '__fish_use_subcommand; or __fish_seen_subcommand_from mcp new exec result ls interrupt cancel restart kill kill-server watch attach cp' -s H -x -a 'ssh://' -d 'The server on another machine'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -s c -x -d 'A snippet (repeatable)'
 complete -c ptybox -n '__fish_seen_subcommand_from exec result ls' -l json -d 'JSON lines'
 complete -c ptybox -n '__fish_seen_subcommand_from exec' -l no-wait -d "Print each execution's id and return"
@@ -121,12 +123,15 @@ complete -c ptybox -n '__fish_seen_subcommand_from run' -l get -x -d 'Copy PATH 
 
 # ptybox serve
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stdio -d 'JSON lines on stdin and stdout'
-complete -c ptybox -n '__fish_seen_subcommand_from serve new' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
+complete -c ptybox -n '__fish_seen_subcommand_from serve new mcp' -l pool -x -d 'Interpreters started ahead, 0 to 64 (default 0)'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l http -d "Piston's API over HTTP on ADDR (default 127.0.0.1:2000)"
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l token-file -r -F -d 'With --http: the bearer token every request needs'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l max-executes -x -d 'With --http: executes at once, then 429 (default 64)'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stop-at-eof -d 'At the end of input stop at once, ending what runs'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l quiet -d 'A session that cannot start is said on stdout only'
 
 # Options of both
-set -l in_cmd '__fish_seen_subcommand_from run repl serve new'
+set -l in_cmd '__fish_seen_subcommand_from run repl serve new mcp'
 complete -c ptybox -n $in_cmd -s h -l help -d 'Show help'
 complete -c ptybox -n $in_cmd -l via -x -d 'Where the interpreter runs' -a "
 	local\t'The embedded sandbox (default)'
@@ -149,6 +154,7 @@ complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VA
 complete -c ptybox -n $in_cmd -l mount -r -F -d 'Show a host file or folder in the sandbox: HOST_PATH:SANDBOX_PATH[:ro|:rw]'
 complete -c ptybox -n $in_cmd -l workdir -x -d 'The folder the code starts in (default /tmp)'
 complete -c ptybox -n $in_cmd -l wheels -x -a '(__fish_complete_directories)' -d 'A folder of wheels for pip install without the network'
+complete -c ptybox -n $in_cmd -l lang -x -a 'python bash' -d 'The language (default python)'
 complete -c ptybox -n $in_cmd -l python -r -F -d 'Interpreter to run the driver on'
 complete -c ptybox -n $in_cmd -l packages -r -F -d 'The folder pip installs into, as the code sees it'
-complete -c ptybox -n $in_cmd -l log -r -F -d 'Write a debug log to FILE'
+complete -c ptybox -n '__fish_seen_subcommand_from run repl serve new' -l log -r -F -d 'Write a debug log to FILE'

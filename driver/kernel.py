@@ -131,11 +131,6 @@ def _identity(fd):
 
 
 _CUT = {}                         # ident: True, _cap_text cut something in that thread
-# Rich output methods, as IPython's display formatter calls them: MIME type,
-# method, the type it must return (bytes are sent base64).
-_REPRS = (("image/png", "_repr_png_", bytes), ("image/jpeg", "_repr_jpeg_", bytes),
-          ("image/svg+xml", "_repr_svg_", str), ("text/html", "_repr_html_", str))
-
 
 def _cap_text(text, limit):
     """text cut to at most limit UTF-8 bytes (0: no limit), saying so (and in
@@ -629,14 +624,17 @@ def _usable(stream):
 # ---------------------------------------------------------------- the driver
 
 # @include kernel_threads.py
+# @include kernel_cell.py
 # @include kernel_rich.py
+# @include kernel_display.py
+# @include kernel_async.py
 # @include kernel_query.py
 # @include kernel_packages.py
 # @include kernel_input.py
 # @include kernel_files.py
 
 
-class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
+class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages, _Input, _Files):
     """The user's namespace and the execution of snippets."""
 
     def __init__(self, chan):
@@ -686,7 +684,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
         self.bufs = ()
         self.streams = {}
         self.stdin = self._no_stdin()
-        self.display = self._display_builtin()
+        self._display_init()                 # display(), and IPython's routed to it
+        self.aio_loop = None                 # the event loop of top-level await
         os.environ["MPLBACKEND"] = "Agg"
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
@@ -1044,6 +1043,8 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
     def _run_code(self, sid, code):
         """Run code like a notebook cell: the last expression's value is returned."""
         filename = self.exec_file or "<exec-%s>" % self.exec_name
+        if self.exec_file is None:
+            code = _dedented(code)           # (an indented cell runs, as in IPython)
         hit = self.code_cache.get(code)
         if hit is None:
             # Each line with its newline, the last too: a traceback's carets
@@ -1075,13 +1076,20 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
             body, last, nested, _ = hit
             if nested:
                 body = _renamed(body, filename)
-                last = None if last is None else _renamed(last, filename)
+                last = last if last is None or last is _AWAIT_LAST else _renamed(last, filename)
             else:
                 body = body.replace(co_filename=filename)
-                if last is not None:
+                if last is not None and last is not _AWAIT_LAST:
                     last = last.replace(co_filename=filename)
-        exec(body, self.ns)
-        return None if last is None else eval(last, self.ns)
+        if body.co_flags & _CO_COROUTINE:    # (top-level await)
+            self._await(eval(body, self.ns))
+        else:
+            exec(body, self.ns)
+        if last is None:
+            return None
+        if last is _AWAIT_LAST:
+            return self.ns.pop(_AWAIT_VALUE, None)
+        return eval(last, self.ns)
 
     def _compile(self, code, filename, lines):
         """Parse once; compile the body, and the last statement apart when it is
@@ -1090,21 +1098,31 @@ class Kernel(_ThreadRouting, _RichOutput, _Queries, _Packages, _Input, _Files):
         err = self.streams.get("stderr")
         quiet = err is not None and not err._ptybox_buf.dirty
         try:
-            tree = compile(_escaped(code), filename, "exec", _ast.PyCF_ONLY_AST,
-                           dont_inherit=True)     # (!cmd and %pip: kernel_packages.py)
+            source = _escaped(code)          # (!cmd and %pip: kernel_packages.py)
+            tree = compile(source, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
+            flags = 0 if self.exec_file else _TOP_AWAIT   # (python3 FILE has no top-level await)
             last = None
-            if tree.body and isinstance(tree.body[-1], _ast.Expr):
+            if tree.body and isinstance(tree.body[-1], _ast.Expr) and not (
+                    ";" in source and _quiet(lines if source is code else _lines(source),
+                                             tree.body[-1])):
                 last = _ast.Expression(tree.body.pop().value)
-            body = compile(tree, filename, "exec", dont_inherit=True)
+            body = compile(tree, filename, "exec", flags, dont_inherit=True)
             if last is not None:
-                last = compile(last, filename, "eval", dont_inherit=True)
+                expr = last.body
+                last = compile(last, filename, "eval", flags, dont_inherit=True)
+                if (body.co_flags | last.co_flags) & _CO_COROUTINE:
+                    # One coroutine, its value through a global (as one awaits
+                    # it, asyncio.run() in it is refused, as in IPython).
+                    tree.body.append(_assign_value(expr))
+                    body = compile(tree, filename, "exec", flags, dont_inherit=True)
+                    last = _AWAIT_LAST
         except Exception as e:               # SyntaxError & co: no driver frames to show
             e.__traceback__ = None
             raise
         if quiet and not err._ptybox_buf.dirty and len(code) <= CODE_CACHE_SOURCE:
             if len(self.code_cache) >= CODE_CACHE:
                 self.code_cache.clear()
-            nested = any(type(c) is _CodeType for k in (body, last) if k is not None
+            nested = any(type(c) is _CodeType for k in (body, last) if type(k) is _CodeType
                          for c in k.co_consts)
             self.code_cache[code] = (body, last, nested, lines)
         return body, last
@@ -1560,8 +1578,10 @@ def prepare():
         os.close(devnull)
 
 
-def standby():
-    """In a kernel forked ahead of need (a standby), before its pipes come:
+def standby_python():
+    """The Python kernel.  A kernel kind is a function standby_<lang>() (the
+    relay's template calls the one of its --lang; lang.c lists them).
+    In a kernel forked ahead of need (a standby), before its pipes come:
     all of a kernel's start that does not need them, so that a restart
     waits for little more than the fds.  Returns start(req, msg, out, err, stdin),
     which puts the pipes in place and serves.  Until then fds 0-2 are
@@ -1588,6 +1608,8 @@ def standby():
                 pass
     return start
 
+
+# @include kernel_bash.py
 
 # The node kernel (kernel_node.js, started by kernel_node.py's standby_node()).
 # @string _KERNEL_NODE_JS kernel_node.js

@@ -47,8 +47,10 @@ class _Queries:
         codeop = self.codeop
         if codeop is None:
             import codeop, warnings
-            self.codeop = codeop
+            self.codeop = codeop.CommandCompiler()
+            self.codeop.compiler.flags |= _TOP_AWAIT    # (await is a statement, as snippets run)
             self.warnings = warnings
+            codeop = self.codeop
         code, dangling = _escape(code)       # (!cmd and %pip: kernel_packages.py)
         if dangling:
             return {"status": "incomplete", "indent": ""}
@@ -61,13 +63,13 @@ class _Queries:
         with self.warnings.catch_warnings():
             self.warnings.simplefilter("ignore")
             try:
-                if codeop.compile_command(code, "<input>", "single") is None:
+                if codeop(code, "<input>", "single") is None:
                     status = "incomplete"
             except (SyntaxError, OverflowError, ValueError, MemoryError, RecursionError) as e:
                 status = "invalid"
                 if "multiple statements" in str(e):
                     try:
-                        if codeop.compile_command(code, "<input>", "exec") is None:
+                        if codeop(code, "<input>", "exec") is None:
                             status = "incomplete"
                         elif lines[-1][:1] in (" ", "\t"):
                             status = "incomplete"    # (in a block: a blank line ends it)

@@ -1,5 +1,5 @@
-"""Rich output: display(), the reprs of a value (_repr_png_ and the rest) and
-pyplot figures, as display messages after the text written before them.
+"""Rich output: display messages after the text written before them, and
+pyplot figures (the bundles: kernel_display.py).
 
 Not a module: a part of the Kernel class (a mixin), joined into kernel.py
 where it says "# @include kernel_rich.py"; it uses kernel.py's globals.
@@ -11,21 +11,16 @@ class _RichOutput:
     """Rich output of snippets."""
 
     # -- rich output
-    def _display_builtin(self):
-        driver = self
-
-        def display(*objs):
-            """Show each object as rich output: text/plain, and image/png,
-            image/jpeg, image/svg+xml and text/html from its _repr_*_ methods."""
-            for obj in objs:
-                driver.display_data(driver._mime(obj, driver.max_output))
-        return display
-
-    def display_data(self, data):
-        """One display message, after the text written before it."""
+    def display_data(self, data, display_id=None, update=False):
+        """One display message, after the text written before it; of the
+        display display_id (a str, or None), an update of it or not."""
         where = self._route()
         sid = self.running if where is _PIPE else where
         msg = {"t": "display", "seq": sid, "late": where is not _PIPE, "data": data}
+        if display_id is not None:
+            msg["display_id"] = display_id
+            if update:
+                msg["update"] = True
         if where is _PIPE:
             for s in self.streams.values():
                 s.flush()
@@ -66,60 +61,6 @@ class _RichOutput:
                 os.read(1, 256)
         except (OSError, ValueError):
             pass
-
-    def _mime(self, obj, limit):
-        """obj's MIME bundle, as IPython's display formatter makes it: repr()
-        as text/plain, and each _repr_*_ of _REPRS that returns its type (or
-        IPython's (data, metadata) pair). One that is missing or returns None
-        is left out; one that raises an Exception (not a ^C: that stops the
-        snippet) or returns another type is left out with a line on stderr;
-        one over limit (encoded) is left out with a note, a cut image being
-        no image. This is user code: the caller runs it interruptible."""
-        data = {"text/plain": _cap_text(repr(obj), limit)}
-        if isinstance(obj, type):
-            return data                      # (a class's _repr_png_ is unbound)
-        try:                                 # an object that makes up any attribute
-            if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
-                return data
-        except Exception:
-            return data
-        for mime, name, kind in _REPRS:
-            try:
-                method = getattr(obj, name, None)
-                value = method() if callable(method) else None
-            except Exception as e:
-                try:                         # (its str() is user code too)
-                    why = "%s: %s" % (type(e).__name__, e)
-                except Exception:
-                    why = type(e).__name__
-                self._note("%s() of %s raised %s" % (name, type(obj).__name__, why))
-                continue
-            if type(value) is tuple and len(value) == 2:
-                value = value[0]
-            if value is None:
-                continue
-            if kind is str and isinstance(value, (bytes, bytearray)):
-                try:
-                    value = bytes(value).decode("utf-8")
-                except UnicodeDecodeError:
-                    pass
-            if kind is bytes and isinstance(value, (bytes, bytearray, memoryview)):
-                size = (memoryview(value).nbytes + 2) // 3 * 4
-                value = (binascii.b2a_base64(value, newline=False).decode("ascii")
-                         if not limit or size <= limit else None)
-            elif kind is not str or type(value) is not str:
-                self._note("%s() of %s returned %s, not %s" % (
-                    name, type(obj).__name__, type(value).__name__, kind.__name__))
-                continue
-            else:
-                size = len(value)
-            if limit and size > limit:
-                _CUT[_get_ident()] = True
-                data["text/plain"] += ("\n[ptybox: %s dropped: %d bytes, over --max-output]"
-                                       % (mime, size))
-                continue
-            data[mime] = value
-        return data
 
     def _note(self, text):
         """A line of ptybox's on the snippet's stderr (a rich output that

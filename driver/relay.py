@@ -40,7 +40,7 @@ Kernel -> relay (message pipe), one line each:
     T                                       (--tty) read my terminal, then type a
                                             byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
-    {"t":"display","seq":..,"late":bool,"data":{MIME: str}}
+    {"t":"display","seq":..,"late":bool,"data":{MIME: str},"display_id":str,"update":bool}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
 The kernel's fd 0 in a snippet run with "stdin_stream" is the read end of a
 pipe (the fifth fd) it holds for its life; the stdin requests' bytes are
@@ -68,6 +68,8 @@ READ = 256 << 10
 HOLD_BELOW = 64 << 10             # a read of less output than this ...
 HOLD_NS = 10 ** 6                 # ... lets the next wait this long (ns), for more
 TTY_READ = 64 << 10
+TTY_PIECE = 2048                  # a read this big: more is likely there (read_on)
+TTY_GATHER = 1 << 20              # bytes read on before they are parsed
 PIPE_SIZE = 1 << 20
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
 REQUEST_CAP = 1 << 32             # bytes of one request line: a longer one is dropped
@@ -89,6 +91,7 @@ LINE_GATHER = 1 << 20             # bytes of a line from which its pieces are ga
 DECODE_PIECE = 1 << 20            # base64 characters of a request decoded at a time
 STDIN_CHUNK = 1 << 20             # bytes of one stdin request (the stream): one pending at most
 SEQ_KEEP = 1024                   # snippets whose late output is still taken
+MAX_DISPLAY_ID = 256              # characters of a display_id: a longer one drops its display
 QUERY_WAIT = 1.0                  # s a query (complete, is_complete) runs before its ^C ...
 QUERY_MATCHES = 200               # ... matches of a completion passed on, each at most
 QUERY_MATCH_LEN = 1024            # ... this many characters
@@ -391,7 +394,7 @@ def _recv_fds(sock, count):
     return msg, fds
 
 
-def _template(ctl, kernel_code):
+def _template(ctl, kernel_code, lang):
     """The fork server, in a child forked before the nonce was read: runs the
     kernel's module code once (and site, after the first kernel's start),
     keeps one kernel forked ahead (a standby, started as far as it can be
@@ -438,13 +441,17 @@ def _template(ctl, kernel_code):
     _signal.set_wakeup_fd(wake_w)
     space = {"__name__": "__ptybox_kernel__", "__builtins__": builtins}
     exec(kernel_code(), space)
-    space["prepare"]()
-    prepare_kernel = space["standby"]
+    # One kind of kernel per relay: standby_<lang>() (kernel.py's contract).
+    prepare_kernel = space.get("standby_" + lang) if lang.isalpha() else None
+    if prepare_kernel is None:
+        os._exit(EXIT_NO_KERNEL)            # (the client checks the language first)
+    if lang == "python":
+        space["prepare"]()
 
     def fork_standby():
         """A kernel forked ahead, or None if no process can be made now (the
         session's pids limit: a fork bomb of the code's, say).  It starts
-        all it can before its fds come (kernel.py's standby())."""
+        all it can before its fds come (kernel.py's standby_python())."""
         mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             pid = os.fork()
@@ -492,7 +499,7 @@ def _template(ctl, kernel_code):
                 pass
         reap()                               # (the handler's wake-up, or one it missed)
         if standby is None and standby_due is not None and time.monotonic() >= standby_due:
-            if "site" not in sys.modules:
+            if "site" not in sys.modules and lang == "python":
                 _site()                      # (once, after the first kernel's start)
             standby = fork_standby()
             standby_due = None if standby else time.monotonic() + STANDBY_RETRY
@@ -945,7 +952,29 @@ class Relay(_Files):
             return
         if not data:
             self.exit(0)
+        if len(data) >= TTY_PIECE:
+            data = self.read_on(data)
         self.input(data)
+
+    def read_on(self, data):
+        """data and what follows it on the terminal now, up to TTY_GATHER
+        bytes.  A terminal hands over at most its line discipline's buffer (4
+        KiB) a read: a put's megabytes are read on without a poll between
+        reads, and parsed once, not once each 4 KiB."""
+        more = bytearray(data)
+        while len(more) < TTY_GATHER:
+            try:                             # (the terminal blocks: read only what is there)
+                if fcntl.ioctl(self.tty, termios.FIONREAD, b"\0\0\0\0") == b"\0\0\0\0":
+                    break
+            except OSError:
+                break
+            piece = _read(self.tty, TTY_READ)
+            if not piece:
+                if piece is not None:
+                    self.exit(0)
+                break
+            more += piece
+        return bytes(more)
 
     def input(self, data):
         lines, cut = self.tty_lines.feed(data)
@@ -1530,6 +1559,14 @@ class Relay(_Files):
             frame = {"type": "display", "id": None, "data": data}
             if late:
                 frame["late"] = True
+            did = m.get("display_id")        # (display(obj, display_id=..): update_display)
+            if did is not None:
+                if (type(did) is not str or not 0 < len(did) <= MAX_DISPLAY_ID
+                        or not did.isascii() or not did.isprintable()):
+                    return
+                frame["display_id"] = did
+                if m.get("update") is True:
+                    frame["update"] = True
             self.write(self.start, _payload(frame).replace(b'"id":null', b'"id":' + sid, 1),
                        END)
         elif t == "late" and type(seq) is int and m.get("name") in ("stdout", "stderr"):
@@ -1595,7 +1632,8 @@ class Relay(_Files):
             frame = {"type": "result", "id": None, "status": status, "result": result,
                      "error": error, "duration_ms": micros / 1000}
             if self.sigint:
-                if status == "error" and error["name"] == "KeyboardInterrupt":
+                # (bash's kernel says "Interrupted": kernel_bash.py)
+                if status == "error" and error["name"] in ("KeyboardInterrupt", "Interrupted"):
                     frame["status"] = "interrupted"
                 else:
                     frame["sigint"] = True   # the code caught our ^C and went on
@@ -1735,9 +1773,9 @@ def _take_terminal():
     return tty
 
 
-def main(kernel_code):
-    """kernel_code(): the kernel module's code (its main(req_fd, msg_fd) runs
-    a kernel, in a child of the template)."""
+def main(kernel_code, lang="python"):
+    """kernel_code(): the kernel module's code, whose standby_<lang>() starts
+    a kernel of that language in a child of the template (kernel.py)."""
     for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM, _signal.SIGQUIT):
         _signal.signal(sig, _signal.SIG_IGN if sig == _signal.SIGINT else _signal.SIG_DFL)
     mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -1747,7 +1785,7 @@ def main(kernel_code):
     if pid == 0:
         try:
             mine.close()
-            _template(theirs, kernel_code)   # (fds 0-2, the terminal, go to /dev/null)
+            _template(theirs, kernel_code, lang)   # (fds 0-2, the terminal, go to /dev/null)
         finally:
             os._exit(1)
     theirs.close()

@@ -79,6 +79,15 @@ struct ptybox_options {
 	/* A folder of wheels for pip (PTYBOX_WHEELS): the local sandbox binds it
 	 * read-only at /run/ptybox/wheels; elsewhere a path on the far side. NULL: none */
 	const char *wheels;
+	/* --with: run inside the embedded sandbox of this session (which must be
+	 * local): its files, processes and cgroup limits, as E2B's contexts share
+	 * one sandbox; env, workdir and the rlimits stay this session's own. NULL:
+	 * a sandbox of its own. Closing it (or its sandbox dying) ends this
+	 * session's interpreter, which then cannot restart. Never takes from a pool. */
+	ptybox_session *with;
+	/* The kernel's language: "python" (NULL: the default) or "bash"
+	 * (ptybox(1), --lang). Another is refused by ptybox_session_new. */
+	const char *lang;
 };
 
 struct ptybox_result_detail; /* ptybox's own */
@@ -158,6 +167,13 @@ struct ptybox_callbacks {
 	 * Optional. */
 	void (*on_file)(ptybox_session *s, uint64_t id, const char *reply, const void *bytes,
 			size_t len, void *data);
+	/* As on_display, with the display's id: display_id is the id the code
+	 * gave it (IPython's display(obj, display_id=...)), NULL for a display
+	 * without one; update is true for update_display(), a new rendering of
+	 * the display of that id (Jupyter's update_display_data). When set, it
+	 * is called in place of on_display. Optional. */
+	void (*on_display_id)(ptybox_session *s, uint64_t id, const char *bundle, bool late,
+			      const char *display_id, bool update, void *data);
 };
 
 PTYBOX_API void ptybox_options_init(struct ptybox_options *o);

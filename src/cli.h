@@ -58,6 +58,7 @@ struct cli_session_opts {
 		{"max-get", required_argument, NULL, 0x118}, {"net", no_argument, NULL, 0x109},    \
 		{"env", required_argument, NULL, 0x10a},                                           \
 		{"python", required_argument, NULL, 0x10b},                                        \
+		{"lang", required_argument, NULL, 0x112},                                          \
 		{"packages", required_argument, NULL, 0x140},                                      \
 		{"log", required_argument, NULL, 0x10c},                                           \
 		{"kill-grace", required_argument, NULL, 0x10d},                                    \
@@ -155,6 +156,10 @@ int cli_read_stdin(const char *cmd, void **data, size_t *len);
 
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+/* serve --http (cli_serve_http.c): runs until a signal. */
+int cli_serve_http(const char *addr, const char *token_file, unsigned pool, unsigned max_active,
+		   const char *python);
+int cli_mcp(int argc, char **argv);
 int cli_repl(int argc, char **argv);
 int cli_attach(int argc, char **argv);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "lang.h"
 #include "log.h"
 #include "mount.h"
 #include "options.h"
@@ -50,6 +51,7 @@
 	"                      :rw (repeatable, up to 64; local sandbox only)\n"                   \
 	"  --workdir PATH      the folder the code starts in (default /tmp)\n"                     \
 	"  --wheels DIR        a folder of wheels for pip install without the network\n"           \
+	"  --lang LANG         the language: python (default) or bash\n"                           \
 	"  --python PATH       interpreter to run the driver on\n"                                 \
 	"  --packages PATH     the folder pip installs into and imports come from, as the\n"       \
 	"                      code sees it (default /tmp/.ptybox-packages)\n"                     \
@@ -196,6 +198,14 @@ int cli_session_opt(struct cli_session_opts *c, int opt, const char *arg, const 
 		o->wheels = arg;
 		return 1;
 	case 0x10b: o->python = arg; return 1;
+	case 0x112: {
+		o->lang = arg[0] ? lang_find(arg) : NULL; /* ("": say what is meant) */
+		if (o->lang)
+			return 1;
+		char want[160] = "expected ";
+		lang_list(want + strlen(want), sizeof(want) - strlen(want));
+		return cli_bad(cmd, "lang", arg[0] ? arg : "''", want);
+	}
 	case 0x140: { /* (an --env PTYBOX_PACKAGES=PATH of its own: a later one wins) */
 		if (!arg[0] || strlen(arg) > CLI_MAX_PACKAGES)
 			return cli_bad(cmd, "packages", arg[0] ? "PATH" : "''",

@@ -279,7 +279,10 @@ static bool run_is_integer(const char *s)
 static int run_file_exit(const struct run *r, const struct ptybox_result *res)
 {
 	if (res->id != r->file_id || res->status != PTYBOX_ERROR || !res->error_name ||
-	    strcmp(res->error_name, "SystemExit") != 0 || !res->detail || !res->detail->error)
+	    (strcmp(res->error_name, "SystemExit") != 0 &&
+	     strcmp(res->error_name, "ExitStatus") != 0) || /* (bash's: kernel_bash.py) */
+	    !res->detail ||
+	    !res->detail->error)
 		return -1;
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(res->detail->error, "exit");
 	return cJSON_IsNumber(st) && st->valueint >= 0 && st->valueint <= 255 ? st->valueint : -1;

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "options.h"
+#include "http_server.h"
 #include "server.h"
 #include "stdio_lines.h"
 
@@ -44,6 +45,7 @@ struct serve {
 
 static const char serve_usage[] =
 	"Usage: ptybox serve --stdio [OPTIONS]\n"
+	"       ptybox serve --http [ADDR] [--token-file FILE] [--pool N]\n"
 	"Drive sessions with JSON lines on standard input and output\n"
 	"(ptybox-protocol(7)); requests without \"session\" go to the one started here.\n"
 	"\n"
@@ -55,7 +57,14 @@ static const char serve_usage[] =
 	"  (and new, result, ls, cancel, kill, watch, capture, complete, is_complete:\n"
 	"  see ptybox-protocol(7))\n"
 	"\n"
-	"  --stdio             JSON lines on stdin/stdout (required)\n"
+	"  --stdio             JSON lines on stdin/stdout\n"
+	"  --http [ADDR]       instead: Piston's API (/api/v2/runtimes, /api/v2/execute)\n"
+	"                      over HTTP on ADDR (default 127.0.0.1:2000); each execute\n"
+	"                      a fresh sandbox from a warm pool of --pool (default 4)\n"
+	"  --token-file FILE   with --http: every request needs Authorization: Bearer\n"
+	"                      TOKEN (the file's first line); needed off loopback\n"
+	"  --max-executes N    with --http: executes at once (default 64); past it\n"
+	"                      429 with Retry-After\n"
 	"  --pool N            keep N interpreters started ahead, so a restart is\n"
 	"                      a swap (default 0)\n"
 	"  --stop-at-eof       at the end of standard input, stop at once (as\n"
@@ -225,6 +234,9 @@ int cli_serve(int argc, char **argv)
 	cli_session_opts_init(&so);
 	static const struct option longopts[] = {
 		{"stdio", no_argument, NULL, 's'},
+		{"http", no_argument, NULL, 'H'},
+		{"token-file", required_argument, NULL, 'T'},
+		{"max-executes", required_argument, NULL, 'M'},
 		{"pool", required_argument, NULL, 'p'},
 		{"stop-at-eof", no_argument, NULL, 'e'},
 		{"quiet", no_argument, NULL, 'q'},
@@ -232,8 +244,20 @@ int cli_serve(int argc, char **argv)
 		CLI_SESSION_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	bool stdio = false, stop_at_eof = false, quiet = false;
-	unsigned pool = 0;
+	bool stdio = false, stop_at_eof = false, quiet = false, http = false, session_opt = false;
+	const char *token_file = NULL, *addr = NULL;
+	/* --http's ADDR is optional and no option's value: taken out first, so
+	 * that the options after it are still read. */
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			break;
+		} else if (strcmp(argv[i], "--http") == 0 && argv[i + 1][0] != '-') {
+			addr = argv[i + 1];
+			memmove(&argv[i + 1], &argv[i + 2], (size_t)(argc - i - 2) * sizeof(*argv));
+			argc--;
+			break;
+		}
+	unsigned pool = 0, max_active = 0;
 	int opt, li = -1;
 	optind = 1;
 	opterr = 0;
@@ -242,6 +266,16 @@ int cli_serve(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		switch (opt) {
 		case 's': stdio = true; break;
+		case 'H': http = true; break;
+		case 'T': token_file = optarg; break;
+		case 'M':
+			if (options_parse_uint(optarg, 1, HTTP_MAX_ACTIVE, &max_active) < 0) {
+				cli_error(
+					"serve: --max-executes %s: expected a number from 1 to %d",
+					optarg, HTTP_MAX_ACTIVE);
+				return CLI_EXIT_USAGE;
+			}
+			break;
 		case 'e': stop_at_eof = true; break;
 		case 'q': quiet = true; break;
 		case 'p':
@@ -259,7 +293,26 @@ int cli_serve(int argc, char **argv)
 		default:
 			if (cli_session_opt(&so, opt, optarg, "serve") != 1)
 				return CLI_EXIT_USAGE;
+			session_opt = true;
 		}
+	}
+	if (http) {
+		if (optind < argc) {
+			cli_error("serve: unexpected argument '%s'", argv[optind]);
+			return CLI_EXIT_USAGE;
+		}
+		if (stdio || stop_at_eof || quiet || session_opt) {
+			cli_error("serve: --http takes --pool, --token-file and --max-executes "
+				  "only (the limits "
+				  "are each request's: run_timeout, run_memory_limit)");
+			return CLI_EXIT_USAGE;
+		}
+		return cli_serve_http(addr, token_file, pool ? pool : 4, max_active, so.o.python);
+	}
+	if (token_file || max_active) {
+		cli_error("serve: --%s goes with --http",
+			  token_file ? "token-file" : "max-executes");
+		return CLI_EXIT_USAGE;
 	}
 	if (optind < argc) {
 		cli_error("serve: unexpected argument '%s'", argv[optind]);
@@ -267,7 +320,7 @@ int cli_serve(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	if (!stdio) {
-		cli_error("serve: only --stdio is available in this version");
+		cli_error("serve: say --stdio or --http [ADDR]");
 		fprintf(stderr, "Try 'ptybox serve --help'.\n");
 		return CLI_EXIT_USAGE;
 	}

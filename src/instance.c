@@ -26,6 +26,7 @@
 
 #include <sodium.h>
 
+#include "lang.h"
 #include "log.h"
 #include "options.h"
 
@@ -208,16 +209,23 @@ static int instance_send_driver(struct instance *in)
 {
 	bool code = ptybox_driver_code_len > 0 &&
 		    protocol_boot_code_fits(in->boot_rest, in->boot_rest_len, ptybox_driver_magic);
-	char *boot;
-	size_t boot_len;
-	int rc = code ? protocol_boot_lines(ptybox_driver_magic, ptybox_driver_code,
-					    ptybox_driver_code_len, &boot, &boot_len)
-		      : protocol_boot_lines(PROTOCOL_BOOT_SOURCE, ptybox_driver_py,
-					    ptybox_driver_py_len, &boot, &boot_len);
+	/* The language rides on the form line: the relay knows it before it
+	 * forks its first kernel, at no extra round trip. */
+	char form[PROTOCOL_BOOT_REST_MAX + 32];
+	int rc = lang_boot_form(in->lang, code ? ptybox_driver_magic : PROTOCOL_BOOT_SOURCE, form,
+				sizeof(form));
 	if (rc < 0)
 		return rc;
-	log_to(in->log, "instance %d: %s%.*s: sending the driver as %s", (int)in->pty.pid,
-	       PROTOCOL_BOOT_PROMPT, (int)in->boot_rest_len, in->boot_rest,
+	char *boot;
+	size_t boot_len;
+	rc = code ? protocol_boot_lines(form, ptybox_driver_code, ptybox_driver_code_len, &boot,
+					&boot_len)
+		  : protocol_boot_lines(form, ptybox_driver_py, ptybox_driver_py_len, &boot,
+					&boot_len);
+	if (rc < 0)
+		return rc;
+	log_to(in->log, "instance %d: %s%.*s: sending the %s driver as %s", (int)in->pty.pid,
+	       PROTOCOL_BOOT_PROMPT, (int)in->boot_rest_len, in->boot_rest, in->lang,
 	       code ? "compiled code" : "source");
 	return pty_write_take(&in->pty, boot, boot_len);
 }
@@ -580,6 +588,7 @@ int instance_start(uv_loop_t *loop, const struct transport_options *topts, size_
 	in->log = log_ref(log);
 	in->started_ns = uv_hrtime();
 	in->boot_ms = options_seconds_ms(boot_timeout);
+	in->lang = topts->lang ? topts->lang : LANG_DEFAULT;
 	int rc = protocol_make_nonce(in->nonce, sizeof(in->nonce));
 	if (rc == 0)
 		rc = frame_scanner_init(&in->scanner, in->nonce, max_payload);

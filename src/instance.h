@@ -71,6 +71,7 @@ struct instance {
 	size_t prompt_matched;
 	char boot_rest[PROTOCOL_BOOT_REST_MAX]; /* the prompt's line after the prompt */
 	size_t boot_rest_len;
+	const char *lang; /* the kernel the relay starts (lang_find's) */
 	struct frame_scanner scanner;
 	char noise[INSTANCE_NOISE_TAIL + 1];
 	size_t noise_len;

@@ -17,6 +17,7 @@ static const char main_usage[] =
 	"  run      run snippets in one session: ptybox run -c 'x = 1' -c 'x + 1'\n"
 	"  repl     a stateful prompt on a fresh session (Ctrl-D leaves)\n"
 	"  serve    drive sessions with JSON lines: ptybox serve --stdio\n"
+	"  mcp      an MCP server on stdio, for agents: run_code and the rest\n"
 	"\n"
 	"Sessions in a server, which outlive their client (as tmux's do):\n"
 	"  new NAME [OPTIONS]          create one (the server starts on first use)\n"
@@ -87,6 +88,8 @@ int main(int argc, char **argv)
 		return cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return cli_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return cli_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "repl") == 0)
 		return cli_repl(argc - 1, argv + 1);
 	if (strcmp(cmd, "attach") == 0)

@@ -16,7 +16,9 @@
  * which bytecode magic (hex, from the importlib already loaded, so that it
  * imports nothing slow), reads a form line, then the driver as base64 lines up
  * to an empty line, and runs it: as marshalled, zlib-compressed code if the
- * form line is its own magic, else as source. The terminal is still canonical
+ * form line's first word is its own magic, else as source. The form line's
+ * second word, if any, is the kernel's language (l: the driver reads it;
+ * lang.h), so that the relay knows it before its first fork. The terminal is still canonical
  * here. The client sends the driver only once it sees PROTOCOL_BOOT_PROMPT, so
  * what a failing transport says ("ssh: connect to host ...") is the last thing
  * on the terminal, not the echo of the driver. The prompt is printed from
@@ -24,7 +26,8 @@
  * No single quote: transports put it inside one. */
 #define PROTOCOL_BOOTSTRAP                                                                         \
 	"import binascii as b,marshal as m,_frozen_importlib_external as f;"                       \
-	"h=f.MAGIC_NUMBER.hex();print(\"PTYBOX/1\",\"BOOT\",h);k=input();"                         \
+	"h=f.MAGIC_NUMBER.hex();print(\"PTYBOX/1\",\"BOOT\",h);"                                   \
+	"k,_,l=input().partition(\" \");"                                                          \
 	"s=b.a2b_base64(\"\".join(iter(input,\"\")));"                                             \
 	"exec(m.loads(__import__(\"zlib\").decompress(s))if k==h else s)"
 #define PROTOCOL_BOOT_PROMPT "PTYBOX/1 BOOT"

@@ -284,10 +284,22 @@ static void pty_child(const char *slave_path, int master, int err_fd, struct tra
 	if (slave > 2)
 		close(slave);
 	close(master);
-	/* Close everything else but the error pipe. */
-	if (err_fd > 3)
-		close_range(3, (unsigned)err_fd - 1, 0);
-	close_range((unsigned)err_fd + 1, ~0U, 0);
+	/* Close everything else but the error pipe and what the transport keeps
+	 * (--with: the pidfd of the sandbox it joins). */
+	int keep[2] = {err_fd, transport_child_fd(t)};
+	if (keep[1] >= 0 && keep[1] < keep[0]) {
+		keep[1] = keep[0];
+		keep[0] = transport_child_fd(t);
+	}
+	unsigned from = 3;
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < 3)
+			continue;
+		if ((unsigned)keep[i] > from)
+			close_range(from, (unsigned)keep[i] - 1, 0);
+		from = (unsigned)keep[i] + 1;
+	}
+	close_range(from, ~0U, 0);
 	transport_child_exec(t, err_fd);
 
 fail:;

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,6 +107,92 @@ void sandbox_warn(const struct sandbox_options *o, int *once, const char *msg)
  * Set-up, around fork
  */
 
+int sandbox_child_fd(const struct sandbox *sb)
+{
+	return sb ? sb->join_pidfd : -1;
+}
+
+static int sandbox_init_pidfd(const struct sandbox *sb);
+
+bool sandbox_running(const struct sandbox *sb)
+{
+	/* Its init's number is still there until the outer child has reaped it:
+	 * the pidfd tells (readable once it has exited) whether it still runs. */
+	int fd = sb ? sandbox_init_pidfd(sb) : -1;
+	struct pollfd pfd = {fd, POLLIN, 0};
+	bool alive = fd >= 0 && poll(&pfd, 1, 0) == 0;
+
+	/* An init that exits first lets go of its namespaces (then setns says
+	 * ESRCH), and only then waits for the rest of its pid namespace to die:
+	 * its /proc/PID/ns links are gone from the start of that wait. */
+	if (alive) {
+		char path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid",
+			 (int)__atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST));
+		alive = stat(path, &st) == 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return alive;
+}
+
+/* A pidfd of sb's init (or, joined, its driver), or -1: opened while the
+ * outer child has not reaped it, so it is that process whatever the number
+ * becomes later. */
+static int sandbox_init_pidfd(const struct sandbox *sb)
+{
+	pid_t init = sb->shared ? __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) : 0;
+	int fd;
+
+	if (init <= 0)
+		return -1;
+	fd = (int)syscall(SYS_pidfd_open, init, 0);
+	if (fd >= 0 && __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) != init) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* --with: what the child needs of the sandbox it joins, taken now (the joined
+ * one may restart or go while this one runs; then the namespaces it held die,
+ * and this sandbox's processes with them). */
+static int sandbox_join_prepare(struct sandbox *sb, const struct sandbox *with, char *err,
+				size_t errlen)
+{
+	size_t i;
+
+	if (with->join_pidfd >= 0) {
+		sandbox_errf(err, errlen,
+			     "sandbox: --with: that session shares another's "
+			     "sandbox: name that one");
+		return -EINVAL;
+	}
+	sb->join_pidfd = sandbox_init_pidfd(with);
+	if (sb->join_pidfd < 0) {
+		sandbox_errf(err, errlen, "sandbox: --with: its sandbox is not running");
+		return -ESRCH;
+	}
+	sb->clone_flags = with->clone_flags;
+	for (i = 0; i < with->cgroups.n; i++) {
+		const struct sandbox_cgroup *from = &with->cgroups.cg[i];
+		struct sandbox_cgroup *to = &sb->join_cgroups.cg[i];
+		if (!from->join || !from->dir)
+			continue;
+		to->v2 = from->v2;
+		to->mask = from->mask;
+		if (!(to->dir = strdup(from->dir)) || !(to->join = strdup(from->join))) {
+			sandbox_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+	}
+	sb->join_cgroups.n = with->cgroups.n;
+	if ((sb->oom = with->oom))
+		__atomic_add_fetch(&sb->oom->refs, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *err, size_t errlen)
 {
 	static int warned;
@@ -119,7 +206,9 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		return -ENOMEM;
 	}
 	sb->opts = *opts;
+	sb->opts.join = NULL;
 	sb->child_pidfd = -1;
+	sb->join_pidfd = -1;
 	sb->parent = getpid();
 	sb->root = geteuid() == 0;
 	sb->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
@@ -150,9 +239,17 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
 		goto fail;
 	}
-	rc = sandbox_plan(sb, err, errlen);
-	if (rc < 0)
-		goto fail;
+	if (opts->join) {
+		rc = sandbox_join_prepare(sb, opts->join, err, errlen);
+		if (rc == 0 && (rc = sandbox_plan_join(sb)) < 0)
+			sandbox_errf(err, errlen, "sandbox plan: %s", strerror(-rc));
+		if (rc < 0)
+			goto fail;
+	} else {
+		rc = sandbox_plan(sb, err, errlen);
+		if (rc < 0)
+			goto fail;
+	}
 	sandbox_plan_rlimit(sb, RLIMIT_CORE, 0, "setrlimit RLIMIT_CORE");
 	if (opts->memory)
 		sandbox_plan_rlimit(sb, RLIMIT_AS, opts->memory, "setrlimit RLIMIT_AS");
@@ -165,10 +262,18 @@ int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *
 		sandbox_plan_rlimit(sb, RLIMIT_NPROC, (uint64_t)opts->pids + 1,
 				    "setrlimit RLIMIT_NPROC");
 
-	if (sb->root) {
+	if (opts->join) {
+		/* the joined sandbox's cgroups hold its limits, and said so if it has none */
+	} else if (sb->root) {
 		rc = sandbox_cgroup_setup(&sb->cgroups, &sb->opts, sb->parent, err, errlen);
 		if (rc < 0)
 			goto fail;
+		if (!(sb->oom = calloc(1, sizeof(*sb->oom)))) {
+			rc = -ENOMEM;
+			sandbox_errf(err, errlen, "sandbox: %s", strerror(ENOMEM));
+			goto fail;
+		}
+		sb->oom->refs = 1;
 	} else {
 		sandbox_warn(opts, &warned,
 			     "not root: running without cgroup limits (memory, pids, cpu)");
@@ -235,14 +340,12 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 	/* The outer child zeroes init_pid once it has reaped init: a pidfd opened while
 	 * the value still stands is init's, whatever happens to the number later. */
 	init = sb->shared ? __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) : 0;
-	if (init > 0) {
-		initfd = (int)syscall(SYS_pidfd_open, init, 0);
-		if (initfd >= 0 &&
-		    __atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST) != init) {
-			close(initfd);
-			initfd = -1;
-		}
-	}
+	initfd = sandbox_init_pidfd(sb);
+	/* Joined (--with), the driver is this sandbox's own: its process group
+	 * (the relay and its template) goes with it; its kernels follow their
+	 * relay (kernel.py's watchdog). The joined sandbox's other processes stay. */
+	if (initfd >= 0 && sb->join_pidfd >= 0)
+		kill(-init, SIGKILL);
 	sandbox_cgroup_kill(&sb->cgroups, sb->child > 0 ? sb->child : child);
 	if (initfd >= 0) {
 		/* init's exit comes after the kernel has killed and reaped its whole namespace */
@@ -267,12 +370,19 @@ void sandbox_kill_all(struct sandbox *sb, pid_t child)
 
 const char *sandbox_death_reason(struct sandbox *sb)
 {
-	return sb ? sandbox_cgroup_death_reason(&sb->cgroups) : NULL;
+	if (!sb)
+		return NULL;
+	if (!sb->oom)
+		return NULL;
+	return sandbox_cgroup_death_reason(sb->join_pidfd >= 0 ? &sb->join_cgroups : &sb->cgroups,
+					   &sb->oom->told);
 }
 
 long long sandbox_memory(const struct sandbox *sb)
 {
-	return sb ? sandbox_cgroup_memory(&sb->cgroups) : -ENOTSUP;
+	if (!sb)
+		return -ENOTSUP;
+	return sandbox_cgroup_memory(sb->join_pidfd >= 0 ? &sb->join_cgroups : &sb->cgroups);
 }
 
 void sandbox_free(struct sandbox *sb)
@@ -286,6 +396,14 @@ void sandbox_free(struct sandbox *sb)
 		munmap(sb->shared, sizeof(*sb->shared));
 	if (sb->child_pidfd >= 0)
 		close(sb->child_pidfd);
+	if (sb->join_pidfd >= 0)
+		close(sb->join_pidfd);
+	if (sb->oom && __atomic_sub_fetch(&sb->oom->refs, 1, __ATOMIC_SEQ_CST) == 0)
+		free(sb->oom);
+	for (i = 0; i < SANDBOX_CG_COUNT; i++) {
+		free(sb->join_cgroups.cg[i].dir);
+		free(sb->join_cgroups.cg[i].join);
+	}
 	for (i = 0; i < sb->nstrs; i++)
 		free(sb->strs[i]);
 	free(sb->strs);

@@ -32,6 +32,12 @@ struct sandbox_options {
 	char *const *mounts; /* --mount specs (checked by mount_check_list), NULL-terminated */
 	const char *workdir; /* where the driver starts; NULL: /tmp */
 	const char *wheels;  /* a host folder bound read-only at MOUNT_WHEELS_PATH; NULL: none */
+	/* --with: a running sandbox whose namespaces and cgroups this one joins
+	 * (its files, processes and limits) instead of making its own; read only
+	 * by sandbox_new, which holds what it needs (no pointer to it is kept).
+	 * The mounts, workdir's folder and cgroup limits are then the joined
+	 * one's; env and the rlimits are still opts' own. */
+	const struct sandbox *join;
 };
 
 struct sandbox;
@@ -40,6 +46,12 @@ struct sandbox;
  * As root it also creates and limits the session's cgroups; otherwise it says once
  * on stderr that it runs without them. */
 int sandbox_new(const struct sandbox_options *opts, struct sandbox **out, char *err, size_t errlen);
+/* Whether sb's sandbox is up: its init runs (the one --with can join). */
+bool sandbox_running(const struct sandbox *sb);
+
+/* The fd the child needs open (--with: the joined init's pidfd), or -1. */
+int sandbox_child_fd(const struct sandbox *sb);
+
 /* Parent, right after fork, with the child's pid. Never blocks: the child joins the
  * cgroups and writes its namespace's uid/gid maps itself. Holds the child by a
  * pidfd, so sandbox_kill_all stays safe after the caller has reaped it. */

@@ -590,18 +590,30 @@ void sandbox_cgroup_drain(const struct sandbox_cgroups *cgs, int64_t deadline)
 	}
 }
 
-const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs)
+uint64_t sandbox_cgroup_oom_kills(const struct sandbox_cgroups *cgs)
 {
 	const struct sandbox_cgroup *g = sandbox_cgroup_of(cgs, SANDBOX_CG_MEMORY);
 	char path[PATH_MAX], buf[1024], *p;
 
 	if (!g)
-		return NULL;
+		return 0;
 	snprintf(path, sizeof(path), g->v2 ? "%s/memory.events" : "%s/memory.oom_control", g->dir);
 	if (sandbox_file_read(path, buf, sizeof(buf)) <= 0)
-		return NULL;
+		return 0;
 	for (p = buf; (p = strstr(p, "oom_kill ")); p++)
-		if ((p == buf || p[-1] == '\n') && strtoull(p + 9, NULL, 10) > 0)
+		if (p == buf || p[-1] == '\n')
+			return strtoull(p + 9, NULL, 10);
+	return 0;
+}
+
+const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs, uint64_t *told)
+{
+	uint64_t kills = sandbox_cgroup_oom_kills(cgs);
+	uint64_t was = __atomic_load_n(told, __ATOMIC_SEQ_CST);
+
+	while (kills > was)
+		if (__atomic_compare_exchange_n(told, &was, kills, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
 			return "out of memory";
 	return NULL;
 }

@@ -800,6 +800,60 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+/* --with: the outer child joins the cgroups and every namespace of the
+ * sandbox it shares, then is what init is in a sandbox of its own: of the
+ * uid inside, without capabilities, the driver's parent, passing its status
+ * on. It stays in the host's pid namespace (setns of one moves only the
+ * children), so the code of the shared sandbox never sees it. */
+static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd)
+	__attribute__((noreturn));
+static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd)
+{
+	const char *failed = NULL;
+	pid_t driver;
+	int st;
+
+	/* The driver runs on this process's memory (CLONE_VM) until its exec, in
+	 * the shared pid namespace: its /proc/PID/cmdline is our argv until then.
+	 * (Here, while /proc/self is still ours.) */
+	sandbox_init_hide(err_fd);
+	if (sandbox_cgroup_join(&sb->join_cgroups, &failed) < 0)
+		sandbox_fail(err_fd, "join cgroup", failed, errno);
+	if (setns(sb->join_pidfd, (int)sb->clone_flags) < 0)
+		sandbox_fail(err_fd, "setns", "(the sandbox of --with)", errno);
+	close(sb->join_pidfd);
+	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
+		sandbox_fail(err_fd, "setresgid", "1000", errno);
+	if (setresuid(SB_ID, SB_ID, SB_ID) < 0)
+		sandbox_fail(err_fd, "setresuid", "1000", errno);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+	if (getppid() != sb->parent)
+		_exit(SB_EXIT_SETUP); /* ptybox went before PDEATHSIG was armed again */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_DUMPABLE", NULL, errno);
+	if (chdir(sb->workdir) < 0)
+		sandbox_fail(err_fd, "workdir", sb->workdir, errno);
+	sandbox_drop_caps(err_fd);
+	driver = sandbox_spawn_driver(sb, argv, err_fd);
+	if (driver < 0)
+		sandbox_fail(err_fd, "fork", "the driver", errno);
+	__atomic_store_n(&sb->shared->init_pid, driver, __ATOMIC_SEQ_CST);
+	close(err_fd);
+	close(1);
+	close(2);
+	(void)prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0); /* (as init's) */
+	for (;;) {
+		pid_t r = waitpid(driver, &st, 0);
+		if (r == driver)
+			break;
+		if (r < 0 && errno != EINTR)
+			_exit(SB_EXIT_SETUP);
+	}
+	__atomic_store_n(&sb->shared->init_pid, 0, __ATOMIC_SEQ_CST);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 {
 	char path[64], num[24], *pidstr;
@@ -822,6 +876,8 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 	sa.sa_handler = SIG_IGN;
 	for (i = 0; i < sizeof(sandbox_held_signals) / sizeof(sandbox_held_signals[0]); i++)
 		sigaction(sandbox_held_signals[i], &sa, NULL);
+	if (sb->join_pidfd >= 0)
+		sandbox_join_exec(sb, argv, err_fd);
 	if (pipe2(sync, O_CLOEXEC) < 0)
 		sandbox_fail(err_fd, "pipe", NULL, errno);
 

@@ -75,8 +75,11 @@ void sandbox_cgroup_kill(const struct sandbox_cgroups *cgs, pid_t spare);
 /* Kills whatever is left in the session's cgroups until they are empty or deadline
  * (sandbox_now_ms) has passed. */
 void sandbox_cgroup_drain(const struct sandbox_cgroups *cgs, int64_t deadline);
-/* "out of memory" if the memory cgroup killed a process of the session; else NULL. */
-const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs);
+/* "out of memory" if the memory cgroup killed a process since *seen said (the
+ * count of its kills, updated: each kill is told once); else NULL. */
+const char *sandbox_cgroup_death_reason(const struct sandbox_cgroups *cgs, uint64_t *told);
+/* How many processes the memory cgroup's OOM killer has killed so far (0 without one). */
+uint64_t sandbox_cgroup_oom_kills(const struct sandbox_cgroups *cgs);
 /* The memory cgroup's usage in bytes (memory.current, v1 memory.usage_in_bytes),
  * or -ENOTSUP without one, or the read's -errno. */
 long long sandbox_cgroup_memory(const struct sandbox_cgroups *cgs);
@@ -119,7 +122,9 @@ struct sandbox_op {
 
 /* Shared with the outer child (MAP_SHARED before fork; exec drops it). */
 struct sandbox_shared {
-	pid_t init_pid; /* the namespace's init, host pid; 0 once the outer child reaped it */
+	/* the namespace's init, host pid; 0 once the outer child reaped it. In a
+	 * joined sandbox (--with), the driver: what it has of its own */
+	pid_t init_pid;
 };
 
 struct sandbox_rlimit {
@@ -148,6 +153,21 @@ struct sandbox {
 	struct sandbox_shared *shared;
 	pid_t child;	 /* the outer child, from sandbox_after_fork */
 	int child_pidfd; /* the same, immune to pid reuse once the caller has reaped it */
+	/* --with: the joined sandbox's init (a pidfd: setns takes every namespace
+	 * from it at once, Linux 5.8) and copies of its cgroups' dir and join
+	 * paths (only those: they are not ours to limit or remove); -1 and none
+	 * otherwise */
+	int join_pidfd;
+	struct sandbox_cgroups join_cgroups;
+	/* The memory cgroup's OOM kills already told, one count for every
+	 * session of the cgroup (--with shares it): a kill is told once, to the
+	 * first whose process died. Counted references; NULL: none. */
+	struct sandbox_oom *oom;
+};
+
+struct sandbox_oom {
+	uint64_t told;
+	int refs;
 };
 
 /* The plan (sandbox_plan.c): parent, before fork, called by sandbox_new. What it
@@ -157,6 +177,9 @@ struct sandbox {
  * them; 0, or a negative errno with one line in err (a --mount's host path
  * that is not there, say). */
 int sandbox_plan(struct sandbox *sb, char *err, size_t errlen);
+/* --with: the plan of a sandbox that joins another's: no root of its own, only
+ * where its driver starts; 0 or -ENOMEM. */
+int sandbox_plan_join(struct sandbox *sb);
 /* Copies opts.env into sb->env (and points sb->opts.env at it) and sets sb->path,
  * where argv[0] is looked up; 0 or -ENOMEM. */
 int sandbox_plan_env(struct sandbox *sb);

@@ -374,6 +374,14 @@ int sandbox_plan(struct sandbox *sb, char *err, size_t errlen)
 	return sandbox_plan_binds(sb, err, errlen);
 }
 
+int sandbox_plan_join(struct sandbox *sb)
+{
+	const struct sandbox_options *o = &sb->opts;
+
+	sb->workdir = sandbox_str(sb, "%s", o->workdir ? o->workdir : MOUNT_WORKDIR_DEFAULT);
+	return sb->workdir ? 0 : -ENOMEM;
+}
+
 void sandbox_plan_rlimit(struct sandbox *sb, int resource, uint64_t value, const char *what)
 {
 	sb->rl[sb->nrl].resource = resource;

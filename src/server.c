@@ -158,7 +158,7 @@ void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c)
 	}
 }
 
-static struct srv_session *srv_find(struct server *sv, const char *name)
+struct srv_session *srv_session_find(struct server *sv, const char *name)
 {
 	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
 		if (strcmp(ss->name, name) == 0)
@@ -240,6 +240,7 @@ struct server_client *server_client_new(struct server *sv, unsigned flags, serve
 		return NULL;
 	c->server = sv;
 	c->flags = flags;
+	c->remote = (flags & SERVER_CLIENT_REMOTE) != 0;
 	c->send = send;
 	c->conn = conn;
 	c->next = sv->clients;
@@ -330,7 +331,7 @@ static int srv_record_parse(struct server_client *c, const cJSON *req, const cJS
 	if (c->remote && !c->server->cfg.allow_remote_transports) {
 		srv_reply_error(c, id, "usage",
 				"\"record\" (a file written on the server's machine) is refused "
-				"through dial-stdio (start the server with "
+				"through dial-stdio and HTTP (start the server with "
 				"--allow-remote-transports to allow it)");
 		return -EINVAL;
 	}
@@ -359,7 +360,7 @@ static void srv_new(struct server_client *c, const cJSON *req, const cJSON *id, 
 	const char *why = server_name_invalid(name, strlen(name));
 	if (why)
 		return srv_reply_error(c, id, "invalid_name", "invalid session name: %s", why);
-	if (srv_find(sv, name))
+	if (srv_session_find(sv, name))
 		return srv_reply_error(c, id, "exists", "session '%s' exists", name);
 	if (sv->nsessions >= SERVER_MAX_SESSIONS)
 		return srv_reply_error(c, id, "limit", "the server holds %d sessions, its most",
@@ -413,7 +414,7 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 	const char *name = cJSON_IsString(sname) ? sname->valuestring : NULL;
 	if (!name && !sname && (c->flags & SERVER_CLIENT_STDIO))
 		name = "default";
-	struct srv_session *ss = name ? srv_find(sv, name) : NULL;
+	struct srv_session *ss = name ? srv_session_find(sv, name) : NULL;
 	const char *takes = "";
 	const char *extra = op ? server_request_unknown_member(req, op, &takes) : NULL;
 	if (!op)

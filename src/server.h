@@ -59,6 +59,9 @@ struct server_config {
 /* The default session's client: requests without "session" go to
  * "default", and hello is optional (serve --stdio). */
 #define SERVER_CLIENT_STDIO 1u
+/* A client of another machine (serve --http): refused what dial-stdio's are
+ * (ssh:, exec:, none, python, mount, wheels, record) unless allowed. */
+#define SERVER_CLIENT_REMOTE 2u
 
 int server_new(uv_loop_t *loop, const struct server_config *cfg, struct server **out);
 /* The session "default", with options the caller keeps alive (serve --stdio).

@@ -88,6 +88,8 @@ struct srv_session {
 	struct transcript ts;
 	struct record *rec; /* `new --record`: from its creation to its end; may be NULL */
 	void (*fatal)(struct server *sv, const char *why, void *data); /* the default's */
+	/* new --with: the session whose sandbox this one runs in (killed with it) */
+	struct srv_session *with;
 };
 
 /* A warm pool of the server: interpreters started ahead for sessions of one
@@ -192,6 +194,8 @@ void srv_uploads_free(struct srv_session *ss);
 /* c's watches of ss end (the count ls shows with them). */
 void srv_session_unwatch(struct srv_session *ss, struct server_client *c);
 const char *srv_state_name(enum srv_state st);
+/* The live session of that name, or NULL. */
+struct srv_session *srv_session_find(struct server *sv, const char *name);
 
 /* server_request.c: a request line as a JSON object, or NULL with the reply
  * to it sent (a line that is not one, lone surrogates, a NUL in the id).

@@ -125,7 +125,7 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 	const cJSON *item;
 	cJSON_ArrayForEach(item, options)
 	{
-		if (strcmp(item->string, "pool") == 0)
+		if (strcmp(item->string, "pool") == 0 || strcmp(item->string, "with") == 0)
 			continue; /* (the server's, not the session's: server_session.c) */
 		const struct option *lo = longopts;
 		while (lo->name && strcmp(lo->name, item->string) != 0)
@@ -148,8 +148,8 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 		       /* (no sandbox: the far client's code on this machine, as us) */
 		       strcmp(item->valuestring, "none") == 0)))) {
 			snprintf(err, errlen,
-				 "--%s %s is refused through dial-stdio (start the server with "
-				 "--allow-remote-transports to allow it)",
+				 "--%s %s is refused through dial-stdio and HTTP (start the server "
+				 "with --allow-remote-transports to allow it)",
 				 lo->name, cJSON_IsString(item) ? item->valuestring : "");
 			return -EINVAL;
 		}
@@ -159,8 +159,8 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 		    (strcmp(lo->name, "mount") == 0 || strcmp(lo->name, "wheels") == 0)) {
 			snprintf(err, errlen,
 				 "\"%s\" (files of the server's machine) is refused through "
-				 "dial-stdio (start the server with --allow-remote-transports to "
-				 "allow it)",
+				 "dial-stdio and HTTP (start the server with "
+				 "--allow-remote-transports to allow it)",
 				 lo->name);
 			return -EINVAL;
 		}

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang.h"
 #include "options.h"
 #include "protocol.h"
 #include "record.h"
@@ -340,7 +341,7 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 }
 
 static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, bool late,
-			   void *data)
+			   const char *display_id, bool update, void *data)
 {
 	struct srv_session *ss = data;
 	struct srv_exec *x = srv_exec_find(ss, id);
@@ -360,6 +361,10 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 	cJSON_AddStringToObject(o, "event", "display");
 	protocol_json_add_uint(o, "exec", id);
 	cJSON_AddItemToObject(o, "data", parsed);
+	if (display_id) /* (of display(obj, display_id=...): a later update replaces it) */
+		cJSON_AddStringToObject(o, "display_id", display_id);
+	if (display_id && update)
+		cJSON_AddTrueToObject(o, "update");
 	srv_forward(ss, x, o, late);
 }
 
@@ -579,7 +584,7 @@ static const struct ptybox_callbacks srv_callbacks = {
 	.on_warning = srv_on_warning,
 	.on_ready = srv_on_ready,
 	.on_stream = srv_on_stream,
-	.on_display = srv_on_display,
+	.on_display_id = srv_on_display,
 	.on_result = srv_on_result,
 	.on_fatal = srv_on_fatal,
 	.on_closed = srv_on_closed,
@@ -668,6 +673,73 @@ void srv_pools_free(struct server *sv)
 	sv->npools = 0;
 }
 
+/* new's "with": the session whose sandbox this one shares (a sharer's own
+ * with, if it names a sharer). 0, or -EINVAL with the reason in err. */
+static int srv_session_with(struct srv_session *ss, const cJSON *options, char *err, size_t errlen)
+{
+	const cJSON *with = cJSON_GetObjectItemCaseSensitive(options, "with");
+	if (!with)
+		return 0;
+	if (!cJSON_IsString(with)) {
+		snprintf(err, errlen, "\"with\" must be the name of a session");
+		return -EINVAL;
+	}
+	const char *bad = server_name_invalid(with->valuestring, strlen(with->valuestring));
+	if (bad) {
+		snprintf(err, errlen, "--with: %s", bad);
+		return -EINVAL;
+	}
+	struct srv_session *w = srv_session_find(ss->server, with->valuestring);
+	if (!w) {
+		snprintf(err, errlen, "--with %.*s: no such session", SERVER_NAME_MAX,
+			 with->valuestring);
+		return -EINVAL;
+	}
+	if (w->state == SS_DEAD || !w->ps) {
+		snprintf(err, errlen, "--with %s: that session is dead", w->name);
+		return -EINVAL;
+	}
+	if (w->with)
+		w = w->with;
+	/* What shapes a sandbox is the shared one's: asked for here, it would be
+	 * dropped without a word. (env, workdir and the rlimits are this one's.) */
+	static const char *const shaping[] = {"pool", "mount", "wheels", "net", "tmp-size", "cpus"};
+	for (size_t i = 0; i < sizeof(shaping) / sizeof(shaping[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(options, shaping[i]);
+		if (!v || cJSON_IsFalse(v) || (cJSON_IsNumber(v) && v->valuedouble == 0) ||
+		    (cJSON_IsString(v) && strcmp(v->valuestring, "0") == 0 &&
+		     strcmp(shaping[i], "pool") == 0))
+			continue;
+		snprintf(err, errlen,
+			 "--with %s: runs in its sandbox: --%s does not apply (that sandbox's is "
+			 "%s's)",
+			 w->name, shaping[i], w->name);
+		return -EINVAL;
+	}
+	if (ss->so.o.via && strcmp(ss->so.o.via, "local") != 0) {
+		snprintf(err, errlen, "--with %s: runs in its sandbox: --via does not apply",
+			 w->name);
+		return -EINVAL;
+	}
+	if (w->so.o.via && strcmp(w->so.o.via, "local") != 0) {
+		snprintf(err, errlen,
+			 "--with %s: that session runs --via %s, not in the embedded sandbox: "
+			 "start this one with the same --via",
+			 w->name, w->so.o.via);
+		return -EINVAL;
+	}
+	/* setns() through the pidfd of a non-dumpable init takes CAP_SYS_PTRACE
+	 * over it, which only host root has. */
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "--with %s: sharing a sandbox needs a server running as root",
+			 w->name);
+		return -EPERM;
+	}
+	ss->with = w;
+	ss->so.o.with = w->ps;
+	return 0;
+}
+
 int srv_session_start(struct server *sv, const char *name, const cJSON *options, bool remote,
 		      const struct ptybox_options *given, const struct record_config *rec,
 		      struct srv_session **out, char *err, size_t errlen, const char **code)
@@ -687,6 +759,11 @@ int srv_session_start(struct server *sv, const char *name, const cJSON *options,
 				     ss->strings, &ss->nstrings,
 				     sizeof(ss->strings) / sizeof(ss->strings[0]), err,
 				     errlen) < 0) {
+		*code = "usage";
+		srv_session_free(ss);
+		return -EINVAL;
+	}
+	if (srv_session_with(ss, options, err, errlen) < 0) {
 		*code = "usage";
 		srv_session_free(ss);
 		return -EINVAL;
@@ -1064,6 +1141,11 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 	}
 	if (ss->state == SS_CLOSING)
 		return;
+	for (struct srv_session *b = sv->sessions, *next; b; b = next) {
+		next = b->next; /* (b leaves the list: a sharer has no sharers of its own) */
+		if (b->with == ss)
+			srv_session_kill(b, NULL, NULL);
+	}
 	char why[160];
 	if (sv->shutting_down)
 		snprintf(why, sizeof(why), "%s", sv->shutdown_why);
@@ -1181,6 +1263,11 @@ cJSON *srv_session_describe(const struct srv_session *ss)
 	cJSON_AddStringToObject(o, "name", ss->name);
 	cJSON_AddStringToObject(o, "state", srv_state_name(ss->state));
 	cJSON_AddStringToObject(o, "via", ss->so.o.via ? ss->so.o.via : "local");
+	cJSON_AddStringToObject(o, "lang", lang_find(ss->so.o.lang));
+	if (ss->with)
+		cJSON_AddStringToObject(o, "with", ss->with->name);
+	else
+		cJSON_AddNullToObject(o, "with");
 	cJSON_AddNumberToObject(o, "uptime_s", (double)(uv_now(sv->loop) - ss->created_ms) / 1e3);
 	protocol_json_add_uint(o, "executions", ss->executions);
 	protocol_json_add_uint(o, "queued", ss->live);

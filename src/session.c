@@ -53,7 +53,6 @@ static const char session_restarted[] = "; restarted with fresh state";
 static const char session_and_restarted[] = " and restarted with fresh state";
 
 static void session_start(ptybox_session *s);
-static void session_query_timer_cb(uv_timer_t *t);
 static void session_pump(ptybox_session *s);
 static void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
 			    const char *done);
@@ -481,9 +480,15 @@ static void session_on_display_frame(ptybox_session *s, struct protocol_frame *f
 	bool late = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "late"));
 	bool own = e && f->has_id && f->id == e->id && !late;
 	const cJSON *data = cJSON_GetObjectItemCaseSensitive(f->root, "data");
-	if (s->cb.on_display && f->has_id && cJSON_IsObject(data) && (!own || e->stream)) {
+	bool told = s->cb.on_display || s->cb.on_display_id;
+	if (told && f->has_id && cJSON_IsObject(data) && (!own || e->stream)) {
 		char *bundle = cJSON_PrintUnformatted(data);
-		if (bundle)
+		if (bundle && s->cb.on_display_id)
+			s->cb.on_display_id(
+				s, f->id, bundle, !own, protocol_str(f->root, "display_id"),
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "update")),
+				s->data);
+		else if (bundle)
 			s->cb.on_display(s, f->id, bundle, !own, s->data);
 		cJSON_free(bundle);
 	}
@@ -598,142 +603,6 @@ static bool session_ready_answers(const struct protocol_frame *f, uint64_t id)
 {
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(f->root, "restart");
 	return cJSON_IsNumber(r) && r->valuedouble == (double)id;
-}
-
-/* The answer given when the interpreter cannot: busy (a snippet runs or
- * waits), or gone, or too slow. */
-static char *session_query_fallback(const struct query *q, const char *why)
-{
-	cJSON *o = cJSON_CreateObject();
-	if (q->is_complete) {
-		cJSON_AddStringToObject(o, "status", "unknown");
-		cJSON_AddStringToObject(o, "indent", "");
-	} else {
-		long c = q->cursor < 0 ? 0 : q->cursor;
-		cJSON_AddItemToObject(o, "matches", cJSON_CreateArray());
-		cJSON_AddNumberToObject(o, "cursor_start", (double)c);
-		cJSON_AddNumberToObject(o, "cursor_end", (double)c);
-	}
-	cJSON_AddBoolToObject(o, why, 1);
-	char *json = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return json;
-}
-
-static void session_query_arm(ptybox_session *s)
-{
-	uint64_t now = uv_now(s->loop), due = UINT64_MAX;
-	for (struct query *q = s->queries; q; q = q->next) {
-		uint64_t at = q->reply ? now : q->deadline_ms;
-		if (at < due)
-			due = at;
-	}
-	if (due == UINT64_MAX)
-		uv_timer_stop(&s->query_timer);
-	else
-		uv_timer_start(&s->query_timer, session_query_timer_cb, due > now ? due - now : 0,
-			       0);
-}
-
-/* Tells (and frees) every query that has its answer or is past its time. */
-static void session_query_timer_cb(uv_timer_t *t)
-{
-	ptybox_session *s = t->data;
-	uint64_t now = uv_now(s->loop);
-	struct query **link = &s->queries;
-	while (*link && s->state != S_CLOSING) {
-		struct query *q = *link;
-		if (!q->reply && q->deadline_ms > now) {
-			link = &q->next;
-			continue;
-		}
-		*link = q->next;
-		s->nqueries--;
-		char *reply = q->reply ? q->reply : session_query_fallback(q, "timeout");
-		if (s->cb.on_reply && reply)
-			s->cb.on_reply(s, q->id, reply, s->data);
-		cJSON_free(reply);
-		free(q);
-		link = &s->queries; /* (the callback may have added or told some) */
-	}
-	if (s->state != S_CLOSING)
-		session_query_arm(s);
-}
-
-/* The interpreter went: what it was asked is answered without it. */
-static void session_queries_fail(ptybox_session *s)
-{
-	for (struct query *q = s->queries; q; q = q->next)
-		if (!q->reply)
-			q->reply = session_query_fallback(q, "busy");
-	if (s->queries)
-		session_query_arm(s);
-}
-
-static void session_on_reply(ptybox_session *s, struct protocol_frame *f)
-{
-	struct query **link = &s->queries, *q;
-	while ((q = *link) && !(f->has_id && q->wire == f->id && !q->reply))
-		link = &q->next;
-	if (!q)
-		return;
-	cJSON_DeleteItemFromObjectCaseSensitive(f->root, "type");
-	cJSON_DeleteItemFromObjectCaseSensitive(f->root, "id");
-	q->reply = cJSON_PrintUnformatted(f->root);
-	if (!q->reply)
-		q->reply = session_query_fallback(q, "busy");
-	session_query_arm(s);
-}
-
-static int session_query(ptybox_session *s, uint64_t id, bool is_complete, const char *code,
-			 size_t len, long cursor)
-{
-	if (s->state == S_FATAL || s->state == S_CLOSING)
-		return -EPIPE;
-	if (s->nqueries >= SESSION_QUERY_CAP)
-		return -ENOBUFS;
-	struct query *q = calloc(1, sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	q->id = id;
-	q->wire = SESSION_QUERY_WIRE + ++s->next_query;
-	q->is_complete = is_complete;
-	q->cursor = cursor;
-	q->deadline_ms = uv_now(s->loop) + SESSION_QUERY_MS;
-	/* Never behind a snippet: a prompt that asks must not wait for one. */
-	bool busy = s->state != S_IDLE || s->head || !s->in || s->in->state == I_DYING;
-	if (busy) {
-		q->reply = session_query_fallback(q, "busy");
-	} else {
-		char *line = NULL;
-		size_t n = 0;
-		int rc = protocol_query_line(q->wire, is_complete ? "is_complete" : "complete",
-					     code, len, cursor, &line, &n);
-		if (rc == 0)
-			rc = instance_write(s->in, line, n);
-		if (rc < 0) {
-			free(q);
-			return rc;
-		}
-	}
-	struct query **tail = &s->queries; /* (in order: answered as asked) */
-	while (*tail)
-		tail = &(*tail)->next;
-	*tail = q;
-	s->nqueries++;
-	session_query_arm(s);
-	return 0;
-}
-
-int ptybox_session_is_complete(ptybox_session *s, uint64_t id, const char *code, size_t len)
-{
-	return session_query(s, id, true, code, len, -1);
-}
-
-int ptybox_session_complete(ptybox_session *s, uint64_t id, const char *code, size_t len,
-			    size_t cursor)
-{
-	return session_query(s, id, false, code, len, cursor > LONG_MAX ? LONG_MAX : (long)cursor);
 }
 
 static void session_on_frame(struct instance *in, const char *payload, size_t len)
@@ -959,12 +828,23 @@ static void session_on_died(ptybox_session *s, struct protocol_frame *f)
 			    options_seconds_ms(s->opts.boot_timeout));
 }
 
+static void session_first_start_cb(uv_timer_t *t);
+
 static void session_on_dead(struct instance *in, const char *why, bool during_boot)
 {
 	ptybox_session *s = in->data;
 	session_queries_fail(s);
 	if (during_boot && in->boot_late) { /* a deadline of ours says so */
 		session_fatal(s, "the interpreter %s", why);
+		return;
+	}
+	if (during_boot && s->with && s->with_boot_fails < SESSION_WITH_BOOTS) {
+		s->with_boot_fails++;
+		log_to(s->log, "session: the start in --with's sandbox failed (%s): again", why);
+		instance_close(s->in);
+		s->in = NULL;
+		s->told = NULL;
+		uv_timer_start(&s->timer, session_first_start_cb, SESSION_WITH_RETRY_MS, 0);
 		return;
 	}
 	if (during_boot) {
@@ -1020,6 +900,7 @@ static void session_ready_cb(uv_timer_t *t)
 
 static void session_on_ready(struct instance *in)
 {
+	((ptybox_session *)in->data)->with_boot_fails = 0;
 	/* Through the timer: a pooled instance is ready at once, inside the
 	 * caller's call, where callbacks must not run. */
 	ptybox_session *s = in->data;
@@ -1034,12 +915,27 @@ static const struct instance_callbacks session_instance_callbacks = {
 	.on_dead = session_on_dead,
 };
 
+static void session_first_start_cb(uv_timer_t *t);
+
 static void session_start(ptybox_session *s)
 {
 	char err[512] = "";
 	s->state = S_STARTING;
+	if (s->with || s->opts.with) {
+		int ready = session_with_sandbox(s, err, sizeof(err));
+		if (ready == 0)
+			uv_timer_start(&s->timer, session_first_start_cb, SESSION_WITH_RETRY_MS, 0);
+		if (ready < 0)
+			session_fatal(s, "%s%s",
+				      s->started_once ? "the interpreter could not be restarted: "
+						      : "",
+				      err);
+		if (ready <= 0)
+			return;
+	}
 	size_t max_payload = PROTOCOL_MAX_PAYLOAD(s->opts.max_output);
-	s->in = s->opts.pool ? pool_take(s->opts.pool, &s->topts, max_payload) : NULL;
+	s->in = s->opts.pool && !s->opts.with ? pool_take(s->opts.pool, &s->topts, max_payload)
+					      : NULL;
 	if (s->in) {
 		instance_adopt(s->in, &session_instance_callbacks, s, s->log);
 		if (s->in->state == I_READY)
@@ -1048,6 +944,7 @@ static void session_start(ptybox_session *s)
 	}
 	int rc = instance_start(s->loop, &s->topts, max_payload, s->opts.boot_timeout,
 				&session_instance_callbacks, s, s->log, &s->in, err, sizeof(err));
+	s->topts.sandbox.join = NULL; /* (read by instance_start only) */
 	if (rc < 0)
 		session_fatal(s, "%s%s",
 			      s->started_once ? "the interpreter could not be restarted: " : "",
@@ -1094,6 +991,11 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 		free(s);
 		return rc;
 	}
+	ptybox_session *with = NULL;
+	if ((rc = session_with_check(s, o->with, &with, err, errlen)) < 0) {
+		free(s);
+		return rc;
+	}
 	s->loop = loop;
 	s->opts = *o;
 	s->opts.via = NULL; /* the caller's string; only the parsed form is kept */
@@ -1116,6 +1018,7 @@ int ptybox_session_new(uv_loop_t *loop, const struct ptybox_options *o,
 	s->spin.data = s;
 	uv_timer_init(loop, &s->query_timer);
 	s->query_timer.data = s;
+	session_with_join(s, with); /* (last: nothing fails after it) */
 	/* Start on the next loop turn: callbacks never run inside the caller's call. */
 	s->state = S_STARTING;
 	uv_timer_start(&s->timer, session_first_start_cb, 0, 0);
@@ -1393,6 +1296,7 @@ void ptybox_session_close(ptybox_session *s)
 	if (s->state == S_CLOSING)
 		return;
 	s->state = S_CLOSING;
+	session_unshare(s);
 	session_await(s, false);
 	while (s->head)
 		exec_free(session_pop(s));

@@ -98,6 +98,13 @@ struct ptybox_session {
 	struct log *log;  /* --log: this session's own; NULL: the process's */
 	char warned[256]; /* the last warning told (each is told once) */
 
+	/* --with: the session whose sandbox this one's interpreter runs in, and
+	 * the others that run in this one's (a list through next_sharer) */
+	ptybox_session *with;
+	ptybox_session *sharers, *next_sharer;
+	uint64_t with_wait_until; /* uv_now: while with restarts, this one waits */
+	unsigned with_boot_fails; /* boots in a row that died while joining (SESSION_WITH_BOOTS) */
+
 	enum session_state state;
 	struct instance *in;
 	struct instance *told; /* the instance told the terminal (size, tty) */
@@ -165,5 +172,27 @@ void session_file_binary(struct file_op *f, const char *data, size_t len, bool z
 char *session_file_reply(struct file_op *f, cJSON *root);
 /* The reply of a file op that did not run to its end: {"ok":false,...}. */
 char *session_file_error(const struct file_op *f, const char *message, const char *code);
+
+/* session_query.c: the interpreter went, so what it was asked is answered
+ * without it; a reply frame, its query's answer. */
+void session_queries_fail(ptybox_session *s);
+void session_on_reply(ptybox_session *s, struct protocol_frame *f);
+
+/* session_with.c (--with). How often a session whose with restarts looks again. */
+#define SESSION_WITH_RETRY_MS 20
+/* Boots in a row that may die joining a sandbox whose init is on its way out
+ * (it lets go of its namespaces before it is seen to exit) before it is fatal. */
+#define SESSION_WITH_BOOTS 10
+/* The session given (or its own with: there is one sandbox per chain) into
+ * *out, if s may share it: 0, or -errno with err filled. */
+int session_with_check(ptybox_session *s, ptybox_session *given, ptybox_session **out, char *err,
+		       size_t errlen);
+/* s shares with's sandbox from now on (with NULL: nothing). */
+void session_with_join(ptybox_session *s, ptybox_session *with);
+/* At a start: 1 with s->topts.sandbox.join set, 0 to try again soon (with is
+ * restarting), -1 with why filled. */
+int session_with_sandbox(ptybox_session *s, char *why, size_t whylen);
+/* Out of the sharing both ways (at close). */
+void session_unshare(ptybox_session *s);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lang.h"
 #include "mount.h"
 #include "protocol.h"
 #include "ptybox.h"
@@ -99,6 +100,12 @@ int transport_options_from(const struct ptybox_options *o, struct transport_opti
 	if (rc < 0)
 		return rc;
 	t->python = o->python;
+	if (!(t->lang = lang_find(o->lang))) {
+		char list[128];
+		lang_list(list, sizeof(list));
+		snprintf(err, errlen, "--lang %s: expected %s", o->lang, list);
+		return -EINVAL;
+	}
 	t->env_extra = o->env;
 	t->workdir = o->workdir ? o->workdir : MOUNT_WORKDIR_DEFAULT;
 	t->wheels = o->wheels && *o->wheels ? o->wheels : NULL;
@@ -158,8 +165,8 @@ bool transport_options_equal(const struct transport_options *a, const struct tra
 	       transport_str_equal(a->workdir, b->workdir) &&
 	       transport_str_equal(a->wheels, b->wheels) && a->kind == b->kind &&
 	       transport_str_equal(a->target, b->target) &&
-	       transport_str_equal(a->python, b->python) && x->net == y->net &&
-	       x->memory == y->memory && x->tmp_size == y->tmp_size &&
+	       transport_str_equal(a->python, b->python) && transport_str_equal(a->lang, b->lang) &&
+	       x->net == y->net && x->memory == y->memory && x->tmp_size == y->tmp_size &&
 	       x->max_file_size == y->max_file_size && x->pids == y->pids &&
 	       x->nofile == y->nofile && x->cpus == y->cpus;
 }
@@ -450,6 +457,16 @@ void transport_kill(struct transport *t, pid_t child, bool reaped)
 const char *transport_death_reason(struct transport *t)
 {
 	return t->kind == TRANSPORT_LOCAL ? sandbox_death_reason(t->sandbox) : NULL;
+}
+
+int transport_child_fd(const struct transport *t)
+{
+	return t->kind == TRANSPORT_LOCAL ? sandbox_child_fd(t->sandbox) : -1;
+}
+
+const struct sandbox *transport_sandbox(const struct transport *t)
+{
+	return t && t->kind == TRANSPORT_LOCAL ? t->sandbox : NULL;
 }
 
 long long transport_memory(const struct transport *t)

@@ -12,3 +12,5 @@ pkg_check_modules(EDIT REQUIRED IMPORTED_TARGET libedit>=3.1)
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka>=1.1)
 # Optional: sixel pictures in human modes (cli_sixel.c); without it, none.
 pkg_check_modules(SIXEL IMPORTED_TARGET libsixel>=1.8)
+# serve --http: HTTP/1.1 on the libuv loop (h2o built on libuv: Debian's libh2o-dev).
+pkg_check_modules(H2O REQUIRED IMPORTED_TARGET libh2o>=0.13)

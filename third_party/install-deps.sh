@@ -8,6 +8,11 @@ missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# The tests' npm clients (tests/mcp for MCP, tests/piston's piston-client) run on node,
+# their packages come through npm: Debian's nodejs and npm only when there is no npm, so a
+# nodejs from elsewhere (nodesource's, which brings its own npm and conflicts with Debian's)
+# is left alone.
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "ptybox: missing packages:$missing; run this as root (sudo $0)" >&2

@@ -452,6 +452,37 @@ static void test_pool_takes_only_alike_sessions(void **state)
 	ptybox_pool_close(pool);
 }
 
+/* --with: a session that fails to be made (here its --log) is in no one's
+ * sharers: the session it named closes cleanly (ASan: no use after free), and
+ * one made after it shares the sandbox. */
+static void test_with_a_failed_new_leaves_no_trace(void **state)
+{
+	struct sess a, b;
+	struct ptybox_options o;
+	char err[512] = "";
+	ptybox_session *failed = NULL;
+	start(&a, "local");
+	wait_for(&a.ready, 1);
+	ptybox_options_init(&o);
+	o.with = a.s;
+	o.log_path = "/nonexistent/folder/b.log";
+	assert_int_not_equal(
+		ptybox_session_new(&loop, &o, &callbacks, &b, &failed, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "--log /nonexistent/folder/b.log"));
+	o.log_path = NULL;
+	o.busy_poll_us = 0;
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(ptybox_session_new(&loop, &o, &callbacks, &b, &b.s, err, sizeof(err)), 0);
+	wait_for(&b.ready, 1);
+	exec(&a, 1, "open('/tmp/from-a', 'w').write('a') and 'written'");
+	wait_results(&a, 1);
+	exec(&b, 1, "open('/tmp/from-a').read()");
+	wait_results(&b, 1);
+	assert_string_equal(b.results[0].value, "'a'");
+	finish(&a);
+	finish(&b);
+}
+
 static int all_ready;
 static void on_ready_count(ptybox_session *s, void *data)
 {
@@ -717,6 +748,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pool_takes_only_alike_sessions, loop_setup,
 						loop_teardown),
 		cmocka_unit_test_setup_teardown(test_boot_admission, loop_setup, loop_teardown),
+		cmocka_unit_test_setup_teardown(test_with_a_failed_new_leaves_no_trace, loop_setup,
+						loop_teardown),
 		cmocka_unit_test_setup_teardown(test_log_per_session, loop_setup, loop_teardown),
 		cmocka_unit_test_setup_teardown(test_boot_deadline_names_itself, loop_setup,
 						loop_teardown),

@@ -18,7 +18,7 @@ from ptybox_test import PTYBOX
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 COMPLETIONS = os.path.join(TOP, "completions")
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
-SUBCOMMANDS = {"run", "repl", "serve", "new", "exec", "result", "ls", "interrupt", "cancel",
+SUBCOMMANDS = {"run", "repl", "serve", "mcp", "new", "exec", "result", "ls", "interrupt", "cancel",
                "restart", "kill", "kill-server", "capture", "watch", "attach", "cp", "server",
                "dial-stdio"}
 HUMAN = {"--record", "--record-max", "--output-dir", "--no-inline-images"}
@@ -82,7 +82,8 @@ class Shells:
     def test_the_options_offered_are_those_the_help_lists(self):
         # repl offered run's --tty, which it refuses; attach lacked --output-dir
         for cmd, line in (("run", "ptybox run --"), ("repl", "ptybox repl --"),
-                          ("attach", "ptybox attach work --"), ("new", "ptybox new work --")):
+                          ("attach", "ptybox attach work --"), ("new", "ptybox new work --"),
+                          ("mcp", "ptybox mcp --")):
             helped = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", subprocess.run(
                 [PTYBOX, cmd, "--help"], capture_output=True, text=True).stdout))
             offered = {w.split("=")[0] for w in self.complete(line) if w.startswith("--")}

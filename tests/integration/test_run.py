@@ -811,7 +811,7 @@ class OptionValueTest(TestCase):
         p = run("serve", via=False)
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr.splitlines(),
-                         ["ptybox: serve: only --stdio is available in this version",
+                         ["ptybox: serve: say --stdio or --http [ADDR]",
                           "Try 'ptybox serve --help'."])
         self.assertIn("Exit status:", run("serve", "--help", via=False).stdout)
 

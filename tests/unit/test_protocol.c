@@ -244,6 +244,25 @@ static void test_bootstrap_runs_source_and_code(void **state)
 	free(printed);
 	free(code);
 
+	/* the form line's second word is the language, left in l for the driver */
+	const char *lsrc = "print('lang', globals().get('l') or 'python')\n";
+	char form[PROTOCOL_BOOT_REST_MAX + 8];
+	snprintf(form, sizeof(form), "%s bash", magic);
+	printed = run_bootstrap(PROTOCOL_BOOT_SOURCE " bash", lsrc, strlen(lsrc), again,
+				sizeof(again));
+	assert_string_equal(printed, "lang bash\n");
+	free(printed);
+	code = run_python("import marshal,sys,zlib;sys.stdout.buffer.write(zlib.compress("
+			  "marshal.dumps(compile('print(\"code\",l)','t','exec'))))",
+			  "", 0, &codelen);
+	printed = run_bootstrap(form, code, codelen, again, sizeof(again));
+	assert_string_equal(printed, "code bash\n");
+	free(printed);
+	free(code);
+	printed = run_bootstrap(PROTOCOL_BOOT_SOURCE, lsrc, strlen(lsrc), again, sizeof(again));
+	assert_string_equal(printed, "lang python\n"); /* (no second word: l is "") */
+	free(printed);
+
 	/* under any other form line, what comes is source */
 	printed = run_bootstrap("00000000", src, strlen(src), again, sizeof(again));
 	assert_string_equal(printed, "source 42\n");

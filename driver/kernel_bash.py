@@ -1,0 +1,383 @@
+"""The bash kernel (--lang bash): the system's /bin/bash, its state the shell's own.
+
+Not a module: joined into kernel.py where it says "# @include kernel_bash.py";
+it uses kernel.py's globals (Channel, _Files, _stdin_file, _private).
+
+The kernel process (already in its own session, no terminal) runs one bash
+as its child, interactive (-i) without a terminal: an interactive shell is
+what a user at a prompt has, and the one kind of bash whose ^C aborts the
+whole command line (a loop, a function, a pipeline) and goes back to its
+prompt with every variable, function, alias, exported variable and the
+working folder as they were.  A non-interactive bash either dies of the ^C
+or, with a trap, goes on with the next command of the snippet.
+
+How a snippet reaches it, and its status back:
+* the code goes into a memory file (memfd) bash holds at a fixed fd; a short
+  command line on bash's fd 0 (a pipe only we write) reads it whole with
+  mapfile and evals it at the top level, with fd 0 redirected to /dev/null,
+  to the request's stdin (a second memory file) or to the run's stdin stream:
+  `read` gets end of input at once unless the request brought some.  10 MB
+  of code is 10 MB in a file, never in argv or in the command pipe (which
+  bash reads a byte at a time);
+* our fds are closed for the eval (bash keeps its saved copies close-on-exec),
+  so nothing the snippet starts inherits them;
+* PROMPT_COMMAND, which an interactive bash runs before each prompt, also
+  after a ^C cut a line short, writes "STATUS SEQ" on the status pipe (the
+  readonly PROMPT_COMMAND and PS0-2 stay ours);
+* fds 1 and 2 are the relay's capture pipes, so output is captured at the fd
+  level and apart, in the order written; what background jobs print after
+  their snippet's status is late output (the relay stamps it).
+^C: the relay writes I<seq> and sends SIGINT to our process group, bash's and
+its foreground commands' (no job control: they share it); background jobs
+ignore it, as in a shell without job control.  `exit` ends bash: we exit with
+its status, and the relay's died path restarts the session (state_lost).
+"""
+# ---- kernel_bash.py: joined into kernel.py at build time (driver_join.py, "# @include")
+
+BASH_PATH = "/bin/bash"
+BASH_NAME_OK = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+BASH_SIGINT_AGAIN = 0.2           # s: a ^C bash lost is sent again after this
+BASH_WAIT = 0.05                  # s between looks for bash's exit without a pidfd (Python 3.8)
+
+
+def _bash_quote(s):
+    """s as one bash word, single-quoted."""
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def _bash_fds():
+    """Where our fds sit in bash: high, out of a script's way (exec 3>...),
+    below RLIMIT_NOFILE: code, stdin file, status, stdin stream, stderr."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        soft = 1024
+    top = min(soft if soft > 0 else 1024, 256)
+    return tuple(range(top - 6, top - 1))
+
+
+def _die_with_parent():
+    """PR_SET_PDEATHSIG SIGKILL, in the forked child: bash, in a process group
+    of its own, goes when we go (a kill of our group does not reach it)."""
+    try:
+        import _ctypes
+
+        class c_int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class CFunc(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = c_int
+
+        CFunc(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))(1, 9, 0, 0, 0)
+    except Exception:
+        pass                                 # (its command pipe's end ends it then)
+
+
+def _place_fds(pairs):
+    """In the forked child, before exec: each (src, target) of pairs has src
+    at target, whatever overlaps; every other fd closed."""
+    targets = {t for _, t in pairs}
+    moved = []
+    for src, _ in pairs:
+        n = os.dup(src)
+        while n in targets:                  # (kept open until the closerange)
+            n = os.dup(src)
+        moved.append(n)
+    for n, (_, t) in zip(moved, pairs):
+        os.dup2(n, t)
+    last = 3
+    for t in sorted(targets | {0, 1, 2}):
+        if t >= last:
+            os.closerange(last, t)
+            last = t + 1
+    os.closerange(last, 1 << 16)
+
+
+class _BashKernel(_Files):
+    def __init__(self, chan):
+        self.chan = chan
+        self.home = None                     # file ops' start folder (kernel_files.py)
+        self.uploads = {}
+        self.put_due = self.put_run = 0
+        self.bash = None
+        self.status_buf = b""
+        self.size = None
+        self.interrupted = False             # the last snippet had our SIGINT
+
+    def spawn(self, out, err, stream):
+        """bash on fds 0 (our command pipe), 1 and 2 (the capture pipes), and ours."""
+        code_fd, in_fd, status_fd, stream_fd, err_fd = self.fds = _bash_fds()
+        self.code_file = os.memfd_create("ptybox-code", os.MFD_CLOEXEC)
+        self.stdin_file = os.memfd_create("ptybox-stdin", os.MFD_CLOEXEC)
+        cmd_r, self.cmd = os.pipe2(os.O_CLOEXEC)
+        self.status, status_w = os.pipe2(os.O_CLOEXEC)
+        devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                # (ignored would stay ignored: Python ignores SIGPIPE and
+                # SIGXFSZ, and `yes | head` needs its SIGPIPE)
+                for sig in (_SIGINT, _signal.SIGPIPE, getattr(_signal, "SIGXFSZ", None)):
+                    if sig is not None:
+                        _signal.signal(sig, _signal.SIG_DFL)
+                os.setpgid(0, 0)
+                _die_with_parent()
+                # (stderr on /dev/null until the first line moves it: what
+                # bash says of its missing job control is no snippet's)
+                _place_fds(((cmd_r, 0), (out, 1), (devnull, 2), (self.code_file, code_fd),
+                            (self.stdin_file, in_fd), (status_w, status_fd),
+                            (stream, stream_fd), (err, err_fd)))
+                os.execv(BASH_PATH, [BASH_PATH, "--noprofile", "--norc", "--noediting", "-i"])
+            finally:
+                os._exit(127)
+        self.bash = pid
+        try:
+            os.setpgid(pid, pid)             # (as the child does: whoever is first)
+        except OSError:
+            pass
+        for fd in (cmd_r, status_w, devnull, out, err, stream):
+            os.close(fd)
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+        s = status_fd
+        self.command(
+            "exec 2>&%d %d>&-; PS1= PS2= PS0= PS4='+ '; readonly PS1 PS2 PS0; "
+            "set +m +H +o history; unset HISTFILE; shopt -s expand_aliases; "
+            "__ptybox_seq= __ptybox_pwd=; __ptybox_old=(); "
+            # A request's env: exported for its snippet, then as it was.
+            "__ptybox_setenv() { if [[ -v $1 ]]; then "
+            "__ptybox_old+=(\"$1\" 1 \"${!1}\" \"${!1@a}\"); "
+            "else __ptybox_old+=(\"$1\" 0 '' ''); fi; \\builtin export \"$1=$2\"; }; "
+            "__ptybox_restore() { \\builtin local __ptybox_i __ptybox_n; "
+            "for ((__ptybox_i=${#__ptybox_old[@]}-4; __ptybox_i>=0; __ptybox_i-=4)); do "
+            "__ptybox_n=${__ptybox_old[__ptybox_i]}; "
+            "if [[ ${__ptybox_old[__ptybox_i+1]} == 1 ]]; then "
+            "\\builtin printf -v \"$__ptybox_n\" %%s \"${__ptybox_old[__ptybox_i+2]}\"; "
+            "[[ ${__ptybox_old[__ptybox_i+3]} == *x* ]] || \\builtin declare -g +x \"$__ptybox_n\"; "
+            "else \\builtin unset -v \"$__ptybox_n\"; fi; done; __ptybox_old=(); }; "
+            "__ptybox_done() { \\builtin local s=$?; "
+            "if [[ -n $__ptybox_pwd ]]; then \\builtin cd -- \"$__ptybox_pwd\"; fi; "
+            "if (( ${#__ptybox_old[@]} )); then __ptybox_restore; fi; "
+            "[[ -z $__ptybox_seq ]] || \\builtin printf 'E%%s %%s\\n' \"$__ptybox_seq\" $s >&%d; "
+            "__ptybox_seq= __ptybox_pwd=; \\builtin unset -v __ptybox_c; }; "
+            # (the command line's steps as functions: bash reads the line
+            # from its pipe a byte at a time, so a short one is faster)
+            "__ptybox_b() { __ptybox_seq=$1; \\builtin printf 'B%%s\\n' $1 >&%d; }; "
+            "__ptybox_m() { \\builtin mapfile -d '' __ptybox_c </proc/self/fd/%d; }; "
+            "PROMPT_COMMAND=__ptybox_done; readonly PROMPT_COMMAND; __ptybox_seq=0"
+            % (err_fd, err_fd, s, s, code_fd))
+        return self.wait_status(0) is not None
+
+    def command(self, line):
+        data = line.encode("utf-8", "surrogateescape") + b"\n"
+        while data:
+            try:
+                data = data[os.write(self.cmd, data):]
+            except InterruptedError:
+                pass
+            except OSError:
+                return                       # (bash is gone: its exit says so)
+
+    def wait_status(self, seq, running=False):
+        """bash's status for the command line of seq, or None when bash died.
+        running: the relay may interrupt it (I<seq> on the request pipe): a
+        SIGINT to bash's group, once bash began it (B<seq>)."""
+        began = sent = False
+        again = 0.0
+        chan = self.chan
+        while True:
+            while b"\n" in self.status_buf:
+                line, self.status_buf = self.status_buf.split(b"\n", 1)
+                if line == b"B%d" % seq:
+                    began = True
+                fields = line[1:].split()
+                if line[:1] == b"E" and len(fields) == 2 and fields[0] == b"%d" % seq \
+                        and fields[1].isdigit():
+                    self.interrupted = sent
+                    return int(fields[1])
+            if running and began and (sent and time.monotonic() >= again or
+                                      not sent and chan.interrupt_queued(seq)):
+                # Again while it runs on, as a user presses ^C again: bash
+                # loses a SIGINT that comes as it forks a command (the
+                # command misses it, and bash goes on when it ends).  The
+                # relay kills it after --kill-grace.
+                sent, again = True, time.monotonic() + BASH_SIGINT_AGAIN
+                try:
+                    os.killpg(self.bash, _SIGINT)
+                except OSError:
+                    pass
+            fds = [self.status] + ([chan.req] if running and not sent else [])
+            if self.pidfd is not None:
+                fds.append(self.pidfd)
+            timeout = None if self.pidfd is not None else BASH_WAIT
+            if sent:
+                timeout = max(0.0, min(timeout or BASH_SIGINT_AGAIN, again - time.monotonic()))
+            try:
+                ready = select.select(fds, [], [], timeout)[0]
+            except InterruptedError:
+                continue
+            if chan.req in ready:
+                chan.interrupt_follows(seq)  # (reads what is there into chan.parts)
+                continue
+            if self.status in ready:
+                try:
+                    data = os.read(self.status, 4096)
+                except InterruptedError:
+                    continue
+                if data:
+                    self.status_buf += data
+                    continue
+            if self.status in ready or self.pidfd in ready or (
+                    self.pidfd is None and os.waitpid(self.bash, os.WNOHANG)[0]):
+                if self.status not in ready:
+                    try:                     # (its last status may be there still)
+                        data = os.read(self.status, 4096)
+                        if data:
+                            self.status_buf += data
+                            continue
+                    except OSError:
+                        pass
+                return None
+
+    def died(self):
+        """bash exited (`exit` in a snippet, or killed): so do we, with its
+        status, and the relay restarts the session."""
+        try:
+            _, status = os.waitpid(self.bash, 0)
+        except ChildProcessError:
+            status = 0
+        if os.WIFSIGNALED(status):
+            os.kill(os.getpid(), os.WTERMSIG(status))
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+    def execute(self, seq, req):
+        """One snippet: its code into the code file, its command line to bash,
+        its status back as the result."""
+        code_fd, in_fd, status_fd, stream_fd, _ = self.fds
+        code = req.get("code")
+        if type(code) is not str:
+            code = ""
+        data = code.encode("utf-8", "surrogateescape")
+        code = None
+        os.ftruncate(self.code_file, 0)
+        view, at = memoryview(data), 0
+        while at < len(data):
+            at += os.pwrite(self.code_file, view[at:at + (1 << 20)], at)
+        view = data = None
+        # B<seq> once bash has read and parsed the whole line: from then on a
+        # ^C aborts it cleanly (one during the read would cut the line).
+        parts = ["\\__ptybox_b %d;" % seq]
+        if self.chan.size is not None and self.chan.size != self.size:
+            self.size = self.chan.size       # (b"COLSxROWS": the client's terminal)
+            cols, _, rows = self.size.decode("ascii", "replace").partition("x")
+            if cols.isdigit() and rows.isdigit():
+                parts.append("export COLUMNS=%s LINES=%s;" % (cols, rows))
+        argv = req.get("argv")
+        if type(argv) is list and all(type(a) is str for a in argv):
+            parts.append("\\builtin set -- %s;" % " ".join(_bash_quote(a) for a in argv[1:]))
+        env = req.get("env")
+        if type(env) is dict:
+            for k, v in env.items():
+                if type(v) is not str or not k or not set(k) <= BASH_NAME_OK or k[0].isdigit():
+                    return self.error(seq, "ValueError",
+                                      "env: %r is not a shell variable's name" % (k,))
+                parts.append("__ptybox_setenv %s %s;" % (k, _bash_quote(v)))
+        cwd = req.get("cwd")
+        if type(cwd) is str:
+            parts.append("__ptybox_pwd=$PWD; \\builtin cd -- %s &&" % _bash_quote(cwd))
+        parts.append("\\__ptybox_m &&")
+        stdin = req.get("stdin_b64")
+        if stdin is not None:
+            try:
+                os.ftruncate(self.stdin_file, 0)
+                at = 0
+                for piece in _pieces(stdin):     # (kernel_input.py: decoded a piece at a time)
+                    while piece:
+                        n = os.pwrite(self.stdin_file, piece, at)
+                        at, piece = at + n, piece[n:]
+            except (OSError, ValueError, binascii.Error) as e:
+                return self.error(seq, "OSError", "stdin: %s" % e)
+            redirect = "</proc/self/fd/%d" % in_fd
+        elif req.get("stdin_stream") is True:
+            redirect = "<&%d" % stream_fd
+        else:
+            redirect = "</dev/null"
+        parts.append("\\builtin eval \"${__ptybox_c[0]-}\" %s %d>&- %d>&- %d>&- %d>&-"
+                     % (redirect, code_fd, in_fd, status_fd, stream_fd))
+        self.command(" ".join(parts))
+        status = self.wait_status(seq, True)
+        if status is None:
+            self.died()
+        if status == 0:
+            self.chan.write(b"R%d\n" % seq)
+        elif status == 128 + _SIGINT and self.interrupted:
+            self.error(seq, "Interrupted", "")
+        else:                                # (run FILE: FILE's status is ptybox's, as
+            self.error(seq, "ExitStatus", "%d" % status,   # `bash FILE` exits with it)
+                       status if "filename" in req else None)
+
+    def error(self, seq, name, value, exit=None):
+        error = {"name": name, "value": value, "traceback": []}
+        if exit is not None:
+            error["exit"] = exit
+        self.chan.send({"t": "result", "seq": seq, "status": "error", "result": None,
+                        "error": error})
+
+    def serve(self):
+        chan = self.chan
+        while True:
+            seq, body, rest = chan.peek_request()
+            chan.parts = rest
+            if seq is None:
+                continue                     # an interrupt line for a snippet that is over
+            try:
+                req = _loads_request(*body)
+            except ValueError:
+                req = {}
+            body = None
+            if self.home is None:
+                self.home = _file_home()
+            op = req.get("op") if type(req) is dict else None
+            if op in ("put", "get", "files", "remove"):
+                self.file_op(seq, req)
+            elif op == "is_complete":        # (each line is a command: the shell's own way)
+                chan.send({"t": "reply", "seq": seq, "status": "complete", "indent": ""})
+            elif op == "complete":
+                n = len(req.get("code") or "")
+                chan.send({"t": "reply", "seq": seq, "matches": [], "cursor_start": n,
+                           "cursor_end": n})
+            else:
+                try:
+                    self.execute(seq, req if type(req) is dict else {})
+                except OSError as e:         # (our files or pipes: no result else)
+                    self.error(seq, "OSError", "the bash kernel: %s" % e)
+
+
+def standby_bash():
+    """The bash kernel (standby_python's contract): until start() there are no
+    pipes, and bash starts with them (its fds 1 and 2 must be the capture
+    pipes from its first byte)."""
+    _signal.signal(_SIGINT, _signal.SIG_IGN)
+    os.setsid()
+    chan = Channel()
+
+    def start(req, msg, out, err, stdin):
+        chan.attach(req, msg)
+        kernel = _BashKernel(chan)
+        # Our own SIGINT (the relay's ^C reaches the group) does nothing here;
+        # a handler, not SIG_IGN, so that bash does not inherit it ignored.
+        _signal.signal(_SIGINT, lambda *_: None)
+        if not kernel.spawn(out, err, stdin):
+            kernel.died()
+        chan.watch(lambda: True)             # (after the fork: bash forks single-threaded)
+        chan.write(b"H%d %s\n" % (os.getpid(), sys.version.split()[0].encode("ascii", "replace")))
+        while True:
+            try:
+                kernel.serve()
+            except (KeyboardInterrupt, InterruptedError):
+                pass
+    return start
