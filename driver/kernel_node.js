@@ -331,7 +331,14 @@
       leave = enter(req);
       const { script, wrapped } = compile(req.code, filename);
       const made = promises;
-      const out = als.run(seq, () => script.runInContext(context, { breakOnSigint: true }));
+      let out;
+      Atomics.store(runningScript, 0, 1);
+      try {
+        out = als.run(seq, () => script.runInContext(context, { breakOnSigint: true }));
+      } finally {
+        Atomics.store(runningScript, 0, 0);
+        Atomics.notify(runningScript, 0);
+      }
       if (wrapped) {
         const box = await Promise.race([out, stopped]);
         value = box !== null && typeof box === 'object' && 'value' in box ? box.value : undefined;
@@ -538,17 +545,25 @@
   // The worker that keeps node's SIGINT watchdog registered (see the top).
   // Unreferenced: it keeps no exit from happening.  Without workers, every
   // run starts its own watchdog, slower but the same.
-  const KEEPER = "const vm = require('vm'); const i32 = new Int32Array(new SharedArrayBuffer(4));\n" +
+  // A SIGINT the keeper takes while main runs a snippet (it came before the
+  // run's watchdog, or the keeper came up during the run, on top of it) was
+  // the snippet's: the keeper steps aside and sends it again until the run
+  // is over (running[0] back to 0), so that the run's watchdog takes it.
+  const KEEPER = "const vm = require('vm'); const { workerData: running } = require('worker_threads');\n" +
+    'const nap = new Int32Array(new SharedArrayBuffer(4));\n' +
     'for (;;) {\n' +
-    "  try { vm.runInThisContext('Atomics.wait(i32, 0, 0)', { breakOnSigint: true }); }\n" +
+    "  try { vm.runInThisContext('Atomics.wait(nap, 0, 0)', { breakOnSigint: true }); }\n" +
     "  catch (e) { if (e.code !== 'ERR_SCRIPT_EXECUTION_INTERRUPTED') throw e; }\n" +
+    "  while (Atomics.load(running, 0) === 1) { process.kill(process.pid, 'SIGINT'); Atomics.wait(running, 0, 1, 20); }\n" +
     '}\n';
+  const runningScript = new Int32Array(new SharedArrayBuffer(4)); // 1: a snippet's script runs
   function sigintKeeper() {
     try {
       const { Worker } = require('worker_threads');
       // Small, for RLIMIT_AS (--memory): with the session's MALLOC_ARENA_MAX
       // it adds some 13 MB of address space to node's 650.
       const w = new Worker(KEEPER, { eval: true, stdout: false, stderr: false,
+                                     workerData: runningScript,
                                      resourceLimits: { maxOldGenerationSizeMb: 8,
                                                        maxYoungGenerationSizeMb: 1,
                                                        codeRangeSizeMb: 4, stackSizeMb: 1 } });

@@ -17,6 +17,7 @@ command line: ps would show it, and argv strings are capped at 128 KiB.
 
 NODE_PATHS = ("/usr/bin/node", "/usr/bin/nodejs", "/usr/local/bin/node")
 NODE_SOURCE_FD = 6
+F_SETPIPE_SZ_KERNEL = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 # Reads the kernel from its fd, closes it and runs it as one function of
 # require; its frames are named ptybox-kernel (kernel_node.js leaves them
 # out of a snippet's stack).
@@ -47,17 +48,21 @@ def _node_source_fd():
             done += os.write(fd, view[done:])
         os.lseek(fd, 0, os.SEEK_SET)
         return fd
+    # (Linux before 3.17: a pipe made as large as the source, some 20 KiB;
+    # one that cannot be is refused rather than left to block the write.)
     r, w = os.pipe()
     try:
         fcntl.fcntl(w, F_SETPIPE_SZ_KERNEL, max(len(data), 4096))
     except OSError:
         pass
-    os.write(w, data)                        # (fits: the pipe was made as large)
-    os.close(w)
+    fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+    try:
+        if os.write(w, data) != len(data):
+            raise OSError(errno.EFBIG, "the node kernel's source does not fit a pipe")
+    finally:
+        os.close(w)
     return r
 
-
-F_SETPIPE_SZ_KERNEL = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
 def standby_node():

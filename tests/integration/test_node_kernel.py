@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 import unittest
 
 from node_kernel_harness import NodeKernel, kernel_space
@@ -129,6 +130,19 @@ class NodeKernelTest(unittest.TestCase):
         err = self.k.result(seq)["error"]
         self.assertEqual(err["name"], "KeyboardInterrupt")
         self.assertEqual(self.ok("kept + 1")["text"], "42")
+
+    def test_interrupt_of_the_first_snippet_while_the_keeper_comes_up(self):
+        # The first snippet loops before the SIGINT keeper (a worker) is up,
+        # which then registers on top of the run's watchdog: the ^C it takes
+        # is sent on to the run.  (The delay lets the keeper come up during
+        # the loop: the case under test, not a wait for something.)
+        k = NodeKernel(SPACE)
+        self.addCleanup(k.close)
+        seq = k.send("console.log('go'); while (true) {}")
+        k.wait_out("go")
+        time.sleep(0.5)
+        k.interrupt(seq)
+        self.assertEqual(k.result(seq, timeout=10)["error"]["name"], "KeyboardInterrupt")
 
     def test_interrupt_stops_a_pending_await(self):
         seq = self.k.send("console.log('go'); await new Promise(() => {})")
