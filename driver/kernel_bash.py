@@ -47,14 +47,16 @@ def _bash_quote(s):
 
 def _bash_fds():
     """Where our fds sit in bash: high, out of a script's way (exec 3>...),
-    below RLIMIT_NOFILE: code, stdin file, status, stdin stream, stderr."""
+    below RLIMIT_NOFILE: code, stdin file, status, stdin stream, stderr (at
+    the start), and copies of the capture pipes (fds 1 and 2 again at each
+    snippet, as the Python kernel re-installs them)."""
     try:
         import resource
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     except (ImportError, OSError, ValueError):
         soft = 1024
     top = min(soft if soft > 0 else 1024, 256)
-    return tuple(range(top - 6, top - 1))
+    return tuple(range(top - 8, top - 1))
 
 
 def _die_with_parent():
@@ -108,7 +110,8 @@ class _BashKernel(_Files):
 
     def spawn(self, out, err, stream):
         """bash on fds 0 (our command pipe), 1 and 2 (the capture pipes), and ours."""
-        code_fd, in_fd, status_fd, stream_fd, err_fd = self.fds = _bash_fds()
+        self.fds = _bash_fds()
+        code_fd, in_fd, status_fd, stream_fd, err_fd, out_keep, err_keep = self.fds
         self.code_file = os.memfd_create("ptybox-code", os.MFD_CLOEXEC)
         self.stdin_file = os.memfd_create("ptybox-stdin", os.MFD_CLOEXEC)
         cmd_r, self.cmd = os.pipe2(os.O_CLOEXEC)
@@ -128,7 +131,8 @@ class _BashKernel(_Files):
                 # bash says of its missing job control is no snippet's)
                 _place_fds(((cmd_r, 0), (out, 1), (devnull, 2), (self.code_file, code_fd),
                             (self.stdin_file, in_fd), (status_w, status_fd),
-                            (stream, stream_fd), (err, err_fd)))
+                            (stream, stream_fd), (err, err_fd), (out, out_keep),
+                            (err, err_keep)))
                 os.execv(BASH_PATH, [BASH_PATH, "--noprofile", "--norc", "--noediting", "-i"])
             finally:
                 os._exit(127)
@@ -157,7 +161,8 @@ class _BashKernel(_Files):
             "__ptybox_n=${__ptybox_old[__ptybox_i]}; "
             "if [[ ${__ptybox_old[__ptybox_i+1]} == 1 ]]; then "
             "\\builtin printf -v \"$__ptybox_n\" %%s \"${__ptybox_old[__ptybox_i+2]}\"; "
-            "[[ ${__ptybox_old[__ptybox_i+3]} == *x* ]] || \\builtin declare -g +x \"$__ptybox_n\"; "
+            "[[ ${__ptybox_old[__ptybox_i+3]} == *x* ]] || "
+            "\\builtin declare -g +x \"$__ptybox_n\"; "
             "else \\builtin unset -v \"$__ptybox_n\"; fi; done; __ptybox_old=(); }; "
             "__ptybox_done() { \\builtin local s=$?; "
             "if [[ -n $__ptybox_pwd ]]; then \\builtin cd -- \"$__ptybox_pwd\"; fi; "
@@ -257,7 +262,7 @@ class _BashKernel(_Files):
     def execute(self, seq, req):
         """One snippet: its code into the code file, its command line to bash,
         its status back as the result."""
-        code_fd, in_fd, status_fd, stream_fd, _ = self.fds
+        code_fd, in_fd, status_fd, stream_fd, _, out_keep, err_keep = self.fds
         code = req.get("code")
         if type(code) is not str:
             code = ""
@@ -306,8 +311,11 @@ class _BashKernel(_Files):
             redirect = "<&%d" % stream_fd
         else:
             redirect = "</dev/null"
-        parts.append("\\builtin eval \"${__ptybox_c[0]-}\" %s %d>&- %d>&- %d>&- %d>&-"
-                     % (redirect, code_fd, in_fd, status_fd, stream_fd))
+        # (fds 1 and 2 from our copies: an `exec >&-` of the last snippet
+        # is undone, as bash undoes a builtin's redirections after it)
+        parts.append("\\builtin eval \"${__ptybox_c[0]-}\" %s >&%d 2>&%d %d>&- %d>&- %d>&- %d>&- "
+                     "%d>&- %d>&-" % (redirect, out_keep, err_keep, code_fd, in_fd, status_fd,
+                                     stream_fd, out_keep, err_keep))
         self.command(" ".join(parts))
         status = self.wait_status(seq, True)
         if status is None:

@@ -800,6 +800,24 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+/* The outer child's end: waits for pid (init, or a joined sandbox's driver),
+ * says it is gone (init_pid), and exits with its status (signal death: 128+N). */
+static void sandbox_pass_on(struct sandbox *sb, pid_t pid) __attribute__((noreturn));
+static void sandbox_pass_on(struct sandbox *sb, pid_t pid)
+{
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, 0);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			_exit(SB_EXIT_SETUP);
+	}
+	__atomic_store_n(&sb->shared->init_pid, 0, __ATOMIC_SEQ_CST);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 /* --with: the outer child joins the cgroups and every namespace of the
  * sandbox it shares, then is what init is in a sandbox of its own: of the
  * uid inside, without capabilities, the driver's parent, passing its status
@@ -811,7 +829,6 @@ static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd
 {
 	const char *failed = NULL;
 	pid_t driver;
-	int st;
 
 	/* The driver runs on this process's memory (CLONE_VM) until its exec, in
 	 * the shared pid namespace: its /proc/PID/cmdline is our argv until then.
@@ -843,15 +860,7 @@ static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd
 	close(1);
 	close(2);
 	(void)prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sb->prog, 0, 0); /* (as init's) */
-	for (;;) {
-		pid_t r = waitpid(driver, &st, 0);
-		if (r == driver)
-			break;
-		if (r < 0 && errno != EINTR)
-			_exit(SB_EXIT_SETUP);
-	}
-	__atomic_store_n(&sb->shared->init_pid, 0, __ATOMIC_SEQ_CST);
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	sandbox_pass_on(sb, driver);
 }
 
 void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
@@ -859,7 +868,7 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 	char path[64], num[24], *pidstr;
 	const char *failed = NULL;
 	struct sigaction sa;
-	int sync[2], st;
+	int sync[2];
 	pid_t init;
 	size_t i;
 
@@ -914,13 +923,5 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 	close(0);
 	close(1);
 	close(2);
-	for (;;) {
-		pid_t r = waitpid(init, &st, 0);
-		if (r == init)
-			break;
-		if (r < 0 && errno != EINTR)
-			_exit(SB_EXIT_SETUP);
-	}
-	__atomic_store_n(&sb->shared->init_pid, 0, __ATOMIC_SEQ_CST);
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	sandbox_pass_on(sb, init);
 }

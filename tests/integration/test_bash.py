@@ -43,6 +43,11 @@ class BashSession(TestCase):
         self.assertEqual((r["status"], r["stdout"]), ("ok", "y\ny\n141\n"))
         self.assertNotIn("Broken pipe", r["stderr"])
 
+    def test_fds_1_and_2_are_captured_again_at_each_snippet(self):
+        self.s.exec("exec >&- 2>/dev/null", id=1)
+        r = self.s.exec("echo out; echo err >&2", id=2)
+        self.assertEqual((r["stdout"], r["stderr"]), ("out\n", "err\n"))
+
     def test_a_background_job_printing_later_is_late_output_of_its_snippet(self):
         self.assertOk(self.s.exec("(sleep 0.3; echo from-the-job) &", id="bg"))
         late = self.s.recv(timeout=10)
