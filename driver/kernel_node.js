@@ -332,12 +332,15 @@
       const { script, wrapped } = compile(req.code, filename);
       const made = promises;
       let out;
-      Atomics.store(runningScript, 0, 1);
+      const by = Date.now() + GATE_WAIT_MS;
+      while (Atomics.compareExchange(gate, 0, 0, 1) === 2 && Date.now() < by) {
+        Atomics.wait(gate, 0, 2, 1); // (the keeper is registering: microseconds)
+      }
       try {
         out = als.run(seq, () => script.runInContext(context, { breakOnSigint: true }));
       } finally {
-        Atomics.store(runningScript, 0, 0);
-        Atomics.notify(runningScript, 0);
+        Atomics.store(gate, 0, 0);
+        Atomics.notify(gate, 0);
       }
       if (wrapped) {
         const box = await Promise.race([out, stopped]);
@@ -545,25 +548,27 @@
   // The worker that keeps node's SIGINT watchdog registered (see the top).
   // Unreferenced: it keeps no exit from happening.  Without workers, every
   // run starts its own watchdog, slower but the same.
-  // A SIGINT the keeper takes while main runs a snippet (it came before the
-  // run's watchdog, or the keeper came up during the run, on top of it) was
-  // the snippet's: the keeper steps aside and sends it again until the run
-  // is over (running[0] back to 0), so that the run's watchdog takes it.
-  const KEEPER = "const vm = require('vm'); const { workerData: running } = require('worker_threads');\n" +
+  // The keeper must be registered below every run's watchdog, never on top
+  // of one (the latest registration takes a signal, and a ^C the keeper took
+  // would be lost): gate[0] is 1 while main runs a snippet's script, 2 while
+  // the keeper registers, 0 else, each side taking it from 0 (a CAS); the
+  // keeper's part lasts microseconds, and main waits at most GATE_WAIT_MS.
+  const KEEPER = "const vm = require('vm'); const { workerData: gate } = require('worker_threads');\n" +
     'const nap = new Int32Array(new SharedArrayBuffer(4));\n' +
     'for (;;) {\n' +
-    "  try { vm.runInThisContext('Atomics.wait(nap, 0, 0)', { breakOnSigint: true }); }\n" +
+    '  while (Atomics.compareExchange(gate, 0, 0, 2) !== 0) Atomics.wait(gate, 0, 1, 50);\n' +
+    "  try { vm.runInThisContext('Atomics.store(gate, 0, 0); Atomics.notify(gate, 0); Atomics.wait(nap, 0, 0)', { breakOnSigint: true }); }\n" +
     "  catch (e) { if (e.code !== 'ERR_SCRIPT_EXECUTION_INTERRUPTED') throw e; }\n" +
-    "  while (Atomics.load(running, 0) === 1) { process.kill(process.pid, 'SIGINT'); Atomics.wait(running, 0, 1, 20); }\n" +
     '}\n';
-  const runningScript = new Int32Array(new SharedArrayBuffer(4)); // 1: a snippet's script runs
+  const GATE_WAIT_MS = 100;
+  const gate = new Int32Array(new SharedArrayBuffer(4));
   function sigintKeeper() {
     try {
       const { Worker } = require('worker_threads');
       // Small, for RLIMIT_AS (--memory): with the session's MALLOC_ARENA_MAX
       // it adds some 13 MB of address space to node's 650.
       const w = new Worker(KEEPER, { eval: true, stdout: false, stderr: false,
-                                     workerData: runningScript,
+                                     workerData: gate,
                                      resourceLimits: { maxOldGenerationSizeMb: 8,
                                                        maxYoungGenerationSizeMb: 1,
                                                        codeRangeSizeMb: 4, stackSizeMb: 1 } });
