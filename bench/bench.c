@@ -62,6 +62,7 @@
 
 #define PYTHON "/usr/bin/python3"
 #define BASH   "/bin/bash"
+#define NODE   "/usr/bin/node"
 #define MIB    ((size_t)1 << 20)
 
 #include "floor.h"
@@ -70,6 +71,7 @@
  * a bare bash read/eval loop (floor.h), and the Python-only rows are left out. */
 static const char *bench_lang = "python";
 static bool bench_bash;
+static bool bench_node; /* (like bash: its own floor, no Python-only rows) */
 static const char *rt_code = "x = 1";
 /* The throughput that matters: print() in a loop, as user code does. */
 static const char print_code[] = "for i in range(200000): print('%099d' % i)";
@@ -228,6 +230,8 @@ static void floor_start(struct floor *f)
 		dup2(s, 2);
 		if (s > 2)
 			close(s);
+		if (bench_node)
+			execl(NODE, "node", "-e", floor_node, (char *)NULL);
 		if (bench_bash)
 			execl(BASH, "bash", "--norc", "--noprofile", "-c", floor_bash,
 			      (char *)NULL);
@@ -569,7 +573,7 @@ static void measure_warm(const struct config *c, struct pb *b, const char *big, 
 		pb_rt_us(b);
 	}
 	rt_series(c, b, &f, &v, pw, fw, false);
-	if (bench_bash) { /* (the rest is Python code) */
+	if (bench_bash || bench_node) { /* (the rest is Python code) */
 		pb_close(b);
 		floor_stop(&f);
 		free(big_line);
@@ -746,10 +750,12 @@ static double cold_start_us(struct pb *b)
 
 static void report_warm(const char *via, const struct warm *p, const struct warm *f)
 {
-	add_row(bench_bash ? "round trip p50 (x=1, bash)" : "round trip p50 (x = 1)", via, "us",
-		p->p50, f->p50, p->p50 / f->p50, "<= 1.25", p->p50 <= 1.25 * f->p50);
+	add_row(bench_node   ? "round trip p50 (void (x = 1), node)"
+		: bench_bash ? "round trip p50 (x=1, bash)"
+			     : "round trip p50 (x = 1)",
+		via, "us", p->p50, f->p50, p->p50 / f->p50, "<= 1.25", p->p50 <= 1.25 * f->p50);
 	add_row("round trip p99", via, "us", p->p99, f->p99, p->p99 / f->p99, "-", -1);
-	if (bench_bash)
+	if (bench_bash || bench_node)
 		return;
 	add_row("round trip p50 after 20 MB", via, "us", p->after_p50, f->after_p50,
 		p->after_p50 / f->after_p50, "-", -1);
@@ -776,8 +782,9 @@ static void report_warm(const char *via, const struct warm *p, const struct warm
 static void usage(void)
 {
 	printf("Usage: ptybox_bench [--via none|local|both] [--rt N] [--cold N] [--reps N]\n"
-	       "                    [--cpu N] [--log FILE] [--lang python|bash]\n"
+	       "                    [--cpu N] [--log FILE] [--lang python|bash|node]\n"
 	       "  --lang bash  bash's round trip and cold start, beside a bare bash loop\n"
+	       "  --lang node  node's, beside a bare node REPL loop\n"
 	       "  --cpu N   pin the bench and every process it starts to CPU N\n"
 	       "Prints ptybox's figures next to a floor measured in the same run.\n");
 }
@@ -821,15 +828,21 @@ int main(int argc, char **argv)
 		case 'l': c.log_path = optarg; break;
 		case 'u': c.cpu = atoi(optarg); break;
 		case 'g':
-			if (strcmp(optarg, "python") != 0 && strcmp(optarg, "bash") != 0) {
+			if (strcmp(optarg, "python") != 0 && strcmp(optarg, "bash") != 0 &&
+			    strcmp(optarg, "node") != 0) {
 				usage();
 				return 2;
 			}
 			bench_lang = optarg;
 			bench_bash = strcmp(optarg, "bash") == 0;
+			bench_node = strcmp(optarg, "node") == 0;
 			if (bench_bash) {
 				rt_code = "x=1";
 				rt_line = "x=1\n";
+			}
+			if (bench_node) { /* (no value: no util.inspect, as the floor) */
+				rt_code = "void (x = 1)";
+				rt_line = "void (x = 1)\n";
 			}
 			break;
 		case 'h': usage(); return 0;
@@ -905,7 +918,7 @@ int main(int argc, char **argv)
 			   malloc(sizeof(double) * (size_t)c.cold_n)};
 	if (!bare || !cold[0] || !cold[1])
 		die("out of memory");
-	double (*bare_us)(void) = bench_bash ? bare_bash_us : bare_python_us;
+	double (*bare_us)(void) = bench_bash || bench_node ? bare_bash_us : bare_python_us;
 	bare_us(); /* page cache warm */
 	for (int k = 0; k < c.cold_n; k++) {
 		bare[k] = bare_us();
@@ -922,13 +935,19 @@ int main(int argc, char **argv)
 			continue;
 		double ms = median(cold[i], (size_t)c.cold_n) / 1e3;
 		bool sandboxed = i == 1;
-		add_row(bench_bash ? "cold start to first result (bash)"
-				   : "cold start to first result",
+		add_row(bench_node   ? "cold start to first result (node)"
+			: bench_bash ? "cold start to first result (bash)"
+				     : "cold start to first result",
 			vias[i], "ms", ms, bare_ms, ms / bare_ms, sandboxed ? "<= 1.5" : "-",
 			sandboxed ? ms <= 1.5 * bare_ms : -1);
 	}
 
-	if (bench_bash)
+	if (bench_node)
+		printf("\nfloors: %s -e LOOP on a raw PTY (read a line, evaluate it, one-line "
+		       "reply, no capture), blocking write; cold start: that loop started on a "
+		       "fresh PTY to its first reply\n",
+		       NODE);
+	else if (bench_bash)
 		printf("\nfloors: %s -c LOOP on a raw PTY (read a line, eval it, one-line "
 		       "reply, no capture), blocking read/write; cold start: that loop started "
 		       "on a fresh PTY to its first reply\n",

@@ -36,4 +36,22 @@ static const char floor_bash[] = "stty raw -echo\n"
 				 "printf '\\2OK\\n'\n"
 				 "while IFS= read -r l; do eval \"$l\"; printf '\\2OK\\n'; done\n";
 
+/* node's floor, run as `node -e floor_node`: a bare REPL loop in node's
+ * words (raw mode, read a line, evaluate it in the one context, SENTINEL
+ * written blocking). stty, not setRawMode(): libuv's raw mode keeps ONLCR,
+ * and SENTINEL would come as \x02OK\r\n. */
+static const char floor_node[] =
+	"const fs = require('fs'), vm = require('vm');\n"
+	"require('child_process').execSync('stty raw -echo', {stdio: 'inherit'});\n"
+	"fs.writeSync(1, '\\x02OK\\n');\n"
+	"let rest = '';\n"
+	"process.stdin.on('data', (d) => {\n"
+	"  rest += d;\n"
+	"  for (let i; (i = rest.indexOf('\\n')) >= 0;) {\n"
+	"    vm.runInThisContext(rest.slice(0, i));\n"
+	"    rest = rest.slice(i + 1);\n"
+	"    fs.writeSync(1, '\\x02OK\\n');\n"
+	"  }\n"
+	"});\n";
+
 #endif

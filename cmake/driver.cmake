@@ -9,7 +9,7 @@ set(PTYBOX_KERNEL_PY ${CMAKE_CURRENT_SOURCE_DIR}/driver/kernel.py)
 set(PTYBOX_SHARED_PY ${CMAKE_CURRENT_SOURCE_DIR}/driver/shared.py)
 # The kernel's and the relay's parts, which kernel.py and relay.py include ("# @include FILE").
 file(GLOB PTYBOX_KERNEL_PARTS_PY CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/driver/kernel_*.py
-     ${CMAKE_CURRENT_SOURCE_DIR}/driver/relay_*.py)
+     ${CMAKE_CURRENT_SOURCE_DIR}/driver/relay_*.py ${CMAKE_CURRENT_SOURCE_DIR}/driver/kernel_*.js)
 set(PTYBOX_DRIVER_PY ${CMAKE_CURRENT_BINARY_DIR}/driver.py)
 set(PTYBOX_JOIN ${CMAKE_CURRENT_SOURCE_DIR}/cmake/driver_join.py)
 # Debian's interpreter first: it is the one the sandbox runs.

@@ -5,7 +5,9 @@ Usage: python3 -I driver_join.py source RELAY_PY KERNEL_PY OUTPUT_PY
 
 Both files get shared.py (beside them) where they say "# @shared", and each
 file they name in a line "# @include FILE" (beside them), in its place: the
-relay's and the kernel's sources live in several files, one concept each.
+relay's and the kernel's sources live in several files, one concept each.  A
+line "# @string NAME FILE" becomes NAME = FILE's text (a str constant): code
+of another language that must travel inside the driver (kernel_node.js).
 The program on the wire is the relay (relay.py) with the kernel (kernel.py)
 inside it as the constant _KERNEL, which the relay's fork template runs once
 and every kernel it forks inherits.  In the source form (for any Python, and
@@ -53,6 +55,7 @@ def with_shared(text, shared, name):
 
 
 INCLUDE = "# @include "
+STRING = "# @string "
 
 
 def with_includes(text, folder, name):
@@ -60,6 +63,14 @@ def with_includes(text, folder, name):
     docstring left out): one file's source in several, joined here."""
     out = []
     for line in text.splitlines(keepends=True):
+        if line.startswith(STRING):
+            words = line[len(STRING):].split()
+            if len(words) != 2 or not words[0].isidentifier() or \
+                    os.path.basename(words[1]) != words[1]:
+                sys.exit("driver_join.py: %s: %r: NAME and a file beside it" % (name, line))
+            with open(os.path.join(folder, words[1]), encoding="utf-8") as f:
+                out.append("%s = %r\n" % (words[0], f.read()))
+            continue
         if not line.startswith(INCLUDE):
             out.append(line)
             continue

@@ -102,7 +102,7 @@ _ptybox()
 		return
 		;;
 	--lang)
-		COMPREPLY=($(compgen -W 'python bash' -- "$val"))
+		COMPREPLY=($(compgen -W 'python bash node' -- "$val"))
 		return
 		;;
 	--with)

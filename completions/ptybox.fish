@@ -155,7 +155,7 @@ complete -c ptybox -n $in_cmd -l env -x -d 'Set a variable for the code: NAME=VA
 complete -c ptybox -n $in_cmd -l mount -r -F -d 'Show a host file or folder in the sandbox: HOST_PATH:SANDBOX_PATH[:ro|:rw]'
 complete -c ptybox -n $in_cmd -l workdir -x -d 'The folder the code starts in (default /tmp)'
 complete -c ptybox -n $in_cmd -l wheels -x -a '(__fish_complete_directories)' -d 'A folder of wheels for pip install without the network'
-complete -c ptybox -n $in_cmd -l lang -x -a 'python bash' -d 'The language (default python)'
+complete -c ptybox -n $in_cmd -l lang -x -a 'python bash node' -d 'The language (default python)'
 complete -c ptybox -n $in_cmd -l python -r -F -d 'Interpreter to run the driver on'
 complete -c ptybox -n $in_cmd -l packages -r -F -d 'The folder pip installs into, as the code sees it'
 complete -c ptybox -n '__fish_seen_subcommand_from run repl serve new' -l log -r -F -d 'Write a debug log to FILE'

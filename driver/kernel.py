@@ -1610,3 +1610,7 @@ def standby_python():
 
 
 # @include kernel_bash.py
+
+# The node kernel (kernel_node.js, started by kernel_node.py's standby_node()).
+# @string _KERNEL_NODE_JS kernel_node.js
+# @include kernel_node.py

@@ -51,7 +51,7 @@
 	"                      :rw (repeatable, up to 64; local sandbox only)\n"                   \
 	"  --workdir PATH      the folder the code starts in (default /tmp)\n"                     \
 	"  --wheels DIR        a folder of wheels for pip install without the network\n"           \
-	"  --lang LANG         the language: python (default) or bash\n"                           \
+	"  --lang LANG         the language: python (default), bash or node\n"                     \
 	"  --python PATH       interpreter to run the driver on\n"                                 \
 	"  --packages PATH     the folder pip installs into and imports come from, as the\n"       \
 	"                      code sees it (default /tmp/.ptybox-packages)\n"                     \

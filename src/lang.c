@@ -14,6 +14,7 @@
 static const char *const lang_names[] = {
 	LANG_DEFAULT,
 	"bash",
+	"node",
 };
 
 #define LANG_COUNT (sizeof(lang_names) / sizeof(lang_names[0]))

@@ -135,12 +135,12 @@ class BashCommandLine(TestCase):
             self.assertNotIn("ExitStatus", p.stderr)
 
     def test_an_unknown_language_is_one_line_and_a_usage_error(self):
-        for lang in ("node", "cobol", ""):
+        for lang in ("ruby", "cobol", ""):
             with self.subTest(lang=lang):
                 p = run("run", "--lang", lang, "-c", "1")
                 self.assertEqual(p.returncode, 2)
                 self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
-                self.assertIn("expected python or bash", p.stderr)
+                self.assertIn("expected python, bash or node", p.stderr)
 
     def test_a_pooled_python_is_not_given_to_a_bash_session(self):
         s = Serve("--pool", "1")
