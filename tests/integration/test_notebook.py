@@ -215,8 +215,12 @@ display(fig)''')
     def test_a_snippet_indented_as_a_whole_runs(self):
         results, p = run_json("    x = 1\n    if x:\n        y = 2\n\n    x + y",
                               "\n\t\tz = '''\n\t\t  kept'''\n\t\tz",
-                              "  a = 1\n b = 2")
+                              "  a = 1\n b = 2",
+                              # (IPython's leading_indent: a line at column 0 is kept)
+                              "  y = (1 +\n2)\n  y", "\t  y = 2\n  \ty + 1")
         self.assertOk(results[0])
+        self.assertEqual(results[3]["result"], {"text/plain": "3"}, results[3])
+        self.assertEqual(results[4]["error"]["name"], "IndentationError")
         self.assertEqual(results[0]["result"], {"text/plain": "3"})
         self.assertEqual(results[1]["result"], {"text/plain": "'\\n  kept'"})
         self.assertEqual(results[2]["error"]["name"], "IndentationError")
