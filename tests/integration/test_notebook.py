@@ -188,6 +188,40 @@ display(fig)''')
         self.assertIn("running event loop", results[5]["error"]["value"])
         self.assertEqual(results[6]["result"], {"text/plain": "3"})
 
+    def test_tasks_started_without_await_run_on_the_sessions_loop(self):
+        # As in Jupyter: no "no running event loop"; the task starts as its
+        # snippet ends and goes on in the next one that awaits.
+        results, p = run_json(
+            "import asyncio\nsteps = []\nasync def f(v):\n    steps.append(v)\n"
+            "    await asyncio.sleep(0.01)\n    return v * 2",
+            "t = asyncio.create_task(f(1)); u = asyncio.ensure_future(f(2))\nlen(steps)",
+            "steps",
+            "(await t, await u)", "asyncio.run(f(3))")
+        self.assertEqual([r["status"] for r in results], ["ok"] * 5, p.stderr)
+        self.assertEqual(results[1]["result"], {"text/plain": "0"})
+        self.assertEqual(results[2]["result"], {"text/plain": "[1, 2]"})
+        self.assertEqual(results[3]["result"], {"text/plain": "(2, 4)"})
+        self.assertEqual(results[4]["result"], {"text/plain": "6"})  # (its own loop, still)
+
+    def test_an_await_traceback_starts_at_the_users_code(self):
+        results, p = run_json(
+            "import asyncio\nasync def g():\n    await asyncio.sleep(0.01)\n"
+            "    raise ValueError('v')",
+            "await g()",
+            "async def h():\n    await asyncio.sleep(1e9)",
+            "await h()", extra=["--timeout", "2"])
+        self.assertEqual([r["status"] for r in results], ["ok", "error", "ok", "timeout"],
+                         p.stderr)
+        tb = "".join(results[1]["error"]["traceback"])
+        self.assertNotIn("base_events", tb)
+        self.assertIn('File "<exec-2>", line 1', tb.split("\n")[1])
+        # Stopped while it waits: where it waited, not the loop's select().
+        tb = "".join(results[3]["error"]["traceback"])
+        self.assertNotIn("asyncio", tb.replace("asyncio.sleep", ""))
+        self.assertNotIn("selectors", tb)
+        self.assertIn('File "<exec-4>", line 1', tb)
+        self.assertIn('File "<exec-3>", line 2, in h', tb)
+
     def test_is_complete_knows_top_level_await(self):
         s = Serve("--timeout", "20")
         try:
