@@ -522,7 +522,6 @@ static void prompt_script_next(struct prompt *p)
 static void prompt_on_picture(void *data, const char *path)
 {
 	struct prompt *p = data;
-	p->pictured = true;
 	if (p->rec)
 		transcript_display(&p->ts, path);
 }
@@ -535,12 +534,12 @@ static void prompt_result(struct prompt *p, cJSON *o)
 	if (!p->col0)
 		prompt_out("\n");
 	p->col0 = true;
-	p->pictured = false;
 	int ok = cli_render_result_json(&p->r, o);
 	prompt_async_end(p);
 	if (p->rec) { /* (after: a value shown as a picture's path is recorded so) */
-		cJSON *value =
-			p->pictured ? cJSON_DetachItemFromObjectCaseSensitive(o, "result") : NULL;
+		cJSON *value = p->r.value_pictured
+				       ? cJSON_DetachItemFromObjectCaseSensitive(o, "result")
+				       : NULL;
 		transcript_result_json(&p->ts, o);
 		if (value)
 			cJSON_AddItemToObject(o, "result", value);
@@ -590,6 +589,10 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 		}
 	} else if (strcmp(event, "display") == 0) {
 		const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "at_end"))) {
+			cli_render_display_at_end(&p->r, data); /* (after the value) */
+			return;
+		}
 		prompt_async_begin(p);
 		int pictured = cli_render_display(&p->r, data);
 		p->col0 = true;

@@ -88,7 +88,6 @@ struct prompt {
 	struct cli_pictures pictures;
 	struct record *rec; /* --record, or NULL */
 	struct transcript ts;
-	bool pictured; /* the result being shown: its value was a picture's path */
 	/* Executions the session announced (exec events) without a result yet:
 	 * while there is one, a death is told by its result, not twice. */
 	unsigned long unended;

@@ -481,6 +481,7 @@ static void session_on_display_frame(ptybox_session *s, struct protocol_frame *f
 			s->cb.on_display_id(
 				s, f->id, bundle, !own, protocol_str(f->root, "display_id"),
 				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "update")),
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "at_end")),
 				s->data);
 		else if (bundle)
 			s->cb.on_display(s, f->id, bundle, !own, s->data);
