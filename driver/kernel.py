@@ -81,6 +81,7 @@ def _snapshot(module):
 os, fcntl, termios, select, _signal, time, codecs, binascii = map(
     _snapshot, (os, fcntl, termios, select, _signal, time, codecs, binascii))
 _CodeType = types.CodeType
+_TracebackType = types.TracebackType
 _get_ident = _thread.get_ident
 _RLock = _thread.RLock
 # threading is not imported at start (it costs some 6 ms of every cold start):
@@ -181,10 +182,14 @@ def _exit_status(code):
 
 
 def _strip_driver_frames(exc):
-    """exc's traceback without the frames of the driver (its SIGINT handler)."""
-    kept, tb = [], exc.__traceback__
+    """exc's traceback without the frames of the driver (its SIGINT handler)
+    and those of asyncio before the first of the user's (the loop that ran
+    an awaiting snippet: kernel_async.py)."""
+    kept, tb, aio = [], exc.__traceback__, _asyncio_dir()
     while tb is not None:
-        if tb.tb_frame.f_globals is not _DRIVER_GLOBALS:
+        frame = tb.tb_frame
+        if frame.f_globals is not _DRIVER_GLOBALS and not (
+                not kept and aio and frame.f_code.co_filename.startswith(aio)):
             kept.append(tb)
         tb = tb.tb_next
     for a, b in zip(kept, kept[1:] + [None]):
@@ -685,7 +690,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         self.streams = {}
         self.stdin = self._no_stdin()
         self._display_init()                 # display(), and IPython's routed to it
-        self.aio_loop = None                 # the event loop of top-level await
+        self._aio_init()                     # the event loop of top-level await
         os.environ["MPLBACKEND"] = "Agg"
         if "" not in sys.path:
             sys.path.insert(0, "")           # like a REPL: import what you just wrote
@@ -1086,10 +1091,14 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         else:
             exec(body, self.ns)
         if last is None:
-            return None
-        if last is _AWAIT_LAST:
+            value = None
+        elif last is _AWAIT_LAST:
             return self.ns.pop(_AWAIT_VALUE, None)
-        return eval(last, self.ns)
+        else:
+            value = eval(last, self.ns)
+        if self.aio_loop is not None:
+            self._aio_tick()                 # (tasks it started: kernel_async.py)
+        return value
 
     def _compile(self, code, filename, lines):
         """Parse once; compile the body, and the last statement apart when it is

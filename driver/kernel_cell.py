@@ -1,5 +1,5 @@
 """A snippet's source as IPython takes a cell's: indented as a whole, it is
-dedented (textwrap.dedent's rule); a `;` after its last expression hides the
+dedented (IPython's leading_indent); a `;` after its last expression hides the
 value; top-level await is allowed (the loop: kernel_async.py).
 
 Not a module: functions joined into kernel.py where it says
@@ -14,33 +14,27 @@ _CO_COROUTINE = 0x80
 
 
 def _dedented(code):
-    """code without the margin of blanks and tabs that all its non-blank lines
-    start with (lines of blanks only become empty), as textwrap.dedent; code
-    itself when its first non-blank line is not indented (quick: nearly
-    every snippet starts with a letter)."""
+    """code with its first non-blank line's indent taken off every line that
+    starts with it (lines of blanks only become empty), as IPython's
+    leading_indent: a continuation line at column 0 is left as it is; code
+    itself when its first line is not indented (quick: nearly every snippet
+    starts with a letter)."""
     first = code[:1]
     if first != " " and first != "\t" and first != "\n" and first != "\r":
         return code
     parts = code.split("\n")
-    margin = None
+    margin = ""
     for line in parts:
         body = line.lstrip(" \t")
-        if not body or body == "\r":
-            continue
-        indent = line[:len(line) - len(body)]
-        if margin is None:
-            margin = indent
-        elif not indent.startswith(margin):
-            n = 0
-            while n < len(margin) and n < len(indent) and margin[n] == indent[n]:
-                n += 1
-            margin = margin[:n]
-        if not margin:
-            return code
+        if body and body != "\r":
+            margin = line[:len(line) - len(body)]
+            break
     if not margin:
         return code
-    return "\n".join(line[len(margin):] if line.strip(" \t\r") else
-                     line[len(line.rstrip("\r")):] for line in parts)
+    n = len(margin)
+    return "\n".join(line[n:] if line.startswith(margin) and line.strip(" \t\r") else
+                     line if line.strip(" \t\r") else line[len(line.rstrip("\r")):]
+                     for line in parts)
 
 
 def _quiet(lines, node):

@@ -51,7 +51,7 @@ class _Queries:
             self.codeop.compiler.flags |= _TOP_AWAIT    # (await is a statement, as snippets run)
             self.warnings = warnings
             codeop = self.codeop
-        code, dangling = _escape(code)       # (!cmd and %pip: kernel_packages.py)
+        code, dangling = _escape(_dedented(code))   # (!cmd, %pip: kernel_packages.py)
         if dangling:
             return {"status": "incomplete", "indent": ""}
         lines = code.split("\n")

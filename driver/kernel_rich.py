@@ -11,9 +11,11 @@ class _RichOutput:
     """Rich output of snippets."""
 
     # -- rich output
-    def display_data(self, data, display_id=None, update=False):
+    def display_data(self, data, display_id=None, update=False, at_end=False):
         """One display message, after the text written before it; of the
-        display display_id (a str, or None), an update of it or not."""
+        display display_id (a str, or None), an update of it or not; at_end:
+        a figure shown as the snippet ends (a terminal shows it after the
+        value, as Jupyter shows a cell's figures below its Out)."""
         where = self._route()
         sid = self.running if where is _PIPE else where
         msg = {"t": "display", "seq": sid, "late": where is not _PIPE, "data": data}
@@ -21,6 +23,8 @@ class _RichOutput:
             msg["display_id"] = display_id
             if update:
                 msg["update"] = True
+        if at_end:
+            msg["at_end"] = True
         if where is _PIPE:
             for s in self.streams.values():
                 s.flush()
@@ -92,7 +96,7 @@ class _RichOutput:
                 fig.savefig(buf, format="png", bbox_inches="tight")
                 png = binascii.b2a_base64(buf.getvalue(), newline=False).decode("ascii")
                 self.display_data({"image/png": png,
-                                   "text/plain": repr(fig)})
+                                   "text/plain": repr(fig)}, at_end=True)
             _, exc = self._call_user(show)
             self._call_user(plt.close, num)
             if isinstance(exc, KeyboardInterrupt):

@@ -40,7 +40,8 @@ Kernel -> relay (message pipe), one line each:
     T                                       (--tty) read my terminal, then type a
                                             byte on it: the text before a display
     {"t":"result","seq":..,"status":"ok"|"error","result":..,"error":..,"cut":bool}
-    {"t":"display","seq":..,"late":bool,"data":{MIME: str},"display_id":str,"update":bool}
+    {"t":"display","seq":..,"late":bool,"data":{MIME: str},"display_id":str,"update":bool,
+     "at_end":bool}
     {"t":"late","seq":..,"name":"stdout"|"stderr","text":str}
 The kernel's fd 0 in a snippet run with "stdin_stream" is the read end of a
 pipe (the fifth fd) it holds for its life; the stdin requests' bytes are
@@ -1559,6 +1560,8 @@ class Relay(_Files):
             frame = {"type": "display", "id": None, "data": data}
             if late:
                 frame["late"] = True
+            elif m.get("at_end") is True:    # (a figure shown as the snippet ended)
+                frame["at_end"] = True
             did = m.get("display_id")        # (display(obj, display_id=..): update_display)
             if did is not None:
                 if (type(did) is not str or not 0 < len(did) <= MAX_DISPLAY_ID

@@ -170,10 +170,12 @@ struct ptybox_callbacks {
 	/* As on_display, with the display's id: display_id is the id the code
 	 * gave it (IPython's display(obj, display_id=...)), NULL for a display
 	 * without one; update is true for update_display(), a new rendering of
-	 * the display of that id (Jupyter's update_display_data). When set, it
-	 * is called in place of on_display. Optional. */
+	 * the display of that id (Jupyter's update_display_data); at_end is
+	 * true for a figure shown as the snippet ended (a pyplot figure still
+	 * open), which a terminal shows after the value. When set, it is called
+	 * in place of on_display. Optional. */
 	void (*on_display_id)(ptybox_session *s, uint64_t id, const char *bundle, bool late,
-			      const char *display_id, bool update, void *data);
+			      const char *display_id, bool update, bool at_end, void *data);
 };
 
 PTYBOX_API void ptybox_options_init(struct ptybox_options *o);

@@ -433,7 +433,11 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			if (sname && text)
 				cli_render_stream(&r, sname, text, strlen(text));
 		} else if (event && strcmp(event, "display") == 0) {
-			cli_render_display(&r, cJSON_GetObjectItemCaseSensitive(o, "data"));
+			const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
+			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "at_end")))
+				cli_render_display_at_end(&r, data);
+			else
+				cli_render_display(&r, data);
 		} else if (!event && a->no_wait &&
 			   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ok"))) {
 			const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "exec");

@@ -112,6 +112,8 @@ void cli_render_message(struct cli_render *r, const char *prefix, uint64_t id, c
 
 void cli_render_stream(struct cli_render *r, const char *name, const char *text, size_t len)
 {
+	if (r->held)
+		cli_render_held(r); /* (late output: after what came before it) */
 	if (!r->json)
 		cli_render_text(r, strcmp(name, "stderr") == 0 ? 2 : 1, text, len);
 }
@@ -130,10 +132,32 @@ static int render_picture(struct cli_render *r, const cJSON *bundle)
  * saved (with r->pictures), else its text/plain form (a figure's repr, say);
  * an image without one is named. */
 
+void cli_render_display_at_end(struct cli_render *r, const cJSON *bundle)
+{
+	if (r->json || !cJSON_IsObject(bundle))
+		return;
+	if (!r->held && !(r->held = cJSON_CreateArray()))
+		abort(); /* out of memory is fatal (STYLE.md) */
+	cJSON *copy = cJSON_Duplicate(bundle, true);
+	if (!copy || !cJSON_AddItemToArray(r->held, copy))
+		abort();
+}
+
+void cli_render_held(struct cli_render *r)
+{
+	cJSON *held = r->held;
+	r->held = NULL;
+	const cJSON *d;
+	cJSON_ArrayForEach(d, held) cli_render_display(r, d);
+	cJSON_Delete(held);
+}
+
 int cli_render_display(struct cli_render *r, const cJSON *bundle)
 {
 	if (r->json)
 		return 0;
+	if (r->held)
+		cli_render_held(r); /* (in the order they came) */
 	const char *text = protocol_str(bundle, "text/plain");
 	const char *png = protocol_str(bundle, "image/png");
 	cli_render_text_end(r, 1); /* (the picture comes after the text before it) */
@@ -154,12 +178,18 @@ void cli_render_result(struct cli_render *r, const struct cli_render_result *res
 {
 	cli_render_text_end(r, 1); /* the snippet's streams end with it */
 	cli_render_text_end(r, 2);
+	cJSON *held = r->held; /* (after the value) */
+	r->held = NULL;
+	r->value_pictured = false;
 	if (res->bundle && render_picture(r, res->bundle)) {
 		/* the value is a picture: its path stands for its repr */
+		r->value_pictured = true;
 	} else if (res->value) {
 		render_whole_text(r, 1, res->value);
 		render_outs(1, "\n");
 	}
+	r->held = held;
+	cli_render_held(r);
 	if (res->error_name) {
 		if (r->color)
 			render_outs(2, "\033[31m");

@@ -28,6 +28,10 @@ struct cli_render {
 	 * text/plain it would have had stood for nothing on the terminal). */
 	void (*on_picture)(void *data, const char *path);
 	void *on_picture_data;
+	/* Figures shown as their snippet ended, held to come after its value
+	 * (cli_render_display_at_end); at most what one result holds. */
+	cJSON *held;
+	bool value_pictured; /* the last result's value was shown as a picture */
 };
 
 /* What a result shows in human form. */
@@ -54,6 +58,12 @@ void cli_render_stream(struct cli_render *r, const char *name, const char *text,
  * else its text/plain form, or its image named; nothing with --json. 1 when
  * a picture's path stands for it (on_picture was told), else 0. */
 int cli_render_display(struct cli_render *r, const cJSON *bundle);
+/* The same for a display the code showed as it ended (a pyplot figure still
+ * open: "at_end"): held, and shown after the value, as Jupyter shows a
+ * cell's figures below its Out (by cli_render_result, or any output). */
+void cli_render_display_at_end(struct cli_render *r, const cJSON *bundle);
+/* What is held comes out now; the held list is freed. */
+void cli_render_held(struct cli_render *r);
 /* The end of a snippet in human form. */
 void cli_render_result(struct cli_render *r, const struct cli_render_result *res);
 /* The same for a result of the C API (run's, repl's): its value's bundle

@@ -75,7 +75,6 @@ struct run {
 	/* --record: the snippets, for their prompts */
 	struct record *rec;
 	struct transcript ts;
-	bool pictured; /* the result being shown: its value was a picture */
 	const char *const *codes;
 	const size_t *lens;
 	/* what is queued once the puts are in */
@@ -231,15 +230,16 @@ static void run_on_stream(ptybox_session *s, uint64_t id, const char *name, cons
 static void run_on_picture(void *data, const char *path)
 {
 	struct run *r = data;
-	r->pictured = true;
 	if (r->rec)
 		transcript_display(&r->ts, path);
 }
 
 static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, bool late,
-			   void *data)
+			   const char *display_id, bool update, bool at_end, void *data)
 {
 	struct run *r = data;
+	(void)display_id;
+	(void)update;
 	if (r->rec && r->json) { /* (human: recorded as shown, below) */
 		cJSON *o = cJSON_Parse(bundle);
 		transcript_display(&r->ts, protocol_str(o, "text/plain"));
@@ -262,7 +262,9 @@ static void run_on_display(ptybox_session *s, uint64_t id, const char *bundle, b
 		return;
 	}
 	cJSON *o = cJSON_Parse(bundle);
-	if (!cli_render_display(&r->out, o) && r->rec)
+	if (at_end) /* (a figure open as it ended: after its value) */
+		cli_render_display_at_end(&r->out, o);
+	else if (!cli_render_display(&r->out, o) && r->rec)
 		transcript_display(&r->ts, protocol_str(o, "text/plain"));
 	cJSON_Delete(o);
 }
@@ -316,7 +318,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 			r->failed++;
 		}
 	}
-	r->pictured = false;
+	r->out.value_pictured = false;
 	if (!r->json && !r->fatal) { /* (after it, what is left did not run: said once) */
 		cli_render_result(&r->out,
 				  &(struct cli_render_result){
@@ -338,7 +340,7 @@ static void run_on_result(ptybox_session *s, const struct ptybox_result *res, vo
 	if (r->rec && res->status != PTYBOX_CANCELLED && !r->fatal) {
 		transcript_result(&r->ts,
 				  &(struct transcript_result){
-					  .value = r->pictured || res->id == r->file_id
+					  .value = r->out.value_pictured || res->id == r->file_id
 							   ? NULL
 							   : res->value_text,
 					  .error_name = error_name,
@@ -859,7 +861,7 @@ int cli_run(int argc, char **argv)
 	int rc = ptybox_session_new(r.loop, &so.o,
 				    &(struct ptybox_callbacks){
 					    .on_stream = run_on_stream,
-					    .on_display = run_on_display,
+					    .on_display_id = run_on_display,
 					    .on_result = run_on_result,
 					    .on_fatal = run_on_fatal,
 					    .on_file = run_on_file,

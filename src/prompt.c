@@ -285,7 +285,7 @@ static void prompt_stream(struct prompt *p, const char *name, const char *text)
 
 static void prompt_on_line(char *line);
 
-static void prompt_edit(struct prompt *p)
+void prompt_edit(struct prompt *p)
 {
 	if (!p->tty) {
 		p->state = P_EDIT;
@@ -304,14 +304,14 @@ static void prompt_edit(struct prompt *p)
 	/* (keys already waiting are a paste, which brings its own indentation:
 	 * ours too would put each pasted line deeper than the one before) */
 	struct pollfd ahead = {.fd = 0, .events = POLLIN};
-	if (p->indent[0] && poll(&ahead, 1, 0) == 0) {
+	if (p->indent[0] && !prompt_keys_waiting(p) && poll(&ahead, 1, 0) == 0) {
 		rl_insert_text(p->indent);
 		prompt_out("\r");
 		rl_forced_update_display();
 	}
 }
 
-static void prompt_tty_run(struct prompt *p)
+void prompt_tty_run(struct prompt *p)
 {
 	if (p->tty_saved)
 		tcsetattr(0, TCSANOW, &p->tty_run);
@@ -325,7 +325,7 @@ static void prompt_edit_stop(struct prompt *p)
 	prompt_tty_run(p);
 }
 
-static void prompt_block_clear(struct prompt *p)
+void prompt_block_clear(struct prompt *p)
 {
 	p->block_len = 0;
 	if (p->block)
@@ -334,7 +334,7 @@ static void prompt_block_clear(struct prompt *p)
 }
 
 /* Appends line (and a newline before it, when the block has some). */
-static int prompt_block_add(struct prompt *p, const char *line, size_t n)
+int prompt_block_add(struct prompt *p, const char *line, size_t n)
 {
 	size_t need = p->block_len + n + 2;
 	if (need > PROMPT_BLOCK_MAX)
@@ -357,7 +357,7 @@ static int prompt_block_add(struct prompt *p, const char *line, size_t n)
 	return 0;
 }
 
-static void prompt_submit(struct prompt *p)
+void prompt_submit(struct prompt *p)
 {
 	while (p->block_len &&
 	       (p->block[p->block_len - 1] == '\n' || p->block[p->block_len - 1] == ' ' ||
@@ -522,7 +522,6 @@ static void prompt_script_next(struct prompt *p)
 static void prompt_on_picture(void *data, const char *path)
 {
 	struct prompt *p = data;
-	p->pictured = true;
 	if (p->rec)
 		transcript_display(&p->ts, path);
 }
@@ -535,12 +534,12 @@ static void prompt_result(struct prompt *p, cJSON *o)
 	if (!p->col0)
 		prompt_out("\n");
 	p->col0 = true;
-	p->pictured = false;
 	int ok = cli_render_result_json(&p->r, o);
 	prompt_async_end(p);
 	if (p->rec) { /* (after: a value shown as a picture's path is recorded so) */
-		cJSON *value =
-			p->pictured ? cJSON_DetachItemFromObjectCaseSensitive(o, "result") : NULL;
+		cJSON *value = p->r.value_pictured
+				       ? cJSON_DetachItemFromObjectCaseSensitive(o, "result")
+				       : NULL;
 		transcript_result_json(&p->ts, o);
 		if (value)
 			cJSON_AddItemToObject(o, "result", value);
@@ -590,6 +589,10 @@ static void prompt_event(struct prompt *p, cJSON *o, const char *event)
 		}
 	} else if (strcmp(event, "display") == 0) {
 		const cJSON *data = cJSON_GetObjectItemCaseSensitive(o, "data");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "at_end"))) {
+			cli_render_display_at_end(&p->r, data); /* (after the value) */
+			return;
+		}
 		prompt_async_begin(p);
 		int pictured = cli_render_display(&p->r, data);
 		p->col0 = true;
@@ -732,6 +735,7 @@ static void prompt_resize(struct prompt *p)
  * own mode meanwhile; ours again, and the line being edited drawn again. */
 static void prompt_continue(struct prompt *p)
 {
+	prompt_bracketed(p, true);
 	if (p->editing && p->tty_edit_saved)
 		tcsetattr(0, TCSANOW, &p->tty_edit);
 	else if (!p->editing)
@@ -749,6 +753,7 @@ static void prompt_suspend(struct prompt *p)
 	prompt_spin_stop(p);
 	if (p->editing)
 		prompt_out("\n"); /* (the line stays; the shell says "Stopped" below) */
+	prompt_bracketed(p, false);
 	if (p->tty_saved)
 		tcsetattr(0, TCSANOW, &p->tty_orig);
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, ours;
@@ -807,10 +812,21 @@ static void prompt_signal(struct prompt *p, int sig)
 
 /* ---- the loop ---- */
 
+/* One key to libedit, and a paste of lines it brought run. */
+static void prompt_key(struct prompt *p)
+{
+	rl_callback_read_char();
+	if (p->paste && p->editing && p->state == P_EDIT)
+		prompt_on_paste(p);
+	free(p->paste);
+	p->paste = NULL;
+}
+
 int prompt_run(const struct prompt_config *cfg)
 {
 	struct prompt p = {.cfg = cfg, .col0 = true};
 	p.tty = isatty(0) == 1;
+	p.bracketed = p.tty && isatty(1) == 1;
 	p.spin = isatty(2) == 1;
 	p.color = isatty(1) == 1 && isatty(2) == 1 && !getenv("NO_COLOR");
 	cli_render_init(&p.r, false, false, "execution");
@@ -878,14 +894,19 @@ int prompt_run(const struct prompt_config *cfg)
 		rl_catch_signals = 0; /* (ours: the pipe above) */
 		rl_catch_sigwinch = 0;
 		rl_readline_name = "ptybox";
+		rl_getc_function = prompt_getc; /* (before rl_initialize, which reads it) */
 		rl_initialize();
 		rl_add_defun("ptybox-complete", prompt_tab, '\t');
+		/* (libedit calls a defun by the last key of its sequence) */
+		rl_add_defun("ptybox-paste", prompt_paste, '~');
+		rl_parse_and_bind("bind '\\e[200~' ptybox-paste");
 		rl_add_defun("ptybox-eof", prompt_eof, 4);
 		rl_add_defun("ptybox-leave", prompt_eof, 0x1c);
 		using_history();
 		if (cfg->history)
 			prompt_history_load(cfg->history);
 		prompt_tty_run(&p);
+		prompt_bracketed(&p, true);
 	}
 	p.start_ms = prompt_now_ms();
 	if (cfg->attach)
@@ -920,6 +941,10 @@ int prompt_run(const struct prompt_config *cfg)
 			prompt_script_next(&p);
 			continue;
 		}
+		if (p.editing && p.state == P_EDIT && prompt_keys_waiting(&p)) {
+			prompt_key(&p); /* (keys read with a paste's end, at most a buffer) */
+			continue;
+		}
 		struct pollfd fds[3] = {
 			{.fd = cfg->rfd, .events = POLLIN},
 			{.fd = sp[0], .events = POLLIN},
@@ -942,10 +967,11 @@ int prompt_run(const struct prompt_config *cfg)
 		if (fds[0].revents)
 			prompt_read(&p);
 		if (fds[2].revents && p.editing && p.state == P_EDIT)
-			rl_callback_read_char();
+			prompt_key(&p);
 	}
 	prompt_spin_stop(&p);
 	prompt_edit_stop(&p);
+	prompt_bracketed(&p, false);
 	if (p.tty_saved)
 		tcsetattr(0, TCSANOW, &p.tty_orig);
 	if (p.tty && cfg->history)
@@ -964,6 +990,7 @@ int prompt_run(const struct prompt_config *cfg)
 	free(p.block);
 	free(p.sent_code);
 	free(p.ahead);
+	free(p.paste);
 	record_close(p.rec);
 	prompt_current = NULL;
 	if (p.status)

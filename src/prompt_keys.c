@@ -3,11 +3,15 @@
  * completion; ^D and ^\\ as keys) and its history file. They run inside
  * libedit's rl_callback_read_char(), on the prompt that runs
  * (prompt_current): a Tab asks the server and waits for the answer there
- * (PROMPT_ASK_MS at most; the server answers within 5 s).
+ * (PROMPT_ASK_MS at most; the server answers within 5 s). libedit reads
+ * the terminal through prompt_getc, so that a bracketed paste is read here
+ * to its end marker as one piece of text.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +91,58 @@ int prompt_tab(int count, int key)
 	}
 	cJSON_Delete(reply);
 	return 0;
+}
+
+int prompt_keys_fill(struct prompt *p, int ms)
+{
+	if (p->keys_at < p->keys_len)
+		return 1;
+	struct pollfd fd = {.fd = 0, .events = POLLIN};
+	int n = poll(&fd, 1, ms);
+	if (n <= 0)
+		return n < 0 && errno != EINTR ? -1 : 0;
+	ssize_t k = read(0, p->keys, sizeof(p->keys));
+	if (k < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : -1;
+	if (k == 0)
+		return -1;
+	p->keys_at = 0;
+	p->keys_len = (size_t)k;
+	return 1;
+}
+
+bool prompt_keys_waiting(const struct prompt *p)
+{
+	return p->keys_at < p->keys_len;
+}
+
+/* libedit's next key: a character (UTF-8 decoded, as libedit's own read
+ * does: a custom reader gets no decoding), or -1 at the end. A signal while
+ * it waits (mid escape sequence) leaves it waiting, as libedit's read does. */
+int prompt_getc(FILE *f)
+{
+	struct prompt *p = prompt_current;
+	(void)f;
+	int rc;
+	while ((rc = prompt_keys_fill(p, -1)) == 0)
+		;
+	if (rc < 0)
+		return -1;
+	unsigned char lead = p->keys[p->keys_at++];
+	size_t need = prompt_text_utf8_len(lead);
+	if (need <= 1)
+		return need ? lead : 0xfffd;
+	uint32_t cp = lead & (0x7fu >> need);
+	for (size_t i = 1; i < need; i++) {
+		if (prompt_keys_fill(p, PROMPT_PASTE_MS) <= 0)
+			return 0xfffd;
+		unsigned char b = p->keys[p->keys_at];
+		if ((b & 0xc0) != 0x80)
+			return 0xfffd; /* (b starts the next key) */
+		p->keys_at++;
+		cp = cp << 6 | (b & 0x3fu);
+	}
+	return (int)cp;
 }
 
 /* ^D: leaves on an empty line, else deletes the character under the cursor

@@ -125,3 +125,29 @@ size_t prompt_text_common(const char *const *v, size_t n)
 		k--; /* (a character cut in two: not shared) */
 	return k;
 }
+
+size_t prompt_text_utf8_len(unsigned char lead)
+{
+	return lead < 0x80   ? 1
+	       : lead < 0xc2 ? 0
+	       : lead < 0xe0 ? 2
+	       : lead < 0xf0 ? 3
+	       : lead < 0xf5 ? 4
+			     : 0;
+}
+
+size_t prompt_text_paste(char *s, size_t len)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\r') {
+			s[o++] = '\n';
+			if (i + 1 < len && s[i + 1] == '\n')
+				i++;
+		} else if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') {
+			s[o++] = (char)c;
+		}
+	}
+	return o;
+}

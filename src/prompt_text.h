@@ -25,5 +25,12 @@ size_t prompt_text_bytes(const char *s, size_t len, size_t n);
 /* The length in bytes of the longest prefix that all n strings share, cut to
  * a whole UTF-8 character. */
 size_t prompt_text_common(const char *const *v, size_t n);
+/* The bytes of the UTF-8 character that starts with lead: 1 to 4, or 0 for a
+ * byte no character starts with. */
+size_t prompt_text_utf8_len(unsigned char lead);
+/* A bracketed paste as code, in place: its new length. Terminals send a
+ * newline as CR: CR LF and CR become LF; other control characters but tab
+ * (an ESC of a coloured copy, a NUL) go. */
+size_t prompt_text_paste(char *s, size_t len);
 
 #endif

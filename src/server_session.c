@@ -254,7 +254,7 @@ static void srv_on_stream(ptybox_session *ps, uint64_t id, const char *name, con
 }
 
 static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, bool late,
-			   const char *display_id, bool update, void *data)
+			   const char *display_id, bool update, bool at_end, void *data)
 {
 	struct srv_session *ss = data;
 	struct srv_exec *x = srv_exec_find(ss, id);
@@ -278,6 +278,8 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 		cJSON_AddStringToObject(o, "display_id", display_id);
 	if (display_id && update)
 		cJSON_AddTrueToObject(o, "update");
+	if (at_end) /* (a figure open as its snippet ended: shown after the value) */
+		cJSON_AddTrueToObject(o, "at_end");
 	srv_forward(ss, x, o, late);
 }
 

@@ -104,7 +104,7 @@ static void exec_free(struct exec *e)
 	free(e->env);
 	free(e->cwd);
 	free(e->stdin_data);
-	cJSON_Delete(e->display);
+	display_list_free(&e->display);
 	session_file_free(e->file);
 	free(e);
 }
@@ -294,12 +294,12 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 		.traceback = traceback,
 		.duration_ms = duration_ms,
 		.dropped_bytes = odrop + edrop,
-		.truncated = odrop || edrop || e->display_dropped || e->cut || s->frame_dropped,
+		.truncated = odrop || edrop || e->display.dropped || e->cut || s->frame_dropped,
 		.state_lost = state_lost || s->state_lost_pending,
 		.message = message,
 	};
 	struct ptybox_result_detail detail = {
-		.bundle = bundle, .error = error, .display = e->display};
+		.bundle = bundle, .error = error, .display = e->display.list};
 	r.detail = &detail;
 	s->state_lost_pending = false;
 	s->frame_dropped = false;
@@ -455,23 +455,17 @@ static void session_pump(ptybox_session *s)
 	}
 }
 
-/* A display kept for the result counts what it costs to keep, every value of
- * it (not only its strings: a list of numbers costs the most per byte). */
-static void session_on_display(ptybox_session *s, struct exec *e, cJSON *root)
+/* A display kept for the result: an update replaces its display's entry
+ * (display_list.c); a list we cannot grow (no memory) only loses that one. */
+static void session_on_display(struct exec *e, cJSON *root)
 {
 	cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
 	if (!cJSON_IsObject(data))
 		return;
-	size_t bytes = protocol_json_cost(data);
-	if (e->display_bytes + bytes > SESSION_DISPLAY_CAP) {
-		e->display_dropped = true;
-		return;
-	}
-	if (!e->display && !(e->display = cJSON_CreateArray()))
-		return;
+	bool update = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "update"));
 	cJSON_DetachItemViaPointer(root, data);
-	cJSON_AddItemToArray(e->display, data);
-	e->display_bytes += bytes;
+	if (display_list_add(&e->display, data, protocol_str(root, "display_id"), update) < 0)
+		e->display.dropped = true;
 }
 
 static void session_on_display_frame(ptybox_session *s, struct protocol_frame *f)
@@ -487,13 +481,14 @@ static void session_on_display_frame(ptybox_session *s, struct protocol_frame *f
 			s->cb.on_display_id(
 				s, f->id, bundle, !own, protocol_str(f->root, "display_id"),
 				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "update")),
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f->root, "at_end")),
 				s->data);
 		else if (bundle)
 			s->cb.on_display(s, f->id, bundle, !own, s->data);
 		cJSON_free(bundle);
 	}
 	if (own)
-		session_on_display(s, e, f->root);
+		session_on_display(e, f->root);
 }
 
 static void session_on_stream(ptybox_session *s, struct protocol_frame *f)
@@ -1053,6 +1048,7 @@ static int session_exec_new(ptybox_session *s, uint64_t id, const char *code, si
 		free(e);
 		return -ENOMEM;
 	}
+	display_list_init(&e->display, DISPLAY_LIST_BYTES, DISPLAY_LIST_ENTRIES);
 	memcpy(e->code, code, len);
 	e->code[len] = '\0';
 	e->code_len = len;

@@ -12,6 +12,7 @@
 #include <cJSON.h>
 #include <uv.h>
 
+#include "display_list.h"
 #include "outbuf.h"
 #include "ptybox.h"
 #include "transport.h"
@@ -20,8 +21,7 @@ struct instance;
 struct log;
 struct protocol_frame;
 
-#define SESSION_QUEUE_CAP   4096
-#define SESSION_DISPLAY_CAP ((size_t)64 << 20)
+#define SESSION_QUEUE_CAP 4096
 /* How long, past the kill grace, the relay has to restart a kernel we asked it
  * to kill before the whole interpreter is replaced. */
 #define SESSION_RELAY_GRACE_MS 2000
@@ -67,10 +67,8 @@ struct exec {
 	struct file_op *file; /* not a snippet: a file op queued in order (session_files.c) */
 	enum exec_stop stop;
 	uint64_t sent_ns;
-	cJSON *display;
-	size_t display_bytes;
-	bool display_dropped;
-	bool cut; /* the driver cut its value, error or a display's text */
+	struct display_list display; /* for the result (display_list.h) */
+	bool cut;		     /* the driver cut its value, error or a display's text */
 };
 
 /* Queries (complete, is_complete) in flight per session; their wire ids are

@@ -80,8 +80,9 @@ HTML("<p>value</p>")''')
         self.assertOk(r)
         self.assertEqual(r["stdout"], "")        # (not "<IPython.core.display.HTML object>")
         d = r["display"]
-        self.assertEqual(len(d), 6, d)
-        self.assertEqual([x["text/html"] for x in d[4:]], ["<i>1</i>", "<i>2</i>"])
+        self.assertEqual(len(d), 5, d)
+        self.assertEqual(d[4]["text/html"], "<i>2</i>")  # (the update, in its place)
+        self.assertEqual(d[4]["display_id"], "d")
         self.assertEqual(d[0]["text/html"], "<b>hi</b>")
         self.assertEqual(d[1]["text/markdown"], "# title")
         self.assertEqual(d[2]["text/latex"], "$y$")
@@ -110,9 +111,10 @@ display(fig)''')
                 'h.display_id')
         r = self.one(code)
         self.assertOk(r)
-        self.assertEqual([d["text/plain"] for d in r["display"]],
-                         ["'first'", "'second'", "'third'", "'other'"])
+        # The result shows each display as a notebook does: its latest rendering.
         did = r["result"]["text/plain"].strip("'")
+        self.assertEqual(r["display"], [{"text/plain": "'third'", "display_id": did},
+                                        {"text/plain": "'other'", "display_id": "mine"}])
         s = Serve("--timeout", "20")
         try:
             s.send({"id": 1, "op": "exec", "stream": True, "code": code})
@@ -134,6 +136,23 @@ display(fig)''')
             self.assertEqual(len(ids[0]), len(did))
         finally:
             self.assertEqual(s.close(), 0)
+
+    def test_an_update_storm_is_one_entry_and_an_earlier_display_says_update(self):
+        results, p = run_json('h = display("start", display_id=True)\n'
+                              'for i in range(20000): h.update("v%d" % i)',
+                              'h.update(5); display(7); h.update(6)',
+                              'for i in range(1500): display(i)')
+        self.assertEqual([r["status"] for r in results], ["ok"] * 3, p.stderr)
+        first, second, many = (r["display"] for r in results)
+        self.assertEqual(len(first), 1, first[:3])
+        self.assertEqual(first[0]["text/plain"], "'v19999'")
+        did = first[0]["display_id"]
+        self.assertEqual(second, [{"text/plain": "6", "display_id": did, "update": True},
+                                  {"text/plain": "7"}])
+        # The list is bounded in count too: the rest is dropped, and said so.
+        self.assertEqual(len(many), 1000)
+        self.assertEqual(many[-1], {"text/plain": "999"})
+        self.assertTrue(results[2]["truncated"])
 
     def test_display_builtin_without_import_and_a_bad_display_id(self):
         r = self.one('display(1, 2)\ndisplay(3, display_id="\\n")')
@@ -169,6 +188,40 @@ display(fig)''')
         self.assertIn("running event loop", results[5]["error"]["value"])
         self.assertEqual(results[6]["result"], {"text/plain": "3"})
 
+    def test_tasks_started_without_await_run_on_the_sessions_loop(self):
+        # As in Jupyter: no "no running event loop"; the task starts as its
+        # snippet ends and goes on in the next one that awaits.
+        results, p = run_json(
+            "import asyncio\nsteps = []\nasync def f(v):\n    steps.append(v)\n"
+            "    await asyncio.sleep(0.01)\n    return v * 2",
+            "t = asyncio.create_task(f(1)); u = asyncio.ensure_future(f(2))\nlen(steps)",
+            "steps",
+            "(await t, await u)", "asyncio.run(f(3))")
+        self.assertEqual([r["status"] for r in results], ["ok"] * 5, p.stderr)
+        self.assertEqual(results[1]["result"], {"text/plain": "0"})
+        self.assertEqual(results[2]["result"], {"text/plain": "[1, 2]"})
+        self.assertEqual(results[3]["result"], {"text/plain": "(2, 4)"})
+        self.assertEqual(results[4]["result"], {"text/plain": "6"})  # (its own loop, still)
+
+    def test_an_await_traceback_starts_at_the_users_code(self):
+        results, p = run_json(
+            "import asyncio\nasync def g():\n    await asyncio.sleep(0.01)\n"
+            "    raise ValueError('v')",
+            "await g()",
+            "async def h():\n    await asyncio.sleep(1e9)",
+            "await h()", extra=["--timeout", "2"])
+        self.assertEqual([r["status"] for r in results], ["ok", "error", "ok", "timeout"],
+                         p.stderr)
+        tb = "".join(results[1]["error"]["traceback"])
+        self.assertNotIn("base_events", tb)
+        self.assertIn('File "<exec-2>", line 1', tb.split("\n")[1])
+        # Stopped while it waits: where it waited, not the loop's select().
+        tb = "".join(results[3]["error"]["traceback"])
+        self.assertNotIn("asyncio", tb.replace("asyncio.sleep", ""))
+        self.assertNotIn("selectors", tb)
+        self.assertIn('File "<exec-4>", line 1', tb)
+        self.assertIn('File "<exec-3>", line 2, in h', tb)
+
     def test_is_complete_knows_top_level_await(self):
         s = Serve("--timeout", "20")
         try:
@@ -196,8 +249,12 @@ display(fig)''')
     def test_a_snippet_indented_as_a_whole_runs(self):
         results, p = run_json("    x = 1\n    if x:\n        y = 2\n\n    x + y",
                               "\n\t\tz = '''\n\t\t  kept'''\n\t\tz",
-                              "  a = 1\n b = 2")
+                              "  a = 1\n b = 2",
+                              # (IPython's leading_indent: a line at column 0 is kept)
+                              "  y = (1 +\n2)\n  y", "\t  y = 2\n  \ty + 1")
         self.assertOk(results[0])
+        self.assertEqual(results[3]["result"], {"text/plain": "3"}, results[3])
+        self.assertEqual(results[4]["error"]["name"], "IndentationError")
         self.assertEqual(results[0]["result"], {"text/plain": "3"})
         self.assertEqual(results[1]["result"], {"text/plain": "'\\n  kept'"})
         self.assertEqual(results[2]["error"]["name"], "IndentationError")
@@ -240,7 +297,8 @@ display(Big())''', extra=["--max-output", "1M"])
             "        'update': 'yes'}).encode() + b'\\n')\n"
             "display('last', display_id='ok', update=True)")
         self.assertOk(r)
-        self.assertEqual(r["display"], [{"text/plain": "'ok'"}, {"text/plain": "'last'"}])
+        # ('ok' is kept, then its update replaces it; the others are dropped.)
+        self.assertEqual(r["display"], [{"text/plain": "'last'", "display_id": "ok"}])
         s = Serve("--timeout", "20")
         try:
             s.send({"id": 1, "op": "exec", "stream": True, "code":

@@ -95,6 +95,22 @@ class PicturesInRun(TestCase):
         with open(first, "rb") as f:
             self.assertEqual(f.read(), data)
 
+    def test_a_figure_open_at_the_end_comes_after_the_value(self):
+        # As Jupyter shows a cell's figures below its Out; a display() of
+        # the code's own stays where it came.
+        code = PLOT + PNG_CLASS + "display(Png(2, 2))\n'the value'"
+        path = lambda n: os.path.join(self.out, "ptybox-%d.png" % n)
+        p = run_in(self.dir, "--output-dir", self.out, "-c", code)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "drawn\n%s\n'the value'\n%s\n" % (path(1), path(2)))
+        # The repl (through the server's display events) shows it so too.
+        p = subprocess.run([PTYBOX, "repl", "--via", VIA, "--output-dir", self.out],
+                           input="import matplotlib\nmatplotlib.use('Agg')\n"
+                           "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]); 'the value'\n",
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "'the value'\n%s\n" % path(3))
+
     def test_default_folder_is_the_current_one_and_existing_files_are_skipped(self):
         with open(os.path.join(self.dir, "ptybox-1.png"), "w") as f:
             f.write("mine")

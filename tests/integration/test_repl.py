@@ -206,6 +206,33 @@ class ReplTest(TestCase):
         t.keys("Enter")
         t.wait("\n7\n")
 
+    def test_an_indented_paste_runs_as_one_block(self):
+        # The repl turns bracketed paste on: tmux's paste-buffer -p brackets
+        # a paste only for a program that asked. Line by line, the block
+        # indented as a whole failed at its second line.
+        t = self.repl()
+        t.tmux("set-buffer", "    z = 2\n    if z:\n        print(z * 21)\n")
+        t.tmux("paste-buffer", "-p", "-t", "0")
+        s = t.wait("\n42\n")
+        self.assertNotIn("Error", s)
+        self.assertIn(">>>     z = 2\n...     if z:\n...         print(z * 21)\n", s)
+        t.wait(">>>", count=2)
+        # The escapes themselves, as a terminal sends them unasked, never
+        # reach the code; a paste's last line without its newline is left to edit.
+        t.type("\x1b[200~w = 'bp'\nw +\x1b[201~")
+        t.wait(">>> w = 'bp'\n... w +")
+        t.type(" '!'")
+        t.keys("Enter")
+        s = t.wait("'bp!'")
+        self.assertNotIn("0~", s)
+        self.assertNotIn("1~", s)
+        # A paste within a line is typed into it.
+        t.type("print(\x1b[200~'in'\x1b[201~)")
+        t.keys("Enter")
+        t.wait("\nin\n")
+        t.keys("C-d")
+        self.assertEqual(t.exit_status(), 0)
+
     def test_ctrl_c_interrupts_the_code_and_keeps_the_state(self):
         t = self.repl()
         t.type("kept = 'still here'")

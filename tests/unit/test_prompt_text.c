@@ -65,6 +65,21 @@ static void test_common_prefix(void **state)
 	assert_int_equal(prompt_text_common(NULL, 0), 0);
 }
 
+static void test_paste(void **state)
+{
+	(void)state;
+	char s[] = "    z = 2\r    if z:\r\n\t\x1b[1mprint(z)\x7f\x00\r";
+	size_t n = prompt_text_paste(s, sizeof(s) - 1);
+	assert_int_equal(n, strlen("    z = 2\n    if z:\n\t[1mprint(z)\n"));
+	assert_memory_equal(s, "    z = 2\n    if z:\n\t[1mprint(z)\n", n);
+	assert_int_equal(prompt_text_utf8_len('a'), 1);
+	assert_int_equal(prompt_text_utf8_len(0xc3), 2);
+	assert_int_equal(prompt_text_utf8_len(0xe2), 3);
+	assert_int_equal(prompt_text_utf8_len(0xf0), 4);
+	assert_int_equal(prompt_text_utf8_len(0x80), 0);
+	assert_int_equal(prompt_text_utf8_len(0xff), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -73,6 +88,7 @@ int main(void)
 		cmocka_unit_test(test_guess),
 		cmocka_unit_test(test_characters_and_bytes),
 		cmocka_unit_test(test_common_prefix),
+		cmocka_unit_test(test_paste),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
