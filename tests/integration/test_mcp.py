@@ -346,6 +346,17 @@ class ForAnAgent(TestCase):
         r = m.recv()  # (json.loads of the bytes: strict UTF-8)
         self.assertEqual(r["error"]["code"], -32601)
 
+    def test_display_updates_are_the_latest_rendering_once(self):
+        r = self.m.tool(1, "run_code", code=(
+            "h = display('0%', display_id=True)\n"
+            "for p in ('30%', '60%', '100%'): h.update(p)\n"
+            "print('done')"))
+        items = [c.get("text", "") for c in r["content"]]
+        shown = [t for t in items if "%" in t]
+        self.assertEqual(len(shown), 1, items)
+        self.assertIn("100%", shown[0])
+        self.assertNotIn("60%", "".join(items))
+
     def test_big_output_is_capped_head_and_tail(self):
         r = self.m.tool(1, "run_code", code="print('h' * 1000 + 'x' * 10_000_000 + 't' * 1000)")
         t = text_of(r)
