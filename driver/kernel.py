@@ -657,6 +657,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         self.on_sigint = self._on_sigint     # one bound method: compared by identity
         self.armed = False                   # SIGINT raises KeyboardInterrupt
         self.sigint_deferred = False         # ... as user code resumes
+        self.ki_raised = False               # ... and did, in this snippet
         self.sigint_idle = False             # a SIGINT came while idle
         self.forked = False                  # set in a child that user code forked
         self.tracers = None                  # user code's (tracer, profiler), paused
@@ -989,6 +990,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
             self.sigint_idle = True
             return
         if self.armed:
+            self.ki_raised = True
             raise KeyboardInterrupt
         self.sigint_deferred = True          # raised as user code resumes
 
@@ -1002,6 +1004,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
                     self._resume_tracing()
                 if self.sigint_deferred:
                     self.sigint_deferred = False
+                    self.ki_raised = True
                     raise KeyboardInterrupt
                 value = fn(*args)
             finally:
@@ -1213,6 +1216,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
                 except Exception:
                     pass
         self.sigint_deferred = False
+        self.ki_raised = False               # a ^C reached the code (the result says "ki")
         self.running = self.last_id = sid
         if self.sigint_idle:                 # the relay's ^C for this snippet came first?
             self.sigint_idle = False
@@ -1249,7 +1253,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         if (exc is None and value is None and _SYS.get("stdout") is out
                 and _SYS.get("stderr") is err and "matplotlib.pyplot" not in _MODULES
                 and "ctypes" not in _MODULES and not self.display_cut):
-            status, result = "ok", None      # (and no more user code to run)
+            status, result, error = "ok", None, None  # (and no more user code to run)
         else:
             status, result, error = self._conclude(value, exc, max_output)
         # From here on, threads of this snippet write late output.
@@ -1257,11 +1261,13 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         if bufs[0].dirty or bufs[1].dirty:
             self._flush_stdio()
         cut = self.display_cut or bool(_CUT) and _CUT.pop(self.main_ident, False)
-        if status == "ok" and result is None and not cut:
+        if status == "ok" and result is None and not cut and not self.ki_raised:
             line = b"R%d\n" % sid
         else:
             msg = {"t": "result", "seq": sid, "status": status, "result": result,
                    "error": error}
+            if self.ki_raised:
+                msg["ki"] = True
             line = _dumps(msg).encode("ascii")
             cap = _frame_cap(max_output) // 4
             if len(line) > cap:

@@ -636,6 +636,7 @@ class _Out:
 class Relay(_Files):
     def __init__(self, tty, template, ctl):
         self.tty = tty
+        self.lang = "python"                 # (main: the language the client asked for)
         self.template, self.ctl = template, ctl
         self.ctl_buf = b""
         self.start = None                    # b"<<<ptybox:NONCE:"
@@ -1638,8 +1639,11 @@ class Relay(_Files):
                 # (bash's kernel says "Interrupted": kernel_bash.py)
                 if status == "error" and error["name"] in ("KeyboardInterrupt", "Interrupted"):
                     frame["status"] = "interrupted"
-                else:
-                    frame["sigint"] = True   # the code caught our ^C and went on
+                elif (m is not None and m.get("ki") is True) or self.lang != "python":
+                    # The code caught our ^C and went on. (Python's kernel
+                    # says when one reached it: a ^C that came as it ended,
+                    # or between its own steps, did not.)
+                    frame["sigint"] = True
             if cut:
                 frame["truncated"] = True
             payload = _payload(frame).replace(b'"id":null', b'"id":' + sid, 1)
@@ -1794,6 +1798,7 @@ def main(kernel_code, lang="python"):
     theirs.close()
     tty = _take_terminal()
     relay = Relay(tty, pid, mine)
+    relay.lang = lang
     relay.spawn()                            # the kernel starts while we ask for the nonce
     relay.write(b"\r\nPTYBOX/1 NONCE?\r\n")
     # While the client answers and the first kernel starts: no kernel may read

@@ -249,6 +249,15 @@ class ReportTest(TestCase):
                          ("timeout", "caught\n", False), r)
         self.assertIn("timed out", r["message"])
 
+    def test_a_ctrl_c_that_never_reached_the_code_is_not_said_caught(self):
+        # (a timeout so short that its ^C comes as the snippet ends, or after:
+        # the kernel defers it between its own steps, and the code never saw it)
+        for _ in range(5):
+            results, _ = run_json("1", extra=["--timeout", "0.001"], timeout=60)
+            r = results[0]
+            self.assertNotIn("caught", r["message"] or "", r)
+            self.assertIn(r["status"], ("ok", "timeout"), r)
+
     def test_output_keeps_the_order_a_terminal_shows(self):
         results, _ = run_json(
             "import subprocess, os, sys, warnings\n"
