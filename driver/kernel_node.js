@@ -500,7 +500,9 @@
       } catch (e) {
         parsed = null;
       }
-      if (parsed !== null && typeof parsed === 'object' && parsed.op === 'put') incoming = putExpect(seq, parsed);
+      if (parsed !== null && typeof parsed === 'object' && parsed.op === 'put') {
+        incoming = putExpect(seq, parsed);
+      }
     }
     queue.push({ seq, body: b, parsed, incoming });
   }

@@ -46,6 +46,7 @@
     ENXIO: 'No such device or address', EAGAIN: 'Resource temporarily unavailable',
     ENOMEM: 'Cannot allocate memory', ENODEV: 'No such device',
   };
+  const crypto = require('crypto');
   const fileHome = (() => {
     try {
       return process.cwd();
@@ -307,14 +308,14 @@
             // (".NAME.ptybox-HEX" within NAME_MAX, 255 bytes: NAME cut to 160 bytes)
             tmp = Buffer.concat([bytesOf(folder.replace(/\/+$/, '') + '/.'),
                                  cutBytes(bytesOf(name), 160),
-                                 Buffer.from('.ptybox-' + require('crypto').randomBytes(6).toString('hex'))]);
+                                 Buffer.from('.ptybox-' + crypto.randomBytes(6).toString('hex'))]);
             const c = fs.constants;
             fd = fs.openSync(tmp, c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o600);
           } catch (e) {
             throw fsError('put', path, e);
           }
           up = { fd, tmp, got: 0, path, at: 0 };
-          token = require('crypto').randomBytes(16).toString('hex');
+          token = crypto.randomBytes(16).toString('hex');
         }
       } catch (e) {
         early = e;
@@ -329,7 +330,7 @@
       await putData(p, sink);
       if (p !== null && (p.aborted || p.broken) && failed === null) {
         failed = p.broken ? new FileError('EIO', 'put: ' + path + ': the relay sent a bad data line')
-          : { code: 'EIO', message: 'EIO: its data was cut short on the way' };
+          : new FileError('EIO', 'put: ' + path + ': its data was cut short on the way');
       }
       if (failed !== null) throw fsError('put', path, failed);
       up.got += size;
