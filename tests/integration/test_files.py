@@ -340,6 +340,10 @@ class NodeFileOpsTest(FileOpsTest):
     lang = "node"
 
 
+class NodeFileOpsWithoutSandboxTest(FileOpsTest):
+    via, lang = "none", "node"
+
+
 @unittest.skipIf(VIA != "local", "the local sandbox's own limits")
 class SandboxedFileOpsTest(TestCase):
     lang = "python"
