@@ -56,11 +56,13 @@ CODE = {
         "sleep": "await new Promise(r => setTimeout(r, 30000))",
         "sum": "1 + 1",
         # (a worker thread writes on, as Python's thread does; small, for the
-        # sandbox's RLIMIT_AS)
+        # sandbox's RLIMIT_AS; some 64 MB/s, not GB/s: a busy machine's get
+        # would find the file past the get's cap)
         "grow": "require('fs').writeFileSync('grow', 'x'.repeat(8 << 20));\n"
                 "globalThis.w = new (require('worker_threads').Worker)("
                 "\"const fs = require('fs'); const fd = fs.openSync('grow', 'a');"
-                " const b = Buffer.alloc(65536, 121); for (;;) fs.writeSync(fd, b);\","
+                " const b = Buffer.alloc(65536, 121); const nap = new Int32Array(new SharedArrayBuffer(4));"
+                " for (;;) { fs.writeSync(fd, b); Atomics.wait(nap, 0, 0, 1); }\","
                 " {eval: true, resourceLimits: {maxOldGenerationSizeMb: 8, codeRangeSizeMb: 4}});\n"
                 "while (require('fs').statSync('grow').size <= 8 << 20)"  # (it writes)
                 " await new Promise(r => setTimeout(r, 5))",
