@@ -1133,4 +1133,5 @@ def standby_python():
 
 # The node kernel (kernel_node.js, started by kernel_node.py's standby_node()).
 # @string _KERNEL_NODE_JS kernel_node.js
+# @string _KERNEL_NODE_FILES_JS kernel_node_files.js
 # @include kernel_node.py

@@ -45,6 +45,7 @@
   const DEFAULT_MAX_OUTPUT = 4 << 20; // PROTOCOL_DEFAULT_MAX_OUTPUT
   const REQUEST_CAP = 2 ** 31; // bytes of one request: past it the kernel gives way
   const HEADER_CAP = 256; // bytes of an X or I line before its body
+  const PARSE_NOW = 64 << 10; // bytes of a request parsed as it comes (a put's are some 100)
   const SEQ_KEEP = 1024; // snippets whose max_output is kept for their late output
   const EXIT_LOST_PIPE = 119; // PROTOCOL_EXIT_NO_TERMINAL
   const EXIT_NO_RESULT = 117; // PROTOCOL_EXIT_NO_RESULT
@@ -433,32 +434,38 @@
     if (running !== null) running.interrupt();
   });
 
+  // ------------------------------------------------------------ files
+
+  // @include kernel_node_files.js
+
   // Non-exec requests this kernel does not serve: answered, never left hanging.
   function refuse(seq, req) {
     if (req.op === 'complete') {
       send(asciiJSON({ t: 'reply', seq, matches: [] }) + '\n');
-    } else if (req.op === 'is_complete') {
-      send(asciiJSON({ t: 'reply', seq, status: 'unknown' }) + '\n');
     } else {
-      send(asciiJSON({ t: 'file', seq, ok: false, errno: 'ENOTSUP',
-                       error: req.op + ': not served by the node kernel' }) + '\n');
+      send(asciiJSON({ t: 'reply', seq, status: 'unknown' }) + '\n');
     }
   }
+  const FILE_OPS = ['put', 'get', 'files', 'remove'];
 
   async function drain() {
     if (busy) return;
     busy = true;
     while (queue.length) {
-      const { seq, body } = queue.shift();
-      let req;
-      try {
-        req = JSON.parse(body.toString('utf8'));
-      } catch (e) {
-        req = { code: null };
+      const { seq, body, parsed, incoming } = queue.shift();
+      let req = parsed;
+      if (req === undefined) {
+        try {
+          req = JSON.parse(body.toString('utf8'));
+        } catch (e) {
+          req = null;
+        }
       }
       if (req === null || typeof req !== 'object') req = { code: null };
       try {
-        if (['put', 'get', 'files', 'remove', 'complete', 'is_complete'].includes(req.op)) {
+        if (FILE_OPS.includes(req.op)) {
+          await fileOp(seq, req, incoming);
+        } else if (req.op === 'complete' || req.op === 'is_complete') {
           refuse(seq, req);
         } else {
           await execute(seq, req);
@@ -482,13 +489,33 @@
   let bodySeq = 0;
   let filled = 0;
 
-  let skip = 0; // bytes of a put's data still to come (a D line's): dropped
+  // A request in the queue.  A small one is parsed now: a put's data lines
+  // follow its X line, and must find the put waiting for them (putExpect).
+  function queued(seq, b) {
+    let parsed;
+    let incoming = null;
+    if (b.length <= PARSE_NOW) {
+      try {
+        parsed = JSON.parse(b.toString('utf8'));
+      } catch (e) {
+        parsed = null;
+      }
+      if (parsed !== null && typeof parsed === 'object' && parsed.op === 'put') {
+        incoming = putExpect(seq, parsed);
+      }
+    }
+    queue.push({ seq, body: b, parsed, incoming });
+  }
+
+  let data = 0; // bytes of a put's data line still to come
+  let dataKept = false; // ... and whether they are the put's (else dropped)
   function onData(chunk) {
     let i = 0;
     while (i < chunk.length) {
-      if (skip > 0) {
-        const n = Math.min(skip, chunk.length - i);
-        skip -= n;
+      if (data > 0) {
+        const n = Math.min(data, chunk.length - i);
+        if (dataKept) putBytes(chunk.subarray(i, i + n));
+        data -= n;
         i += n;
         continue;
       }
@@ -498,7 +525,7 @@
         filled += n;
         i += n;
         if (filled === body.length) {
-          queue.push({ seq: bodySeq, body });
+          queued(bodySeq, body);
           body = null;
         }
         continue;
@@ -512,13 +539,18 @@
       const line = Buffer.concat([head, chunk.subarray(i, nl)]).toString('latin1');
       head = Buffer.alloc(0);
       i = nl + 1;
-      const d = /^D(\d+)$/.exec(line); // a put's data (kernel_files.py): refused, skipped
+      const d = /^D(\d+)$/.exec(line); // a put's data (kernel_node_files.js)
       if (d !== null) {
-        skip = Number(d[1]);
+        data = Number(d[1]);
+        dataKept = putLine(data);
+        continue;
+      }
+      if (line === 'A') { // a put's data cut short: the put dropped
+        putAbort();
         continue;
       }
       const m = /^([XI])(\d+)(?: (\d+)(?: (\d+)x(\d+))?)?$/.exec(line);
-      if (m === null) continue; // (A: a put dropped)
+      if (m === null) continue;
       const seq = Number(m[2]);
       if (m[1] === 'I') {
         if (running !== null && running.seq === seq) running.interrupt();
@@ -535,7 +567,7 @@
       body = Buffer.allocUnsafe(len);
       filled = 0;
       if (len === 0) {
-        queue.push({ seq, body });
+        queued(seq, body);
         body = null;
       }
     }

@@ -12,11 +12,14 @@ reported, its process group (the relay's SIGINT and kill) and its exit (the
 died frame, a restart with state_lost) are node's.  The source goes in on an
 fd of its own (a memory file, a pipe where there is none), not on the
 command line: ps would show it, and argv strings are capped at 128 KiB.
+The file ops (kernel_node_files.js, _KERNEL_NODE_FILES_JS) go in where
+kernel_node.js says "// @include kernel_node_files.js": one closure.
 """
 # ---- kernel_node.py: joined into kernel.py at build time (driver_join.py, "# @include")
 
 NODE_PATHS = ("/usr/bin/node", "/usr/bin/nodejs", "/usr/local/bin/node")
 NODE_SOURCE_FD = 6
+NODE_FILES_MARK = "  // @include kernel_node_files.js\n"   # (in kernel_node.js: the file ops)
 F_SETPIPE_SZ_KERNEL = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 # Reads the kernel from its fd, closes it and runs it as one function of
 # require; its frames are named ptybox-kernel (kernel_node.js leaves them
@@ -37,7 +40,7 @@ def _node_path():
 
 def _node_source_fd():
     """An fd at offset 0 that reads kernel_node.js, then end of file."""
-    data = _KERNEL_NODE_JS.encode("utf-8")
+    data = _KERNEL_NODE_JS.replace(NODE_FILES_MARK, _KERNEL_NODE_FILES_JS, 1).encode("utf-8")
     try:
         fd = os.memfd_create("ptybox-node-kernel", 0)
     except (AttributeError, OSError):

@@ -494,6 +494,82 @@ class CpEndToEnd(unittest.TestCase):
         self.assertIn(b"a folder cannot go to standard output", p.stderr)
 
 
+class CpNodeSession(unittest.TestCase):
+    """cp to and from a node session: its kernel serves the file ops (kernel_node_files.js)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        p = cls.srv("new", "n", "--lang", "node")
+        if p.returncode != 0:
+            cls.srv.close()
+            raise unittest.SkipTest("no node session: " + p.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.close()
+
+    def setUp(self):
+        self.here = tempfile.mkdtemp(prefix="ptybox-cp-node-")
+        self.addCleanup(shutil.rmtree, self.here, True)
+
+    def js(self, code):
+        p = self.srv("exec", "n", "-c", code)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def cp(self, *args, input=None):
+        return subprocess.run([PTYBOX, "cp", *args], capture_output=True, env=self.srv.env,
+                              input=input, timeout=120)
+
+    def test_a_file_in_and_out_with_its_mode(self):
+        src = os.path.join(self.here, "data.csv")
+        with open(src, "w") as f:
+            f.write("a,b\n1,2\n")
+        os.chmod(src, 0o640)
+        p = self.cp(src, "n:rel/")
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        out = self.js("const fs = require('fs'); const st = fs.statSync('rel/data.csv');"
+                      "console.log(fs.readFileSync('rel/data.csv', 'utf8') + (st.mode & 0o777).toString(8))")
+        self.assertEqual(out, "a,b\n1,2\n640\n")
+        p = self.cp("n:rel/data.csv", os.path.join(self.here, "back.csv"))
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        with open(os.path.join(self.here, "back.csv")) as f:
+            self.assertEqual(f.read(), "a,b\n1,2\n")
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.here, "back.csv")).st_mode), 0o640)
+        p = self.cp("n:/tmp/no-such-file", self.here)
+        self.assertEqual((p.returncode, p.stderr.decode()),
+                         (1, "ptybox: cp: n:/tmp/no-such-file: No such file or directory\n"))
+
+    def test_a_folder_tree_both_ways_and_a_name_that_is_not_utf8(self):
+        tree = os.path.join(self.here, "tree")
+        os.makedirs(os.path.join(tree, "sub", "empty"))
+        with open(os.path.join(tree, "sub", "run.sh"), "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(os.path.join(tree, "sub", "run.sh"), 0o755)
+        data = os.urandom(3 * MiB + 5)
+        with open(os.path.join(tree, "big.bin"), "wb") as f:
+            f.write(data)
+        p = self.cp(tree, "n:/tmp/ntree")
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        self.js("require('fs').writeFileSync(Buffer.from('/tmp/ntree/a\\xff', 'latin1'), 'x')")
+        out = os.path.join(self.here, "out")
+        p = self.cp("n:/tmp/ntree", out)
+        self.assertEqual((p.returncode, p.stderr.decode()), (1, "ptybox: cp: n:/tmp/ntree/a\ufffd: "
+                         "the name is not UTF-8 (U+FFFD stands for its bytes), skipped\n"))
+        self.assertEqual(sorted(os.listdir(out)), ["big.bin", "sub"])
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "sub"))), ["empty", "run.sh"])
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(out, "sub", "run.sh")).st_mode), 0o755)
+        self.assertEqual(sha(os.path.join(out, "big.bin")), hashlib.sha256(data).hexdigest())
+
+    def test_stdin_and_stdout(self):
+        data = bytes(range(256)) * 1000
+        p = self.cp("-", "n:/tmp/from-stdin", input=data)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.cp("n:/tmp/from-stdin", "-")
+        self.assertEqual((p.returncode, p.stdout == data), (0, True), p.stderr)
+
+
 @unittest.skipUnless(os.path.exists("/usr/sbin/sshd") and shutil.which("ssh"), "no sshd")
 class CpOverSsh(unittest.TestCase):
     """-H ssh://: cp against the server at the far end (here: this machine, through a

@@ -44,7 +44,7 @@ CASES = {
         "flood": "console.log('x'.repeat(200000))",
         "late": "setTimeout(() => console.log('later'), 300); undefined",
         "big": "const big = '%s'; console.log(big.length)",
-        "write": None,                       # (no file requests: ptybox(1), LANGUAGES)
+        "write": "require('fs').writeFileSync('/tmp/f.txt', 'from the code')",
     },
 }
 

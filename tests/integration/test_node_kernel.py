@@ -4,6 +4,7 @@ each behaviour the node bullet of issue 17 asks for."""
 import base64
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -196,16 +197,34 @@ class NodeKernelTest(unittest.TestCase):
     def test_queries_and_file_ops_are_answered(self):
         seq = self.k.send("", op="complete", cursor_pos=0)
         self.assertEqual(json.loads(self.k.message())["t"], "reply")
-        seq = self.k.send("", op="get", path="/etc/hostname")
+        here = tempfile.mkdtemp(prefix="ptybox-node-kernel-")
+        self.addCleanup(shutil.rmtree, here, True)
+        seq = self.k.send("", op="get", path=here + "/none")
         m = json.loads(self.k.message())
-        self.assertEqual((m["t"], m["seq"], m["ok"]), ("file", seq, False))
+        self.assertEqual((m["t"], m["seq"], m["ok"], m["errno"]), ("file", seq, False, "ENOENT"))
         # A put's data lines (raw bytes, newlines and X lines among them) are
-        # skipped, never taken for requests.
+        # its data, never taken for requests, in one write with its X line
+        # or in pieces after it.
         data = b"X99 2\n{}\nI1\n" * 100
-        seq = self.k.send("", op="put", path="/tmp/x", size=len(data))
+        seq = self.k.send("", op="put", path=here + "/x", size=len(data))
         os.write(self.k.req, b"D%d\n" % len(data) + data)
         m = json.loads(self.k.message())
-        self.assertEqual((m["t"], m["seq"], m["errno"]), ("file", seq, "ENOTSUP"))
+        self.assertEqual((m["t"], m["seq"], m["ok"], m["size"]), ("file", seq, True, len(data)), m)
+        with open(here + "/x", "rb") as f:
+            self.assertEqual(f.read(), data)
+        seq = self.k.send("", op="put", path=here + "/y", size=len(data))
+        for at in range(0, len(data), 500):
+            piece = data[at:at + 500]
+            os.write(self.k.req, b"D%d\n" % len(piece) + piece)
+        m = json.loads(self.k.message())
+        self.assertEqual((m["seq"], m["ok"]), (seq, True), m)
+        # "A": the put dropped, nothing left of it.
+        seq = self.k.send("", op="put", path=here + "/z", size=len(data))
+        os.write(self.k.req, b"D10\n" + data[:10] + b"A\n")
+        m = json.loads(self.k.message())
+        self.assertEqual((m["seq"], m["ok"], m["errno"]), (seq, False, "EIO"), m)
+        self.assertIn("its data was cut short", m["error"])
+        self.assertEqual(sorted(os.listdir(here)), ["x", "y"])
         self.assertEqual(self.ok("'next'")["text"], "'next'")
 
     def test_lost_request_pipe_ends_the_kernel(self):
