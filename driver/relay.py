@@ -378,22 +378,8 @@ def _error(err, limit):
 
 def _no_dump():
     """PR_SET_DUMPABLE 0: a kernel runs as our uid, and must not read our
-    memory or our fds through /proc (or ptrace us).  Python has no prctl;
-    _ctypes without the ctypes package is the cheapest way to it."""
-    try:
-        import _ctypes
-
-        class c_int(_ctypes._SimpleCData):
-            _type_ = "i"
-
-        class CFunc(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL
-            _restype_ = c_int
-
-        prctl = CFunc(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))
-        return prctl(4, 0, 0, 0, 0) == 0     # PR_SET_DUMPABLE
-    except Exception:
-        return False
+    memory or our fds through /proc (or ptrace us)."""
+    return _prctl(4, 0)                      # PR_SET_DUMPABLE
 
 
 # ---------------------------------------------------------------- output

@@ -91,4 +91,22 @@ def _frame_cap(max_output):
     """The longest payload the client takes (PROTOCOL_MAX_PAYLOAD): it drops
     a longer frame unread, so a result over it would never arrive."""
     return max_output * 4 + (16 << 20)
+
+
+def _prctl(option, arg):
+    """prctl(option, arg): True if it took.  Python has no prctl; _ctypes
+    without the ctypes package is the cheapest way to it."""
+    try:
+        import _ctypes
+
+        class c_int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class CFunc(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = c_int
+
+        return CFunc(_ctypes.dlsym(_ctypes.dlopen(None), "prctl"))(option, arg, 0, 0, 0) == 0
+    except Exception:
+        return False
 # ---- end of shared.py
