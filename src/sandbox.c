@@ -130,7 +130,9 @@ bool sandbox_running(const struct sandbox *sb)
 		struct stat st;
 		snprintf(path, sizeof(path), "/proc/%d/ns/pid",
 			 (int)__atomic_load_n(&sb->shared->init_pid, __ATOMIC_SEQ_CST));
-		alive = stat(path, &st) == 0;
+		/* (EACCES: not ours to look at, not root; the boot that joins
+		 * it is tried again if it was on its way out) */
+		alive = stat(path, &st) == 0 || errno == EACCES;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -175,6 +177,7 @@ static int sandbox_join_prepare(struct sandbox *sb, const struct sandbox *with, 
 		return -ESRCH;
 	}
 	sb->clone_flags = with->clone_flags;
+	sb->join_outer = with->child;
 	for (i = 0; i < with->cgroups.n; i++) {
 		const struct sandbox_cgroup *from = &with->cgroups.cg[i];
 		struct sandbox_cgroup *to = &sb->join_cgroups.cg[i];

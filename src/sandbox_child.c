@@ -800,6 +800,87 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+/* The namespaces a --with session joins, in setns's order: the user namespace
+ * first, which gives the rights the others take. */
+static const struct {
+	int flag;
+	const char *name;
+} sandbox_namespaces[] = {
+	{CLONE_NEWUSER, "user"},     {CLONE_NEWNS, "mnt"},  {CLONE_NEWPID, "pid"},
+	{CLONE_NEWNET, "net"},	     {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"},
+	{CLONE_NEWCGROUP, "cgroup"},
+};
+#define SB_NAMESPACES (sizeof(sandbox_namespaces) / sizeof(sandbox_namespaces[0]))
+
+/* The outer child, before init runs (and turns non-dumpable, after which only
+ * host root may open its /proc/PID/ns): init's namespaces, kept open at
+ * SB_NS_FD + i for the life of the sandbox. A --with session of a user
+ * without CAP_SYS_PTRACE opens them through /proc/OUTER/fd (the outer child
+ * is dumpable, and in the host's pid namespace: no code of the sandbox sees
+ * it). One that cannot be kept is not: --with then says why. */
+static void sandbox_keep_namespaces(const struct sandbox *sb, const char *pidstr)
+{
+	char path[64];
+	size_t i;
+
+	for (i = 0; i < SB_NAMESPACES; i++) {
+		size_t n;
+		int fd;
+
+		if (!(sb->clone_flags & (unsigned long)sandbox_namespaces[i].flag))
+			continue;
+		n = sandbox_cat(path, sizeof(path), 0, "/proc/");
+		n = sandbox_cat(path, sizeof(path), n, pidstr);
+		n = sandbox_cat(path, sizeof(path), n, "/ns/");
+		n = sandbox_cat(path, sizeof(path), n, sandbox_namespaces[i].name);
+		path[n] = '\0';
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		if (fd != SB_NS_FD + (int)i) {
+			(void)dup2(fd, SB_NS_FD + (int)i);
+			close(fd);
+		}
+	}
+}
+
+/* --with without the rights for setns through init's pidfd (host root's
+ * CAP_SYS_PTRACE over a non-dumpable init): the namespaces the outer child
+ * of the shared sandbox keeps (sandbox_keep_namespaces), each opened before
+ * any is entered (entering the mount namespace hides the host's /proc). */
+static void sandbox_join_by_fds(const struct sandbox *sb, int err_fd)
+{
+	int fds[SB_NAMESPACES];
+	char path[80], num[24];
+	size_t i;
+
+	for (i = 0; i < SB_NAMESPACES; i++) {
+		size_t n;
+
+		fds[i] = -1;
+		if (!(sb->clone_flags & (unsigned long)sandbox_namespaces[i].flag))
+			continue;
+		n = sandbox_cat(path, sizeof(path), 0, "/proc/");
+		n = sandbox_cat(path, sizeof(path), n,
+				sandbox_utoa((unsigned long)sb->join_outer, num + sizeof(num)));
+		n = sandbox_cat(path, sizeof(path), n, "/fd/");
+		n = sandbox_cat(path, sizeof(path), n,
+				sandbox_utoa((unsigned long)(SB_NS_FD + i), num + sizeof(num)));
+		path[n] = '\0';
+		fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0)
+			sandbox_fail(err_fd, "open the namespace", sandbox_namespaces[i].name,
+				     errno);
+	}
+	for (i = 0; i < SB_NAMESPACES; i++) {
+		if (fds[i] < 0)
+			continue;
+		if (setns(fds[i], sandbox_namespaces[i].flag) < 0)
+			sandbox_fail(err_fd, "setns", sandbox_namespaces[i].name, errno);
+		close(fds[i]);
+	}
+}
+
 /* The outer child's end: waits for pid (init, or a joined sandbox's driver),
  * says it is gone (init_pid), and exits with its status (signal death: 128+N). */
 static void sandbox_pass_on(struct sandbox *sb, pid_t pid) __attribute__((noreturn));
@@ -836,8 +917,11 @@ static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd
 	sandbox_init_hide(err_fd);
 	if (sandbox_cgroup_join(&sb->join_cgroups, &failed) < 0)
 		sandbox_fail(err_fd, "join cgroup", failed, errno);
-	if (setns(sb->join_pidfd, (int)sb->clone_flags) < 0)
-		sandbox_fail(err_fd, "setns", "(the sandbox of --with)", errno);
+	if (setns(sb->join_pidfd, (int)sb->clone_flags) < 0) {
+		if (errno != EPERM)
+			sandbox_fail(err_fd, "setns", "(the sandbox of --with)", errno);
+		sandbox_join_by_fds(sb, err_fd);
+	}
 	close(sb->join_pidfd);
 	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
 		sandbox_fail(err_fd, "setresgid", "1000", errno);
@@ -916,6 +1000,7 @@ void sandbox_child_exec(struct sandbox *sb, char *const argv[], int err_fd)
 				sandbox_fail_reap(err_fd, "write", path, errno, init);
 		}
 	}
+	sandbox_keep_namespaces(sb, pidstr);
 	if (write(sync[1], "g", 1) != 1)
 		sandbox_fail_reap(err_fd, "start init", NULL, errno, init);
 	/* sync[1] stays open: init polls it to learn whether we are still alive. */

@@ -93,6 +93,7 @@ void sandbox_cgroup_remove(struct sandbox_cgroups *cgs);
 #define SB_ID	    1000   /* uid and gid inside */
 #define SB_STAGE    "/tmp" /* where the new root is assembled (private mount ns) */
 #define SB_HOSTNAME "ptybox"
+#define SB_NS_FD    200 /* where the outer child keeps init's namespaces (--with) */
 
 enum sandbox_op_kind {
 	OP_MKDIR,     /* path, mode */
@@ -158,6 +159,7 @@ struct sandbox {
 	 * paths (only those: they are not ours to limit or remove); -1 and none
 	 * otherwise */
 	int join_pidfd;
+	pid_t join_outer; /* its outer child, which keeps its namespaces at SB_NS_FD */
 	struct sandbox_cgroups join_cgroups;
 	/* The memory cgroup's OOM kills already told, one count for every
 	 * session of the cgroup (--with shares it): a kill is told once, to the

@@ -4,6 +4,9 @@ killing A kills B, killing B leaves A. Driven through the verbs, as a user
 does, and through the socket, as a program does."""
 import json
 import os
+import shutil
+import sys
+import tempfile
 import time
 import unittest
 
@@ -173,6 +176,38 @@ class TestWith(TestCase):
         m = c.reply(3)
         self.assertEqual((m["status"], m["result"]["text/plain"]), ("ok", "True"), m)
         c.close()
+
+
+@unittest.skipIf(VIA != "local", "--with shares the embedded sandbox")
+class TestWithAsAUser(TestCase):
+    """Without root (no CAP_SYS_PTRACE over the sandbox's non-dumpable init),
+    B enters A's namespaces through the ones A's outer child keeps."""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "security"))
+        import sandbox_test
+        self.user = sandbox_test.runner("user")
+        if self.user.root:
+            self.skipTest("no user other than root here")
+        self.dir = tempfile.mkdtemp(prefix="ptybox-with-user-")
+        os.chmod(self.dir, 0o700)
+        os.chown(self.dir, self.user.uid, self.user.gid)
+        self.env = {"XDG_RUNTIME_DIR": self.dir}
+
+    def tearDown(self):
+        self.user.run("kill-server", env=self.env)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_b_shares_a_sandbox_as_a_user(self):
+        u, env = self.user, self.env
+        self.assertEqual(u.run("new", "a", env=env).returncode, 0)
+        u.run("exec", "a", "-c", "open('/tmp/from-a', 'w').write('a')", env=env)
+        r = u.run("new", "b", "--with", "a", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = u.run("exec", "b", "-c", "print(open('/tmp/from-a').read())", env=env)
+        self.assertEqual((r.returncode, r.stdout), (0, "a\n"), r.stderr)
+        self.assertEqual(u.run("kill", "a", env=env).returncode, 0)
+        self.assertEqual(u.run("ls", env=env).stdout, "")
 
 
 if __name__ == "__main__":
