@@ -16,7 +16,7 @@ static const char main_usage[] =
 	"Commands:\n"
 	"  run      run snippets in one session: ptybox run -c 'x = 1' -c 'x + 1'\n"
 	"  repl     a stateful prompt on a fresh session (Ctrl-D leaves)\n"
-	"  serve    drive sessions with JSON lines: ptybox serve --stdio\n"
+	"  serve    drive sessions with JSON lines (--stdio), or over HTTP (--http)\n"
 	"  mcp      an MCP server on stdio, for agents: run_code and the rest\n"
 	"\n"
 	"Sessions in a server, which outlive their client (as tmux's do):\n"
