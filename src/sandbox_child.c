@@ -734,6 +734,18 @@ static void sandbox_init_hide(int err_fd)
 		sandbox_fail(err_fd, "prctl PR_SET_NAME", name, errno);
 }
 
+/* The sandbox's own uid and gid (SB_ID), then PR_SET_PDEATHSIG again: the
+ * change of credentials cleared it. */
+static void sandbox_become_sandbox_user(int err_fd)
+{
+	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
+		sandbox_fail(err_fd, "setresgid", "1000", errno);
+	if (setresuid(SB_ID, SB_ID, SB_ID) < 0)
+		sandbox_fail(err_fd, "setresuid", "1000", errno);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+}
+
 /* pid 1 of the new namespaces. */
 static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_fd, int sync_fd)
 	__attribute__((noreturn));
@@ -751,12 +763,7 @@ static void sandbox_init(const struct sandbox *sb, char *const argv[], int err_f
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(SB_EXIT_SETUP); /* the outer child failed and said why */
-	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
-		sandbox_fail(err_fd, "setresgid", "1000", errno);
-	if (setresuid(SB_ID, SB_ID, SB_ID) < 0)
-		sandbox_fail(err_fd, "setresuid", "1000", errno);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+	sandbox_become_sandbox_user(err_fd);
 	if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
 		_exit(SB_EXIT_SETUP); /* the outer child died before PDEATHSIG was armed */
 	close(sync_fd);
@@ -923,12 +930,7 @@ static void sandbox_join_exec(struct sandbox *sb, char *const argv[], int err_fd
 		sandbox_join_by_fds(sb, err_fd);
 	}
 	close(sb->join_pidfd);
-	if (setresgid(SB_ID, SB_ID, SB_ID) < 0)
-		sandbox_fail(err_fd, "setresgid", "1000", errno);
-	if (setresuid(SB_ID, SB_ID, SB_ID) < 0)
-		sandbox_fail(err_fd, "setresuid", "1000", errno);
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		sandbox_fail(err_fd, "prctl PR_SET_PDEATHSIG", NULL, errno);
+	sandbox_become_sandbox_user(err_fd);
 	if (getppid() != sb->parent)
 		_exit(SB_EXIT_SETUP); /* ptybox went before PDEATHSIG was armed again */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
