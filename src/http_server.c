@@ -219,10 +219,7 @@ static void http_tick_cb(uv_timer_t *t)
 		struct http_job *next = j->next;
 		if (j->step == J_SEND) {
 			j->step = J_RUNNING;
-			cJSON *hello = cJSON_CreateObject();
-			cJSON_AddNumberToObject(hello, "id", 0);
-			cJSON_AddStringToObject(hello, "op", "hello");
-			cJSON_AddNumberToObject(hello, "protocol", SERVER_PROTOCOL);
+			cJSON *hello = server_hello_request();
 			job_line(j, hello);
 			cJSON_Delete(hello);
 			cJSON *reqs =

@@ -295,10 +295,7 @@ static void calls_tick_cb(uv_timer_t *t)
 		next = c->next;
 		if (c->step == C_SEND) {
 			c->step = C_WAIT;
-			cJSON *hello = cJSON_CreateObject();
-			cJSON_AddNumberToObject(hello, "id", 0);
-			cJSON_AddStringToObject(hello, "op", "hello");
-			cJSON_AddNumberToObject(hello, "protocol", SERVER_PROTOCOL);
+			cJSON *hello = server_hello_request();
 			call_line(c, hello);
 			cJSON_Delete(hello);
 			call_line(c, c->request);

@@ -158,6 +158,16 @@ void srv_waiters_drop_client(struct srv_waiter **list, struct server_client *c)
 	}
 }
 
+cJSON *server_hello_request(void)
+{
+	cJSON *hello = cJSON_CreateObject();
+	if (!hello || !cJSON_AddNumberToObject(hello, "id", 0) ||
+	    !cJSON_AddStringToObject(hello, "op", "hello") ||
+	    !cJSON_AddNumberToObject(hello, "protocol", SERVER_PROTOCOL))
+		abort(); /* out of memory is fatal (STYLE.md) */
+	return hello;
+}
+
 struct srv_session *srv_session_find(struct server *sv, const char *name)
 {
 	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)

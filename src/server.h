@@ -21,6 +21,9 @@
 
 /* The protocol clients and server speak (hello's "protocol"). */
 #define SERVER_PROTOCOL 1
+/* A client's first request, {"id":0,"op":"hello","protocol":SERVER_PROTOCOL}
+ * (the caller deletes it). */
+cJSON *server_hello_request(void);
 #define SERVER_NAME_MAX 64
 /* Per session: results kept for `result`, by count and by their bytes. */
 #define SERVER_HISTORY_COUNT 100
