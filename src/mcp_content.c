@@ -249,11 +249,12 @@ cJSON *mcp_run_content(const cJSON *res, size_t max_text, bool *is_error)
 				protocol_str(e, "value") ?: "");
 		}
 	}
-	if (status && strcmp(status, "ok") != 0 && strcmp(status, "error") != 0) {
+	bool said = status && strcmp(status, "ok") != 0 && strcmp(status, "error") != 0;
+	if (said) { /* (its message says what a restart cost: once is enough) */
 		const char *msg = protocol_str(res, "message");
 		fprintf(f, "[status: %s%s%s]\n", status, msg ? ": " : "", msg ? msg : "");
 	}
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "state_lost")))
+	if (!said && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "state_lost")))
 		fputs("[the interpreter was restarted: every variable is lost]\n", f);
 	const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(res, "dropped_bytes");
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "truncated")) ||

@@ -589,6 +589,15 @@ static void test_text_is_capped_head_and_tail(void **state)
 	cJSON_Delete(o);
 	free(got);
 	free(reply);
+	/* a crash's restart said once, by its status line */
+	got = run_answered(
+		m, &s, "",
+		"\"status\":\"crashed\",\"stdout\":\"\",\"state_lost\":true,"
+		"\"message\":\"the interpreter died (killed by signal 9); restarted with "
+		"fresh state\"}");
+	assert_non_null(strstr(got, "[status: crashed: the interpreter died"));
+	assert_null(strstr(got, "every variable is lost"));
+	free(got);
 	/* cut at a character, never inside one */
 	char *cut = mcp_text_cap("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8, 5);
 	assert_true(protocol_utf8_valid(cut, strlen(cut)));
