@@ -347,6 +347,7 @@ class ReplTest(TestCase):
         t.keys("Enter")
         t.wait(">>>", count=2)
         t.type("x +")
+        t.wait(">>> x +")  # (drawn before the ^Z: else the stop can come first)
         t.keys("C-z")
         t.wait("Stopped")
         t.type("stty -g > stopped; fg")
