@@ -410,6 +410,9 @@ class Relay(_Files, _Life, _Output, _Messages):
         self.dead_starts = 0
         self.req = self.msg = None           # the kernel's pipes (our ends)
         self.outs = ()
+        # The last poll watched the capture pipes and saw them empty: what the
+        # kernel wrote before the events it returned is all read (drain()).
+        self.outs_quiet = False
         self.wbuf = _WriteQueue()            # bytes for the request pipe
         self.stdin_w = None                  # the kernel's stdin stream (our end)
         self.stdin_buf = None                # the stdin chunk being written: (id, view, eof)
@@ -868,6 +871,7 @@ class Relay(_Files, _Life, _Output, _Messages):
                 for o in self.outs:
                     if not o.paused:
                         fds[o.fd] = (lambda o=o: self.on_out(o))
+                self.out_fds = {o.fd for o in self.outs}
                 self.handlers = fds
                 for fd in fds:
                     poller.register(fd, select.POLLIN)
@@ -905,6 +909,7 @@ class Relay(_Files, _Life, _Output, _Messages):
                 events = poller.poll(timeout)
             except InterruptedError:
                 continue
+            self.outs_quiet = False
             if not events:
                 if poller is self.poller_held:
                     continue
@@ -924,6 +929,17 @@ class Relay(_Files, _Life, _Output, _Messages):
                 continue
             self.spin_until = 0
             handlers = self.handlers
+            if poller is self.poller:
+                # A poll evaluates every fd after the event that woke it, so
+                # pipes it saw empty hold nothing written before that event:
+                # the drain before a result or a request has nothing to ask.
+                # (For the events of this batch only: reset at the next poll.)
+                out_fds = self.out_fds
+                for fd, ev in events:
+                    if fd in out_fds:
+                        break
+                else:
+                    self.outs_quiet = True
             for fd, ev in events:
                 if fd == self.req:
                     self.flush_req()

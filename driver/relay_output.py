@@ -50,7 +50,10 @@ class _Output:
     # -- the kernel's output
     def drain(self):
         """Everything the capture pipes hold now (FIONREAD bounds it): one
-        poll tells which hold anything, on the way to every result."""
+        poll tells which hold anything, on the way to every result (none
+        when the loop's own poll just saw them empty: outs_quiet)."""
+        if self.outs_quiet:
+            return
         try:
             ready = self.out_poll.poll(0)
         except OSError:

@@ -16,10 +16,12 @@
 #define SRV_SCREEN_IDLE_MS 2000
 
 /* Output goes to the screen through a tail of the last SRV_SCREEN_TAIL bytes,
- * fed when someone looks (capture), before the next prompt and with the
- * result: 20 MB of output would cost libvterm seconds of scrolling to show
- * the last 24 lines, which the tail holds (a line cut off at its front starts
- * at its next newline). What is lost is the effect of sequences in the part
+ * fed when someone looks (capture) and by the sweep, once a second: 20 MB of
+ * output would cost libvterm seconds of scrolling to show the last 24 lines,
+ * which the tail holds (a line cut off at its front starts at its next
+ * newline), and a session busy with small snippets pays for its screen once a
+ * second, not twice a round trip. The tail is larger than the screen and its
+ * scrollback together. What is lost is the effect of sequences in the part
  * dropped (a colour set there and never reset): the screen is a view. */
 void srv_screen_out(struct srv_session *ss, const char *text, size_t len)
 {
@@ -89,8 +91,11 @@ void srv_screen_flush(struct srv_session *ss)
 void srv_screens_sweep(struct server *sv)
 {
 	uint64_t now = uv_now(sv->loop);
-	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
+	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next) {
 		record_flush(ss->rec);
+		if (ss->tail && ss->tail_len) /* (its cells, open now: shrunk when idle) */
+			srv_screen_flush(ss);
+	}
 	for (struct srv_session *ss = sv->sessions; ss; ss = ss->next)
 		if (ss->screen && ss->screen_open && !ss->live &&
 		    now - ss->screen_used_ms >= SRV_SCREEN_IDLE_MS) {
@@ -115,6 +120,7 @@ void srv_session_capture(struct srv_session *ss, struct server_client *c, const 
 	if (!ss->screen)
 		return srv_reply_error(c, id, "nomem", "session '%s' has no screen (out of memory)",
 				       ss->name);
+	srv_screen_flush(ss);
 	char *text = NULL;
 	size_t n = 0;
 	int rc = screen_capture(ss->screen, cJSON_IsTrue(escapes),

@@ -93,7 +93,6 @@ static void srv_show_begin(struct srv_session *ss)
 	size_t len = strlen(x->code);
 	record_exec(ss->rec, x->id, x->code, len);
 	transcript_input(&ss->ts, x->code, len);
-	srv_screen_flush(ss);
 	free(x->code); /* (only the screen and the recording wanted it) */
 	x->code = NULL;
 }
@@ -374,7 +373,6 @@ static void srv_on_result(ptybox_session *ps, const struct ptybox_result *r, voi
 						   .error_value = r->error_value,
 						   .traceback = r->traceback,
 					   });
-		srv_screen_flush(ss);
 		record_flush(ss->rec); /* (an abrupt end loses little) */
 	}
 	if (x->stop_on_error && r->status != PTYBOX_OK && r->status != PTYBOX_CANCELLED)
