@@ -13,6 +13,7 @@ copy with two timing rules pinned, or valgrind's slowness would decide: the
 thorough check never runs after a snippet (THOROUGH_EVERY), and `site` is
 imported at start, not at the first idle moment. Needs valgrind.
 Not a test and not a figure for users."""
+import ast
 import base64
 import glob
 import json
@@ -43,15 +44,37 @@ def floor_source():
     return "".join(pieces).encode().decode("unicode_escape")
 
 
+# Timing rules pinned, in the driver or in its kernel (the split driver holds
+# the kernel's source as a string, _KERNEL): each must match once in all.
+PINS = [(r"^BUSY_POLL = .*$", "BUSY_POLL = 0", True),   # (spinning counts as work)
+        (r"^THOROUGH_EVERY = .*$", "THOROUGH_EVERY = 10 ** 15"),
+        (r"\bmicros >= 1000 or t1", "micros >= 10 ** 9 or t1"),
+        (r"(\w+)\.site = _DeferredSite\(\w+\)", r"_DeferredSite(\1).load()"),
+        # The relay ends its kernel with SIGTERM, not SIGKILL: callgrind
+        # writes a process's counts as it dies, which SIGKILL never lets it.
+        (r"os\.killpg\(self\.kernel, _signal\.SIGKILL\)\n            except OSError:\n"
+         r"                pass\n            deadline",
+         "os.killpg(self.kernel, _signal.SIGTERM)\n            except OSError:\n"
+         "                pass\n            deadline", True)]
+
+
 def pinned_copy(path, where):
     src = open(path).read()
-    rules = [(r"^THOROUGH_EVERY = .*$", "THOROUGH_EVERY = 10 ** 15"),
-             (r"micros >= 1000 or", "micros >= 10 ** 9 or"),
-             (r"driver\.site = _DeferredSite\(driver\)$", "_DeferredSite(driver).load()")]
-    for pattern, repl in rules:
-        src, n = re.subn(pattern, repl, src, flags=re.M)
-        if n != 1:
-            sys.exit("driver_icount: %s: no single match for %r" % (path, pattern))
+    kernel = re.search(r"^_KERNEL = (.*)$", src, re.M)
+    texts = [src, ""]
+    if kernel:                               # (the rest of the driver, and the kernel)
+        texts = [src[:kernel.start()] + "_KERNEL = None" + src[kernel.end():],
+                 ast.literal_eval(kernel.group(1))]
+    for pattern, repl, *optional in PINS:
+        found = 0
+        for i, text in enumerate(texts):
+            texts[i], n = re.subn(pattern, repl, text, flags=re.M)
+            found += n
+        if found != 1 and not (optional and found == 0):
+            sys.exit("driver_icount: %s: %d matches for %r" % (path, found, pattern))
+    src = texts[0]
+    if kernel:
+        src = src.replace("_KERNEL = None", "_KERNEL = " + repr(texts[1]), 1)
     out = os.path.join(where, "driver.py")
     open(out, "w").write(src)
     return out
@@ -111,7 +134,7 @@ def request(obj):
 
 
 def instructions(kind, path, rounds, out):
-    argv = ["/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, PYTHON]
+    argv = ["/usr/bin/valgrind", "--tool=callgrind", "--callgrind-out-file=" + out + ".%p", PYTHON]
     if kind == "floor":
         t = Terminal(argv + ["-I", "-c", floor_source()])
         t.until(b"\x02OK\n")
@@ -130,12 +153,14 @@ def instructions(kind, path, rounds, out):
         t.send(request({"op": "shutdown"}))
     t.wait()
     total = 0
-    for f in glob.glob(out):
+    for f in glob.glob(out + ".*"):  # (a file for each process: relay, template, kernel)
         report = subprocess.run(["callgrind_annotate", f], capture_output=True, text=True).stdout
         m = re.search(r"^\s*([\d,]+)\s.*PROGRAM TOTALS", report, re.M)
         if not m:
             sys.exit("driver_icount: no totals in %s" % f)
         total += int(m.group(1).replace(",", ""))
+        if os.environ.get("ICOUNT_EACH"):     # (each process's count, to stderr)
+            print("  %s: %s" % (os.path.basename(f), m.group(1)), file=sys.stderr)
     return total
 
 
