@@ -48,21 +48,9 @@
  * interpreters it waits for. */
 static unsigned session_awaiting;
 
-/* How a held result's message ends when the restart worked. */
-static const char session_restarted[] = "; restarted with fresh state";
-static const char session_and_restarted[] = " and restarted with fresh state";
-
-static void session_start(ptybox_session *s);
 static void session_pump(ptybox_session *s);
-static void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
-			    const char *done);
-static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
-				 const char *what, const char *done);
-static void session_restart_kernel(ptybox_session *s, enum ptybox_status status, const char *what,
-				   const char *done);
 static void session_on_ready(struct instance *in);
 static void session_send_failed_cb(uv_timer_t *t);
-static void session_on_died(ptybox_session *s, struct protocol_frame *f);
 
 void ptybox_options_init(struct ptybox_options *o)
 {
@@ -83,14 +71,14 @@ void ptybox_options_init(struct ptybox_options *o)
 	};
 }
 
-static void session_arm(ptybox_session *s, uint64_t ms, uv_timer_cb cb)
+void session_arm(ptybox_session *s, uint64_t ms, uv_timer_cb cb)
 {
 	uv_timer_stop(&s->timer);
 	if (ms)
 		uv_timer_start(&s->timer, cb, ms, 0);
 }
 
-static void exec_free(struct exec *e)
+void session_exec_free(struct exec *e)
 {
 	if (!e)
 		return;
@@ -201,7 +189,7 @@ static void session_file_done(ptybox_session *s, char *reply)
 			      : "{\"ok\":false,\"error\":\"out of memory\",\"errno\":\"ENOMEM\"}",
 			e->file->len ? e->file->data : NULL, e->file->len, s->data);
 	cJSON_free(reply);
-	exec_free(e);
+	session_exec_free(e);
 	session_pump(s);
 }
 
@@ -254,8 +242,8 @@ static void session_send_file(ptybox_session *s, struct exec *e)
 }
 
 /* Delivers the running snippet's result and moves on to the next one. */
-static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *bundle,
-			   cJSON *error, double duration_ms, bool state_lost, const char *message)
+void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *bundle, cJSON *error,
+		    double duration_ms, bool state_lost, const char *message)
 {
 	if (s->head && s->head->file) { /* a file op that did not end by itself */
 		session_file_done(
@@ -315,7 +303,7 @@ static void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *
 	free(traceback);
 	free(otext);
 	free(etext);
-	exec_free(e);
+	session_exec_free(e);
 	session_pump(s);
 }
 
@@ -366,7 +354,7 @@ static void session_restart_cb(uv_timer_t *t)
 	ptybox_session *s = t->data;
 	if (s->state != S_STARTING || !s->head || !s->head->restart)
 		return;
-	exec_free(session_pop(s));
+	session_exec_free(session_pop(s));
 	log_to(s->log, "session: restart");
 	s->state = S_IDLE; /* (so that nothing is held) */
 	session_restart_kernel(s, PTYBOX_CRASHED, "", NULL);
@@ -642,219 +630,6 @@ static void session_on_oversize(struct instance *in, size_t len)
 	s->frame_dropped = true;
 }
 
-/* The held result, now that its restart is settled: fatal is NULL when the
- * fresh interpreter is up, else why there is none. */
-static void session_finish_held(ptybox_session *s, const char *fatal)
-{
-	char msg[sizeof(s->held.what) + 700];
-	snprintf(msg, sizeof(msg), "%s%s%s", s->held.what, fatal ? "; " : s->held.done,
-		 fatal ? fatal : "");
-	cJSON *error = s->held.error;
-	s->held.on = false;
-	s->held.error = NULL;
-	session_finish(s, s->held.status, NULL, error, s->held.duration_ms, true, msg);
-	cJSON_Delete(error);
-}
-
-/* Restarts still queued: moot once nothing can start. */
-static void session_drop_restarts(ptybox_session *s)
-{
-	struct exec **link = &s->head;
-	s->tail = NULL;
-	while (*link) {
-		struct exec *e = *link;
-		if (e->restart) {
-			*link = e->next;
-			s->queued--;
-			exec_free(e);
-		} else {
-			s->tail = e;
-			link = &e->next;
-		}
-	}
-}
-
-/* Ends the session's life as a working session: no restart. The held result
- * goes first, then on_fatal, then a result for each snippet left, not run. */
-static void session_fatal(ptybox_session *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void session_fatal(ptybox_session *s, const char *fmt, ...)
-{
-	char msg[640], not_run[sizeof(msg) + 16];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_to(s->log, "session: fatal: %s", msg);
-	uv_timer_stop(&s->timer);
-	if (s->in)
-		instance_close(s->in);
-	s->in = NULL;
-	s->told = NULL;
-	s->state = S_FATAL;
-	session_drop_restarts(s);
-	if (s->held.on)
-		session_finish_held(s, msg);
-	if (s->state != S_FATAL) /* closed by the callback */
-		return;
-	if (s->cb.on_fatal)
-		s->cb.on_fatal(s, msg, s->data);
-	snprintf(not_run, sizeof(not_run), "not run: %s", msg);
-	while (s->state == S_FATAL && s->head)
-		session_finish(s, PTYBOX_CRASHED, NULL, NULL, 0, s->started_once, not_run);
-}
-
-/* The instance is gone (or must go): a fresh one takes over, and the running
- * snippet ends with status and state_lost once it is up, its message saying
- * what happened, then done (or why no fresh one came). */
-static void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
-			    const char *done)
-{
-	session_replace_with(s, status, NULL, what, done);
-}
-
-/* The running snippet's result is held, and the session waits for a fresh
- * interpreter. */
-static void session_hold(ptybox_session *s, enum ptybox_status status, const cJSON *error,
-			 const char *what, const char *done)
-{
-	s->state_lost_pending = true;
-	if (s->state != S_RUNNING)
-		return;
-	uv_timer_stop(&s->timer);
-	s->held.on = true;
-	s->held.status = status;
-	s->held.error = error ? cJSON_Duplicate(error, 1) : NULL;
-	s->held.duration_ms = (double)(uv_hrtime() - s->head->sent_ns) / 1e6;
-	snprintf(s->held.what, sizeof(s->held.what), "%s", what);
-	s->held.done = done;
-	s->state = S_STARTING;
-}
-
-/* on_restarting, once per restart (a relay's late kernel turning into a
- * whole new interpreter is still the same one). */
-static void session_tell_restarting(ptybox_session *s, const char *why)
-{
-	if (s->restarting_told || !s->cb.on_restarting)
-		return;
-	s->restarting_told = true;
-	s->cb.on_restarting(s, why && *why ? why : "restart asked", s->data);
-}
-
-static void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
-				 const char *what, const char *done)
-{
-	if (s->in)
-		instance_close(s->in);
-	s->in = NULL;
-	s->told = NULL;
-	s->kernel_restarting = false;
-	session_hold(s, status, error, what, done);
-	if (s->state != S_CLOSING && s->state != S_FATAL)
-		session_tell_restarting(s, what);
-	if (s->state != S_CLOSING && s->state != S_FATAL) /* (the callback may close it) */
-		session_start(s);
-}
-
-/* The relay's fresh kernel did not come up in time (or the relay does not
- * answer: stopped, say): the whole interpreter is replaced. */
-static void session_kernel_late_cb(uv_timer_t *t)
-{
-	ptybox_session *s = t->data;
-	if (s->state != S_STARTING || !s->kernel_restarting)
-		return;
-	log_to(s->log,
-	       "session: no fresh kernel from the relay in time; replacing the interpreter");
-	session_replace(s, PTYBOX_CRASHED, "", NULL);
-}
-
-/* The kernel is gone or must go, under a relay that stays: the running
- * snippet's result is held until the relay says (ready) that a fresh
- * kernel is up, or, if it does not within wait_ms, the whole interpreter is
- * replaced. */
-static void session_kernel_gone(ptybox_session *s, enum ptybox_status status, const char *what,
-				const char *done, uint64_t wait_ms)
-{
-	session_hold(s, status, NULL, what, done);
-	s->state = S_STARTING;
-	s->kernel_restarting = true;
-	s->restart_awaited = 0;
-	session_arm(s, wait_ms, session_kernel_late_cb);
-	session_tell_restarting(s, what);
-}
-
-/* Asks the relay for a fresh kernel (a restart, or the kill of a snippet that
- * ignored ^C): no new transport, no new sandbox. */
-static void session_restart_kernel(ptybox_session *s, enum ptybox_status status, const char *what,
-				   const char *done)
-{
-	char *line;
-	size_t len;
-	uint64_t id = ++s->restart_seq;
-	int rc = s->in && s->in->state == I_READY ? protocol_restart_line(id, &line, &len) : -EPIPE;
-	if (rc == 0)
-		rc = instance_write(s->in, line, len);
-	if (rc < 0) {
-		session_replace(s, status, what, done);
-		return;
-	}
-	session_kernel_gone(s, status, what, done,
-			    options_seconds_ms(s->opts.kill_grace) + SESSION_RELAY_GRACE_MS);
-	s->restart_awaited = id;
-}
-
-/* A died frame: the kernel died under its relay, which starts a fresh one. */
-static void session_on_died(ptybox_session *s, struct protocol_frame *f)
-{
-	if (s->state == S_STARTING)
-		return; /* one we asked for, or the restart is under way */
-	const cJSON *st = cJSON_GetObjectItemCaseSensitive(f->root, "status");
-	char why[256], msg[640];
-	if (cJSON_IsNumber(st) && st->valuedouble >= 0 && st->valuedouble < 65536)
-		protocol_describe_exit((int)st->valuedouble, why, sizeof(why));
-	else
-		snprintf(why, sizeof(why), "how, its relay did not say");
-	/* The sandbox's own account first: the memory cgroup's OOM killer, say. */
-	bool killed = cJSON_IsNumber(st) && ((int)st->valuedouble & 0x7f) == SIGKILL;
-	const char *reason = killed && s->in ? transport_death_reason(s->in->transport) : NULL;
-	snprintf(msg, sizeof(msg), "the interpreter died (%s)", reason ? reason : why);
-	log_to(s->log, "session: %s%s", msg, s->state == S_RUNNING ? "" : " while idle");
-	session_kernel_gone(s, PTYBOX_CRASHED, msg, session_restarted,
-			    options_seconds_ms(s->opts.boot_timeout));
-}
-
-static void session_first_start_cb(uv_timer_t *t);
-
-static void session_on_dead(struct instance *in, const char *why, bool during_boot)
-{
-	ptybox_session *s = in->data;
-	session_queries_fail(s);
-	if (during_boot && in->boot_late) { /* a deadline of ours says so */
-		session_fatal(s, "the interpreter %s", why);
-		return;
-	}
-	if (during_boot && s->with && s->with_boot_fails < SESSION_WITH_BOOTS) {
-		s->with_boot_fails++;
-		log_to(s->log, "session: the start in --with's sandbox failed (%s): again", why);
-		instance_close(s->in);
-		s->in = NULL;
-		s->told = NULL;
-		uv_timer_start(&s->timer, session_first_start_cb, SESSION_WITH_RETRY_MS, 0);
-		return;
-	}
-	if (during_boot) {
-		session_fatal(s, "the interpreter %s (%s)",
-			      s->started_once ? "could not be restarted" : "exited during start-up",
-			      why);
-		return;
-	}
-	char msg[640];
-	snprintf(msg, sizeof(msg), "the interpreter died (%s)", why);
-	if (s->state != S_RUNNING)
-		log_to(s->log, "session: %s while idle", msg);
-	session_replace(s, PTYBOX_CRASHED, msg, session_restarted);
-}
-
 /* A fresh instance (the first, or one that replaced a dead one) learns the
  * user's terminal before any snippet: the relay takes requests in order. */
 static void session_tell_terminal(ptybox_session *s)
@@ -910,9 +685,9 @@ static const struct instance_callbacks session_instance_callbacks = {
 	.on_dead = session_on_dead,
 };
 
-static void session_first_start_cb(uv_timer_t *t);
+void session_first_start_cb(uv_timer_t *t);
 
-static void session_start(ptybox_session *s)
+void session_start(ptybox_session *s)
 {
 	char err[512] = "";
 	s->state = S_STARTING;
@@ -957,7 +732,7 @@ static void session_warn_cb(void *ctx, const char *msg)
 	s->cb.on_warning(s, msg, s->data);
 }
 
-static void session_first_start_cb(uv_timer_t *t)
+void session_first_start_cb(uv_timer_t *t)
 {
 	session_start(t->data);
 }
@@ -1109,7 +884,7 @@ int ptybox_session_exec_with(ptybox_session *s, uint64_t id, const struct ptybox
 	session_push(s, e);
 	return 0;
 nomem:
-	exec_free(e);
+	session_exec_free(e);
 	return -ENOMEM;
 }
 
@@ -1216,7 +991,7 @@ static void session_finish_unrun(ptybox_session *s, struct exec *e, enum ptybox_
 	if (s->cb.on_result)
 		s->cb.on_result(s, &r, s->data);
 	cJSON_free(detail.json);
-	exec_free(e);
+	session_exec_free(e);
 }
 
 int ptybox_session_cancel(ptybox_session *s, uint64_t id)
@@ -1295,7 +1070,7 @@ void ptybox_session_close(ptybox_session *s)
 	session_unshare(s);
 	session_await(s, false);
 	while (s->head)
-		exec_free(session_pop(s));
+		session_exec_free(session_pop(s));
 	cJSON_Delete(s->held.error);
 	s->held.error = NULL;
 	s->held.on = false;

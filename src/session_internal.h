@@ -193,4 +193,28 @@ int session_with_sandbox(ptybox_session *s, char *why, size_t whylen);
 /* Out of the sharing both ways (at close). */
 void session_unshare(ptybox_session *s);
 
+/* session.c, for the files of a session: */
+void session_exec_free(struct exec *e);
+void session_start(ptybox_session *s);
+void session_first_start_cb(uv_timer_t *t);
+void session_arm(ptybox_session *s, uint64_t ms, uv_timer_cb cb);
+void session_finish(ptybox_session *s, enum ptybox_status status, cJSON *bundle, cJSON *error,
+		    double duration_ms, bool state_lost, const char *message);
+
+/* session_restart.c, for session.c: the interpreter died, was killed or
+ * cannot start. A held result's message ends in one of these when the
+ * restart worked. */
+extern const char session_restarted[], session_and_restarted[];
+void session_fatal(ptybox_session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void session_finish_held(ptybox_session *s, const char *fatal);
+void session_drop_restarts(ptybox_session *s);
+void session_replace(ptybox_session *s, enum ptybox_status status, const char *what,
+		     const char *done);
+void session_replace_with(ptybox_session *s, enum ptybox_status status, cJSON *error,
+			  const char *what, const char *done);
+void session_restart_kernel(ptybox_session *s, enum ptybox_status status, const char *what,
+			    const char *done);
+void session_on_died(ptybox_session *s, struct protocol_frame *f);
+void session_on_dead(struct instance *in, const char *why, bool during_boot);
+
 #endif
