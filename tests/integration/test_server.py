@@ -772,6 +772,18 @@ class LifecycleTest(TestCase):
         ls = self.srv("ls", "--json").stdout.splitlines()
         self.assertEqual(len(ls), 6)
 
+    def test_ls_of_a_server_without_sessions_says_so_and_its_json_is_empty(self):
+        self.assertEqual(self.srv("server").returncode, 0)
+        said = "ptybox: ls: no sessions (server at %s)\n" % self.srv.sock
+        for made in (False, True):  # (a server that never had one, and one whose went)
+            if made:
+                self.assertEqual(self.srv("new", "gone").returncode, 0)
+                self.assertEqual(self.srv("kill", "gone").returncode, 0)
+            p = self.srv("ls")
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", said))
+            p = self.srv("ls", "--json")  # (JSON lines: no session, no line)
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+
     def test_a_server_that_accepts_and_never_answers_does_not_hang_its_clients(self):
         # (a socket in the server's place, listening, that reads nothing)
         os.makedirs(os.path.dirname(self.srv.sock), mode=0o700, exist_ok=True)
