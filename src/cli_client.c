@@ -885,7 +885,12 @@ int cli_client(int argc, char **argv)
 	}
 	if (is_new && new_record_path(&na, t.host) < 0)
 		return CLI_EXIT_USAGE;
-	if (is_new) {
+	/* (beside --with the server refuses every --via but the embedded
+	 * sandbox's: a warning about one would only come before its refusal) */
+	bool with = false;
+	for (int i = 0; i < na.n; i++)
+		with = with || strcmp(na.key[i], "with") == 0;
+	if (is_new && !with) {
 		cli_warn_unsandboxed(&so.o);
 		cli_warn_unenforced(&so);
 	}
