@@ -48,6 +48,7 @@ TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write int
 SETTLE_WAIT = 20 * 10 ** 6        # ns: a write to one stream waits this long for the other
 COALESCE = 10 ** 6                # ns: lines within this of the last flush wait for more ...
 FLUSH_DELAY = 5 * 10 ** 6         # ... at most this long (the watchdog flushes them)
+FLUSH_WAIT = 2.0                  # s: a snippet's end waits this long for a flush under way
 SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
@@ -483,6 +484,17 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
                 failure = failure or e
         return failure
 
+    def _await_flushes(self, bufs):
+        """Text another thread took to flush (the watchdog's idle flush, a
+        thread's line end) is not dirty any more, yet maybe not in the pipe:
+        that thread holds the buffer's lock until it is.  So the lock is
+        taken once before the result goes (up to FLUSH_WAIT: a writer stuck
+        on a full pipe must not hold the result for good), or the text would
+        come after the result, as late output or the next snippet's."""
+        for buf in bufs:
+            if buf.lock.acquire(True, FLUSH_WAIT):
+                buf.lock.release()
+
     def _flush_quietly(self, s):
         """s's buffered text out now, unless another thread is at it (False:
         try again soon); never raises, whatever user code did to s."""
@@ -864,6 +876,7 @@ class Kernel(_ThreadRouting, _RichOutput, _Display, _Async, _Queries, _Packages,
         self.running = None
         if bufs[0].dirty or bufs[1].dirty:
             self._flush_stdio()
+        self._await_flushes(bufs)
         cut = self.display_cut or bool(_CUT) and _CUT.pop(self.main_ident, False)
         if status == "ok" and result is None and not cut and not self.ki_raised:
             line = b"R%d\n" % sid
