@@ -499,8 +499,8 @@ static const char *const verb_usages[][2] = {
 	 "from now until it ends.\n"
 	 "  --pool N            the server keeps N interpreters of these options started\n"
 	 "                      ahead, so that the next new with them is ready at once\n"
-	 "  --with OTHER        run in OTHER's sandbox (its files, processes and limits);\n"
-	 "                      killing OTHER kills this one\n"},
+	 "  --with OTHER        run in OTHER's sandbox (its files, processes and limits;\n"
+	 "                      OTHER runs --via local); killing OTHER kills this one\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
 		   "The result of execution ID of session NAME (default: the last), waiting\n"
 		   "for it if it runs (--no-wait: its state, running or queued, and exit\n"
