@@ -48,6 +48,7 @@ TEXT_BUFFER = 64 << 10            # sys.stdout/err: text kept before a write int
 SETTLE_WAIT = 20 * 10 ** 6        # ns: a write to one stream waits this long for the other
 COALESCE = 10 ** 6                # ns: lines within this of the last flush wait for more ...
 FLUSH_DELAY = 5 * 10 ** 6         # ... at most this long (the watchdog flushes them)
+FLUSH_WAIT = 2.0                  # s: a snippet's end waits this long for a flush under way
 SITE_WAIT = 0.05                  # idle this long after ready: import site (-S)
 SITE_TRIES = 3                    # ... tries, if something cuts it short
 SOURCE_BUDGET = 32 << 20          # bytes of snippet source kept in linecache ...
@@ -609,6 +610,7 @@ class Kernel(_Guard, _ThreadRouting, _RichOutput, _Display, _Async, _Queries, _P
         self.running = None
         if bufs[0].dirty or bufs[1].dirty:
             self._flush_stdio()
+        self._await_flushes(bufs)
         cut = self.display_cut or bool(_CUT) and _CUT.pop(self.main_ident, False)
         if status == "ok" and result is None and not cut and not self.ki_raised:
             line = b"R%d\n" % sid

@@ -163,6 +163,17 @@ class _Guard:
                 failure = failure or e
         return failure
 
+    def _await_flushes(self, bufs):
+        """Text another thread took to flush (the watchdog's idle flush, a
+        thread's line end) is not dirty any more, yet maybe not in the pipe:
+        that thread holds the buffer's lock until it is.  So the lock is
+        taken once before the result goes (up to FLUSH_WAIT: a writer stuck
+        on a full pipe must not hold the result for good), or the text would
+        come after the result, as late output or the next snippet's."""
+        for buf in bufs:
+            if buf.lock.acquire(True, FLUSH_WAIT):
+                buf.lock.release()
+
     def _flush_quietly(self, s):
         """s's buffered text out now, unless another thread is at it (False:
         try again soon); never raises, whatever user code did to s."""

@@ -499,13 +499,14 @@ static const char *const verb_usages[][2] = {
 	 "from now until it ends.\n"
 	 "  --pool N            the server keeps N interpreters of these options started\n"
 	 "                      ahead, so that the next new with them is ready at once\n"
-	 "  --with OTHER        run in OTHER's sandbox (its files, processes and limits);\n"
-	 "                      killing OTHER kills this one\n"},
+	 "  --with OTHER        run in OTHER's sandbox (its files, processes and limits;\n"
+	 "                      OTHER runs --via local); killing OTHER kills this one\n"},
 	{"result", "Usage: ptybox result NAME [ID] [--json] [--raw] [--no-wait]\n"
 		   "The result of execution ID of session NAME (default: the last), waiting\n"
 		   "for it if it runs (--no-wait: its state, running or queued, and exit\n"
 		   "status 4).\n"},
-	{"ls", "Usage: ptybox ls [--json]\nThe server's sessions, one per line.\n"},
+	{"ls", "Usage: ptybox ls [--json]\n"
+	       "The server's sessions, one per line (none: \"no sessions\" on stderr).\n"},
 	{"interrupt", "Usage: ptybox interrupt NAME [ID]\n"
 		      "Interrupt what runs in session NAME (only if it is execution ID).\n"},
 	{"cancel", "Usage: ptybox cancel NAME ID\nDrop execution ID, queued and not started.\n"},
@@ -533,6 +534,8 @@ bool cli_client_verb(const char *cmd)
 	return verb_usage(cmd)[0] != '\0';
 }
 
+/* The sessions as a table, or as JSON lines (none for no session: a program
+ * reads an empty list); the table's header goes only above a session. */
 static void client_ls_print(const cJSON *sessions, bool json)
 {
 	const cJSON *s;
@@ -882,7 +885,12 @@ int cli_client(int argc, char **argv)
 	}
 	if (is_new && new_record_path(&na, t.host) < 0)
 		return CLI_EXIT_USAGE;
-	if (is_new) {
+	/* (beside --with the server refuses every --via but the embedded
+	 * sandbox's: a warning about one would only come before its refusal) */
+	bool with = false;
+	for (int i = 0; i < na.n; i++)
+		with = with || strcmp(na.key[i], "with") == 0;
+	if (is_new && !with) {
 		cli_warn_unsandboxed(&so.o);
 		cli_warn_unenforced(&so);
 	}
@@ -904,9 +912,13 @@ int cli_client(int argc, char **argv)
 		cJSON *reply = NULL;
 		rc = client_simple_within(&cl, cmd, client_request("ls", NULL), &reply,
 					  CLIENT_REPLY_MS);
+		const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(reply, "sessions");
 		if (rc == 0)
-			client_ls_print(cJSON_GetObjectItemCaseSensitive(reply, "sessions"),
-					a.json);
+			client_ls_print(sessions, a.json);
+		/* A server with no session says so, where a person looks (no
+		 * output at all reads as a hang or a bug); stdout stays empty. */
+		if (rc == 0 && !a.json && cJSON_GetArraySize(sessions) == 0)
+			fprintf(stderr, "ptybox: ls: no sessions (server at %s)\n", cl.where);
 		cJSON_Delete(reply);
 	} else if (strcmp(cmd, "result") == 0) {
 		cJSON *req = client_request("result", name);

@@ -8,6 +8,14 @@
  * tells the parent through a pipe that it listens (or why it cannot), and
  * the parent exits with that. Its standard output and error go to the log
  * beside the socket.
+ *
+ * The lock file goes at the end, as tmux's lock does once its server
+ * listens: unlinked while still held, so whoever opened it before then and
+ * gets it after holds a name nobody sees. Each taker checks that the file it
+ * locked is still the one at the path, and tries again if not; so at any
+ * time one server at most holds the lock of the path. The log stays: it
+ * says why the server ended (a signal, a sanitizer's report at its exit),
+ * and the next server of the name appends to it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,8 +68,15 @@ struct daemon {
 	char path[SERVER_SOCKET_PATH_MAX];
 	dev_t dev;
 	ino_t ino;
+	int lock_fd; /* held (flock) from listening to exit; -1 before */
+	dev_t lock_dev;
+	ino_t lock_ino;
 	bool stopping;
 };
+
+/* How many times a server tries for a lock file that was unlinked under it
+ * (each time by a server that ended: a handful at most). */
+#define DAEMON_LOCK_TRIES 100
 
 static void daemon_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void daemon_log(const char *fmt, ...)
@@ -238,23 +253,58 @@ static void daemon_signal_cb(uv_signal_t *h, int signum)
 	daemon_stop(h->data, why);
 }
 
-/* Lock, bind, listen: 0 or -errno with err filled. */
-static int daemon_listen(struct daemon *d, char *err, size_t errlen)
+/* The socket's lock: taken, and still the file at its path (one that ended
+ * may have unlinked the file we opened before we locked it). 0 or -errno. */
+static int daemon_lock(struct daemon *d, char *err, size_t errlen)
 {
 	char lock[SERVER_SOCKET_PATH_MAX + 8];
 	snprintf(lock, sizeof(lock), "%s.lock", d->path);
-	int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lfd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "%s: %s", lock, strerror(e));
-		return -e;
-	}
-	if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
-		snprintf(err, errlen, "a server is already running at %s", d->path);
+	for (int tries = 0; tries < DAEMON_LOCK_TRIES; tries++) {
+		int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (lfd < 0) {
+			int e = errno;
+			snprintf(err, errlen, "%s: %s", lock, strerror(e));
+			return -e;
+		}
+		if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+			snprintf(err, errlen, "a server is already running at %s", d->path);
+			close(lfd);
+			return -EADDRINUSE;
+		}
+		struct stat held, named;
+		if (fstat(lfd, &held) == 0 && lstat(lock, &named) == 0 &&
+		    held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+			d->lock_fd = lfd; /* (open, and locked, as long as we live) */
+			d->lock_dev = held.st_dev;
+			d->lock_ino = held.st_ino;
+			return 0;
+		}
 		close(lfd);
-		return -EADDRINUSE;
 	}
-	/* (lfd stays open, and locked, as long as we live) */
+	snprintf(err, errlen, "%s: unlinked under us %d times: refused", lock, DAEMON_LOCK_TRIES);
+	return -EAGAIN;
+}
+
+/* At the very end, our lock file goes, still held: see the top of the file. */
+static void daemon_unlock(struct daemon *d)
+{
+	char lock[SERVER_SOCKET_PATH_MAX + 8];
+	struct stat st;
+	if (d->lock_fd < 0)
+		return;
+	snprintf(lock, sizeof(lock), "%s.lock", d->path);
+	if (lstat(lock, &st) == 0 && st.st_dev == d->lock_dev && st.st_ino == d->lock_ino)
+		unlink(lock);
+	close(d->lock_fd);
+	d->lock_fd = -1;
+}
+
+/* Lock, bind, listen: 0 or -errno with err filled. */
+static int daemon_listen(struct daemon *d, char *err, size_t errlen)
+{
+	int rc = daemon_lock(d, err, errlen);
+	if (rc < 0)
+		return rc;
 	struct stat st;
 	if (lstat(d->path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
@@ -266,7 +316,7 @@ static int daemon_listen(struct daemon *d, char *err, size_t errlen)
 	uv_pipe_init(d->loop, &d->listener, 0);
 	d->listener.data = d;
 	mode_t old = umask(0177); /* the socket is born 0600 */
-	int rc = uv_pipe_bind(&d->listener, d->path);
+	rc = uv_pipe_bind(&d->listener, d->path);
 	umask(old);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&d->listener, 128, daemon_on_connection);
@@ -283,7 +333,7 @@ static int daemon_listen(struct daemon *d, char *err, size_t errlen)
 
 static int daemon_run(const char *path, bool allow_remote, int ready_fd)
 {
-	struct daemon d = {.loop = uv_default_loop()};
+	struct daemon d = {.loop = uv_default_loop(), .lock_fd = -1};
 	snprintf(d.path, sizeof(d.path), "%s", path);
 	char err[512];
 	struct server_config cfg = {
@@ -305,6 +355,7 @@ static int daemon_run(const char *path, bool allow_remote, int ready_fd)
 	}
 	if (rc < 0) {
 		cli_error("server: %s", err);
+		daemon_unlock(&d);
 		return CLI_EXIT_FAILED;
 	}
 	daemon_log("ptybox %s listening on %s (pid %d)", ptybox_version(), path, (int)getpid());
@@ -312,6 +363,7 @@ static int daemon_run(const char *path, bool allow_remote, int ready_fd)
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	server_free(d.server);
 	uv_loop_close(d.loop);
+	daemon_unlock(&d);
 	return CLI_EXIT_OK;
 }
 

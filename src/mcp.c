@@ -54,9 +54,17 @@ struct mcp_call {
 	double progress_n;
 	bool cancelled;	     /* notifications/cancelled named it: no reply */
 	bool interrupt;	     /* cancelled before accepted: interrupt once it is */
+	bool restart_told;   /* K_RUN: the first run after our restart, which said so */
 	char *ensure_err;    /* the default session could not be made: why */
 	uint64_t ensure_for; /* K_ENSURE: the call it was sent for */
 };
+
+struct mcp_restarted {
+	struct mcp_restarted *next;
+	char session[72];
+};
+
+#define MCP_MAX_RESTARTED 256
 
 struct mcp {
 	struct mcp_config cfg;
@@ -64,6 +72,11 @@ struct mcp {
 	size_t ncalls;
 	uint64_t next_sid;
 	bool default_asked; /* a `new` of the default session was sent and did not fail */
+	/* Sessions whose restart this client asked for (its reply says what it
+	 * cost) and that have run nothing since: their next run does not say
+	 * it again. At most MCP_MAX_RESTARTED, past which the note is repeated. */
+	struct mcp_restarted *restarted;
+	size_t nrestarted;
 	bool gone;
 	char gone_why[256];
 };
@@ -169,6 +182,36 @@ static struct mcp_call *mcp_call_new(struct mcp *m, enum mcp_kind kind, const cJ
 	m->calls = c;
 	m->ncalls++;
 	return c;
+}
+
+/* Whether session is in the restarted list, and takes it off. */
+static bool mcp_restarted_take(struct mcp *m, const char *session)
+{
+	for (struct mcp_restarted **p = &m->restarted; *p; p = &(*p)->next) {
+		if (strcmp((*p)->session, session) != 0)
+			continue;
+		struct mcp_restarted *r = *p;
+		*p = r->next;
+		free(r);
+		m->nrestarted--;
+		return true;
+	}
+	return false;
+}
+
+/* A restart of session is asked for: the server queues it in order, so the
+ * next run this client sends is the first on the fresh interpreter. */
+static void mcp_restarted_add(struct mcp *m, const char *session)
+{
+	if (mcp_restarted_take(m, session) || m->nrestarted < MCP_MAX_RESTARTED) {
+		struct mcp_restarted *r = calloc(1, sizeof(*r));
+		if (!r)
+			abort();
+		snprintf(r->session, sizeof(r->session), "%s", session);
+		r->next = m->restarted;
+		m->restarted = r;
+		m->nrestarted++;
+	}
 }
 
 static void mcp_call_free(struct mcp_call *c)
@@ -395,6 +438,7 @@ static void mcp_tool_run(struct mcp *m, const cJSON *id, const cJSON *args, cons
 		return;
 	}
 	struct mcp_call *c = mcp_call_new(m, K_RUN, id, session);
+	c->restart_told = mcp_restarted_take(m, session);
 	if (mo)
 		c->max_text = (size_t)mo->valuedouble;
 	if (progress)
@@ -501,6 +545,10 @@ static void mcp_tool_simple(struct mcp *m, const cJSON *id, const cJSON *args, e
 	cJSON *r = mcp_request(c, ops[i].op);
 	if (kind == K_NEW && m->cfg.options)
 		cJSON_AddItemToObject(r, "options", cJSON_Duplicate(m->cfg.options, 1));
+	if (kind == K_RESTART)
+		mcp_restarted_add(m, session);
+	else if (kind == K_KILL) /* (a new session of that name has lost nothing) */
+		mcp_restarted_take(m, session);
 	mcp_send_server(m, r);
 }
 
@@ -819,6 +867,8 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 		}
 		return;
 	}
+	if (c->kind == K_RESTART && failed) /* (no restart: the next run is not told it) */
+		mcp_restarted_take(m, c->session);
 	if (c->cancelled)
 		return; /* (the client no longer waits for it) */
 	if (failed && c->kind != K_RUN) {
@@ -832,7 +882,8 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 			return;
 		}
 		bool is_error;
-		mcp_result(m, c->rid, mcp_run_content(reply, c->max_text, &is_error));
+		mcp_result(m, c->rid,
+			   mcp_run_content(reply, c->max_text, c->restart_told, &is_error));
 		return;
 	}
 	case K_NEW:
@@ -976,5 +1027,7 @@ void mcp_free(struct mcp *m)
 		m->calls = c->next;
 		mcp_call_free(c);
 	}
+	while (m->restarted)
+		mcp_restarted_take(m, m->restarted->session);
 	free(m);
 }

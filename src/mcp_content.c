@@ -214,7 +214,7 @@ static void mcp_add_displays(cJSON *items, const cJSON *list, size_t max_text)
 	free(at);
 }
 
-cJSON *mcp_run_content(const cJSON *res, size_t max_text, bool *is_error)
+cJSON *mcp_run_content(const cJSON *res, size_t max_text, bool restart_told, bool *is_error)
 {
 	const char *status = protocol_str(res, "status");
 	*is_error = !status || strcmp(status, "ok") != 0;
@@ -254,7 +254,8 @@ cJSON *mcp_run_content(const cJSON *res, size_t max_text, bool *is_error)
 		const char *msg = protocol_str(res, "message");
 		fprintf(f, "[status: %s%s%s]\n", status, msg ? ": " : "", msg ? msg : "");
 	}
-	if (!said && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "state_lost")))
+	if (!said && !restart_told &&
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "state_lost")))
 		fputs("[the interpreter was restarted: every variable is lost]\n", f);
 	const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(res, "dropped_bytes");
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "truncated")) ||

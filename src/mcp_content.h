@@ -26,8 +26,9 @@ const char *mcp_image_mime(const unsigned char *b, size_t n);
 /* text (len bytes, UTF-8) in at most max bytes plus the note: head, "[... N
  * bytes cut ...]", tail, each cut at a character. malloc'd, NUL-ended. */
 char *mcp_text_cap(const char *text, size_t len, size_t max);
-/* A run's result (the server's exec reply) as a tool's result. */
-cJSON *mcp_run_content(const cJSON *res, size_t max_text, bool *is_error);
+/* A run's result (the server's exec reply) as a tool's result; restart_told:
+ * the restart tool's reply said the state went, so state_lost says nothing. */
+cJSON *mcp_run_content(const cJSON *res, size_t max_text, bool restart_told, bool *is_error);
 /* A get's reply as a tool's result (text capped as a run's); path names a
  * resource. */
 cJSON *mcp_get_content(const cJSON *reply, const char *path, size_t max_text);

@@ -547,16 +547,16 @@ static int srv_session_with(struct srv_session *ss, const cJSON *options, char *
 			 w->name, shaping[i], w->name);
 		return -EINVAL;
 	}
+	if (w->so.o.via && strcmp(w->so.o.via, "local") != 0) {
+		snprintf(err, errlen,
+			 "--with %s: that session runs --via %s: it has no embedded sandbox to "
+			 "share (--with needs a --via local one)",
+			 w->name, w->so.o.via);
+		return -EINVAL;
+	}
 	if (ss->so.o.via && strcmp(ss->so.o.via, "local") != 0) {
 		snprintf(err, errlen, "--with %s: runs in its sandbox: --via does not apply",
 			 w->name);
-		return -EINVAL;
-	}
-	if (w->so.o.via && strcmp(w->so.o.via, "local") != 0) {
-		snprintf(err, errlen,
-			 "--with %s: that session runs --via %s, not in the embedded sandbox: "
-			 "start this one with the same --via",
-			 w->name, w->so.o.via);
 		return -EINVAL;
 	}
 	ss->with = w;

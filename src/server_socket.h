@@ -5,8 +5,9 @@
  * $XDG_RUNTIME_DIR/ptybox/LABEL, or /tmp/ptybox-UID/LABEL without one, in a
  * folder that must be a real directory (lstat: no symlink), owned by the
  * user, mode 0700; -S PATH names the socket itself. Beside it: LABEL.lock,
- * held by the server for its lifetime (two servers never share a socket,
- * and a socket without a server holding its lock is stale), and LABEL.log.
+ * held by the server for its lifetime and unlinked at its end (two servers
+ * never share a socket, and a socket without a server holding its lock is
+ * stale), and LABEL.log, which stays (cli_server.c says why).
  */
 #ifndef PTYBOX_SERVER_SOCKET_H
 #define PTYBOX_SERVER_SOCKET_H

@@ -167,6 +167,7 @@ class WithTheSdk(TestCase):
         # A restart loses it.
         self.assertIn("restarted", out["restart"])
         self.assertIn("NameError", out["afterRestart"]["text"])
+        self.assertNotIn("was restarted", out["afterRestart"]["text"])  # (its reply said so)
         self.assertEqual(out["kill"], "session 'other' ended")
 
 
@@ -271,6 +272,13 @@ class SharedServer(TestCase):
             p = subprocess.run([PTYBOX, "-S", sock, "exec", "default", "-c", "print(shared)"],
                                capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual((p.returncode, p.stdout), (0, "42\n"), p.stderr)
+            # a restart the agent did not ask for: its next run is told
+            p = subprocess.run([PTYBOX, "-S", sock, "restart", "default"],
+                               capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            r = m.tool(2, "run_code", code="'shared' in globals()")
+            self.assertEqual(text_of(r), "[value]\nFalse\n"
+                             "[the interpreter was restarted: every variable is lost]\n")
             self.assertEqual(m.close(), 0)
             # the session outlives this mcp: it is the server's
             p = subprocess.run([PTYBOX, "-S", sock, "ls"], capture_output=True, text=True,
@@ -377,6 +385,24 @@ class ForAnAgent(TestCase):
             "class C:\n  def _repr_markdown_(self): return '**bold**'\nC()"))
         self.assertIn("[value]\n**bold**", text_of(r))
         self.assertNotIn("object at 0x", text_of(r))
+
+    def test_a_restart_asked_for_is_said_by_its_reply_and_not_again_by_the_next_run(self):
+        m = self.m
+        self.assertFalse(m.tool(1, "run_code", code="x = 1")["isError"])
+        self.assertIn("variables gone", text_of(m.tool(2, "restart")))
+        r = m.tool(3, "run_code", code="'x' in globals()")
+        self.assertEqual(text_of(r), "[value]\nFalse\n")
+        # sent at once, the run after the restart (the server keeps their order)
+        m.tool(4, "run_code", code="x = 1")
+        m.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "restart", "arguments": {}}})
+        m.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                "params": {"name": "run_code", "arguments": {"code": "'x' in globals()"}}})
+        got = {r["id"]: r["result"] for r in (m.recv(), m.recv())}
+        self.assertIn("variables gone", text_of(got[5]))
+        self.assertEqual(text_of(got[6]), "[value]\nFalse\n")
+        # a restart of a session that is not there tells no later run anything
+        self.assertTrue(m.tool(7, "restart", session="nosuch")["isError"])
 
     def test_hints_lists_and_put_errors(self):
         r = self.m.tool(1, "interrupt")

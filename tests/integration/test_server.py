@@ -772,6 +772,49 @@ class LifecycleTest(TestCase):
         ls = self.srv("ls", "--json").stdout.splitlines()
         self.assertEqual(len(ls), 6)
 
+    def test_servers_starting_as_one_ends_never_make_two(self):
+        # Its lock file goes at its end: a server that opened it before and
+        # locked it after holds a file nobody sees, and must try again. (The
+        # window is narrow, so this is a guard, not proof: some rounds have a
+        # starter that outlives the old server, and never two.)
+        def daemons():
+            return [p for p in pids_of(self.srv.sock) if p != os.getpid()
+                    and "listening on %s (pid %d)" % (self.srv.sock, p) in log()]
+
+        def log():
+            with open(self.srv.sock + ".log") as f:
+                return f.read()
+        os.makedirs(os.path.dirname(self.srv.sock), mode=0o700, exist_ok=True)
+        for _ in range(10):  # (-S: each server's command line names its socket)
+            p = self.srv("server", "-S", self.srv.sock)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            old = self.srv.daemon_pid()
+            ps = [self.srv.popen("server", "-S", self.srv.sock, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL) for _ in range(4)]
+            self.assertEqual(self.srv("kill-server", "-S", self.srv.sock).returncode, 0)
+            for p in ps:
+                p.wait(timeout=30)
+            self.assertTrue(await_exit([old]))
+            alive = daemons()
+            self.assertLessEqual(len(alive), 1, alive)
+            if alive:  # (one that started after the old one's end)
+                self.assertEqual(self.srv("ls", "-S", self.srv.sock).returncode, 0)
+                self.assertEqual(self.srv("kill-server", "-S", self.srv.sock).returncode, 0)
+                self.assertTrue(await_exit(alive))
+            self.assertFalse(os.path.exists(self.srv.sock + ".lock"))
+
+    def test_ls_of_a_server_without_sessions_says_so_and_its_json_is_empty(self):
+        self.assertEqual(self.srv("server").returncode, 0)
+        said = "ptybox: ls: no sessions (server at %s)\n" % self.srv.sock
+        for made in (False, True):  # (a server that never had one, and one whose went)
+            if made:
+                self.assertEqual(self.srv("new", "gone").returncode, 0)
+                self.assertEqual(self.srv("kill", "gone").returncode, 0)
+            p = self.srv("ls")
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", said))
+            p = self.srv("ls", "--json")  # (JSON lines: no session, no line)
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+
     def test_a_server_that_accepts_and_never_answers_does_not_hang_its_clients(self):
         # (a socket in the server's place, listening, that reads nothing)
         os.makedirs(os.path.dirname(self.srv.sock), mode=0o700, exist_ok=True)
@@ -807,6 +850,10 @@ class LifecycleTest(TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(await_exit([pid] + kids))
         self.assertFalse(os.path.exists(self.srv.sock))
+        # its lock goes with it; its log stays, saying why it ended
+        self.assertEqual(sorted(os.listdir(os.path.dirname(self.srv.sock))), ["default.log"])
+        with open(self.srv.sock + ".log") as f:
+            self.assertIn("shutting down: kill-server", f.read())
         p = self.srv("ls")
         self.assertEqual(p.returncode, 1)
         self.assertIn("no server running", p.stderr)
@@ -817,6 +864,7 @@ class LifecycleTest(TestCase):
         os.kill(pid, signal.SIGTERM)
         self.assertTrue(await_exit([pid]))
         self.assertFalse(os.path.exists(self.srv.sock))
+        self.assertFalse(os.path.exists(self.srv.sock + ".lock"))
         # again, killed hard: the sandbox goes with it, the stale socket is no bar
         self.assertEqual(self.srv("new", "s").returncode, 0)
         self.srv("exec", "s", "-c", "import os; open('/tmp/mark', 'w').write(str(os.getpid()))")

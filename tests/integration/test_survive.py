@@ -953,6 +953,29 @@ class LateOutputTest(TestCase):
                          ["a\n", "b1\nb2\n", "c\ncb\n", "d\ne\n", "f\n",
                           "division by zero\n"], results)
 
+    def test_text_another_thread_is_flushing_at_the_snippets_end_is_its_output(self):
+        # The race behind a flaky thread-pool test: the watchdog's flush had
+        # taken the last line (the buffer no longer dirty) but not yet written
+        # it when the snippet ended; the result went first and the line came
+        # after it, late. Here a thread does what the watchdog does, its
+        # write held back a while (the sleep paces it: nothing to wait for).
+        results, _ = run_json(
+            "import sys, threading, time\n"
+            "out = sys.stdout\n"
+            "buf, sink, taken = out._ptybox_buf, out._ptybox_sink, threading.Event()\n"
+            "def flush():\n"
+            "    with buf.lock:\n"
+            "        buf.chunks.append('b2\\n'); buf.dirty = True\n"  # (a line held back)
+            "        data = buf.take()\n"
+            "        taken.set()\n"
+            "        time.sleep(0.3)\n"
+            "        sink.write_all(data)\n"
+            "print('b1')\n"
+            "threading.Thread(target=flush).start()\n"
+            "taken.wait(20); None",
+            "print('next')")
+        self.assertEqual([r["stdout"] for r in results], ["b1\nb2\n", "next\n"], results)
+
     def test_a_raw_thread_printing_during_a_later_snippet_is_not_its_output(self):
         # Started with _thread, not threading: stamped all the same.
         results, _ = run_json(

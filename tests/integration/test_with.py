@@ -155,9 +155,16 @@ class TestWith(TestCase):
         cases = [
             (("new", "b", "--with", "nosuch"), "--with nosuch: no such session"),
             (("new", "b", "--with", "a", "--via", "exec:cat"), "--via does not apply"),
+            # (the refusal alone: no warning first of a --via none that never runs)
+            (("new", "b", "--with", "a", "--via", "none"), "--via does not apply"),
+            (("new", "b", "--with", "bare"), "--with bare: that session runs --via none: "
+             "it has no embedded sandbox to share (--with needs a --via local one)"),
+            (("new", "b", "--with", "bare", "--via", "none"), "no embedded sandbox to share"),
             (("exec", "a", "--with", "a", "-c", "1"), "'--with' is for new"),
             (("new", "b", "--with", "a", "--pool", "2"), "--pool does not apply"),
         ]
+        r = self.srv("new", "bare", "--via", "none")
+        self.assertEqual(r.returncode, 0, r.stderr)
         for args, said in cases:
             r = self.srv(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
