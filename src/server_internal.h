@@ -215,4 +215,13 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
 		      struct cli_session_opts *so, char **keep, size_t *nkeep, size_t keep_cap,
 		      char *err, size_t errlen);
 
+/* server_session.c, for server_session_ops.c. Waiters on one execution, and
+ * watchers of one session, at most. */
+#define SRV_MAX_WAITERS	 1024
+#define SRV_MAX_WATCHERS 256
+struct srv_exec *srv_exec_current(struct srv_session *ss);
+struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id);
+void srv_watchers_state(struct srv_session *ss, const char *event, const char *why);
+void srv_answer_live(struct srv_session *ss, const char *code, const char *why);
+
 #endif
