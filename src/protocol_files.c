@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,48 +120,55 @@ size_t protocol_base64_encode(char *out, const unsigned char *in, size_t len)
 	return o;
 }
 
-/* The value of each base64 character; 64: not one. */
-static unsigned char protocol_b64_value[256];
+/* Each base64 character's value, shifted to its place in a group of four (protocol_b64_d[k]:
+ * the k-th character's); not one: bit 24, which no group's 24 bits reach. A group is four
+ * lookups OR'd, and a bad character is looked for once a call, not once a group. */
+static uint32_t protocol_b64_d[4][256];
 
 static void protocol_b64_init(void)
 {
 	const char *alphabet = protocol_b64_alphabet;
-	if (protocol_b64_value['B'] == 1)
+	if (protocol_b64_d[3]['B'] == 1)
 		return;
-	memset(protocol_b64_value, 64, sizeof(protocol_b64_value));
-	for (unsigned char i = 0; i < 64; i++)
-		protocol_b64_value[(unsigned char)alphabet[i]] = i;
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 256; i++)
+			protocol_b64_d[k][i] = (uint32_t)1 << 24;
+	for (uint32_t i = 0; i < 64; i++) {
+		unsigned char c = (unsigned char)alphabet[i];
+		protocol_b64_d[0][c] = i << 18;
+		protocol_b64_d[1][c] = i << 12;
+		protocol_b64_d[2][c] = i << 6;
+		protocol_b64_d[3][c] = i;
+	}
 }
 
 int protocol_base64_decode(unsigned char *out, const char *in, size_t len, size_t *outlen)
 {
 	protocol_b64_init();
+	const uint32_t(*d)[256] = protocol_b64_d;
 	const unsigned char *p = (const unsigned char *)in;
 	while (len > 0 && p[len - 1] == '=')
 		len--;
 	if (len % 4 == 1)
 		return -EINVAL;
+	uint32_t bad = 0;
 	size_t o = 0, i = 0;
 	for (; i + 4 <= len; i += 4) {
-		unsigned a = protocol_b64_value[p[i]], b = protocol_b64_value[p[i + 1]],
-			 c = protocol_b64_value[p[i + 2]], d = protocol_b64_value[p[i + 3]];
-		if ((a | b | c | d) & 64)
-			return -EINVAL;
-		unsigned v = a << 18 | b << 12 | c << 6 | d;
+		uint32_t v = d[0][p[i]] | d[1][p[i + 1]] | d[2][p[i + 2]] | d[3][p[i + 3]];
+		bad |= v;
 		out[o++] = (unsigned char)(v >> 16);
 		out[o++] = (unsigned char)(v >> 8);
 		out[o++] = (unsigned char)v;
 	}
 	if (i < len) { /* two or three characters left: one or two bytes */
-		unsigned a = protocol_b64_value[p[i]], b = protocol_b64_value[p[i + 1]];
-		unsigned c = len - i == 3 ? protocol_b64_value[p[i + 2]] : 0;
-		if ((a | b | c) & 64)
-			return -EINVAL;
-		unsigned v = a << 18 | b << 12 | c << 6;
+		uint32_t v = d[0][p[i]] | d[1][p[i + 1]] | (len - i == 3 ? d[2][p[i + 2]] : 0);
+		bad |= v;
 		out[o++] = (unsigned char)(v >> 16);
 		if (len - i == 3)
 			out[o++] = (unsigned char)(v >> 8);
 	}
+	if (bad >> 24)
+		return -EINVAL;
 	*outlen = o;
 	return 0;
 }
