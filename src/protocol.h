@@ -223,6 +223,21 @@ bool protocol_upload_ok(const char *token);
 int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t len, int mode,
 		       uint64_t offset, bool more, const char *upload, bool abort, char **out,
 		       size_t *outlen);
+/* As protocol_put_lines, the data as standard base64 (b64len characters, padding optional),
+ * decoded on the way into the lines (no copy of the whole data); *datalen the bytes it held.
+ * -EILSEQ for data that is not base64. */
+int protocol_put_lines_base64(uint64_t id, const char *path, const char *b64, size_t b64len,
+			      int mode, uint64_t offset, bool more, const char *upload, bool abort,
+			      char **out, size_t *outlen, size_t *datalen);
+/* The bytes len characters of base64 hold (its padding, if any, at the end). */
+size_t protocol_base64_decoded_len(const char *b64, size_t len);
+/* Where the top-level member key's string value lies in the JSON object line: its characters
+ * from *start to *stop (the quotes excluded). False when there is none, when it is not a string
+ * or has an escape (a backslash), or when the line is not an object as far as read: then the
+ * whole line goes to the parser, which says what is wrong. A key spelt with an escape is not
+ * found. The first such member counts, as for cJSON. */
+bool protocol_json_data_span(const char *line, size_t len, const char *key, size_t *start,
+			     size_t *stop);
 /* Standard base64 (padding optional, nothing else between) into out, which
  * has room for len / 4 * 3 + 2 bytes: a table's speed, as libsodium's
  * constant-time decoder is not needed for a file's bytes. -EINVAL for a

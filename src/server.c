@@ -409,17 +409,44 @@ static void srv_kill_server(struct server_client *c, const cJSON *id)
 		sv->cfg.on_kill_server(sv, sv->cfg.data);
 }
 
+static void srv_client_line(struct server_client *c, const char *line, size_t len,
+			    const struct srv_data *cut);
+
 void server_client_line(struct server_client *c, const char *line, size_t len)
 {
 	struct server *sv = c->server;
 	if (len == 0 || c->dead || sv->shutting_down)
 		return;
+	/* A big put is its data, base64: cJSON would copy it twice and the put decode it into a
+	 * buffer of its own, all on the loop; cut out, the rest is parsed alone and the data
+	 * decoded straight into the terminal's lines (srv_session_file). */
+	size_t start, stop;
+	char *rest;
+	if (len < SRV_DATA_CUT || !protocol_json_data_span(line, len, "data", &start, &stop) ||
+	    !(rest = malloc(len - (stop - start) + 1)))
+		return srv_client_line(c, line, len, NULL);
+	memcpy(rest, line, start);
+	memcpy(rest + start, line + stop, len - stop);
+	rest[len - (stop - start)] = '\0';
+	struct srv_data cut = {line + start, stop - start, line, len};
+	srv_client_line(c, rest, len - (stop - start), &cut);
+	free(rest);
+}
+
+static void srv_client_line(struct server_client *c, const char *line, size_t len,
+			    const struct srv_data *cut)
+{
+	struct server *sv = c->server;
 	bool nul = false;
 	cJSON *req = srv_request_parse(c, line, len, &nul);
 	if (!req)
 		return;
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	const char *op = protocol_str(req, "op");
+	if (cut && (!op || strcmp(op, "put") != 0)) { /* (not a put: the line as it came) */
+		cJSON_Delete(req);
+		return srv_client_line(c, cut->line, cut->line_len, NULL);
+	}
 	const cJSON *sname = cJSON_GetObjectItemCaseSensitive(req, "session");
 	const char *name = cJSON_IsString(sname) ? sname->valuestring : NULL;
 	if (!name && !sname && (c->flags & SERVER_CLIENT_STDIO))
@@ -486,7 +513,7 @@ void server_client_line(struct server_client *c, const char *line, size_t len)
 		srv_session_resize(ss, c, req, id);
 	else if (strcmp(op, "put") == 0 || strcmp(op, "get") == 0 || strcmp(op, "files") == 0 ||
 		 strcmp(op, "remove") == 0)
-		srv_session_file(ss, c, req, id, op);
+		srv_session_file(ss, c, req, id, op, cut);
 	else
 		srv_reply_error(c, id, "usage", "unknown op \"%.*s\": expected %s",
 				(int)protocol_utf8_prefix(op, strlen(op), 64), op, srv_ops);

@@ -175,9 +175,20 @@ void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJ
  * snippet (ptybox_session_complete). */
 void srv_session_query(struct srv_session *ss, struct server_client *c, const cJSON *req,
 		       const cJSON *id, bool is_complete);
-/* server_files.c: put, get, files and remove (op), queued in the session. */
+/* A big put line's "data", cut out before the rest is parsed (server_client_line): its base64
+ * characters, where they lie in the line, and the whole line. */
+struct srv_data {
+	const char *b64;
+	size_t len;
+	const char *line;
+	size_t line_len;
+};
+/* Lines from this long have their "data" cut out before cJSON reads them. */
+#define SRV_DATA_CUT ((size_t)64 << 10)
+/* server_files.c: put, get, files and remove (op), queued in the session; cut: a put's data,
+ * cut out of its line (its "data" member then ""), or NULL. */
 void srv_session_file(struct srv_session *ss, struct server_client *c, const cJSON *req,
-		      const cJSON *id, const char *op);
+		      const cJSON *id, const char *op, const struct srv_data *cut);
 /* The session's on_file: the answer to whoever asked. */
 void srv_on_file(ptybox_session *ps, uint64_t fid, const char *reply, const void *bytes, size_t len,
 		 void *data);

@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "protocol.h"
+#include "session_files.h"
 #include "session_internal.h"
 
 void session_file_free(struct file_op *f)
@@ -64,22 +65,17 @@ int ptybox_session_put(ptybox_session *s, uint64_t id, const char *path, const v
 	return ptybox_session_put_upload(s, id, path, data, len, mode, offset, more, NULL, false);
 }
 
-int ptybox_session_put_upload(ptybox_session *s, uint64_t id, const char *path, const void *data,
-			      size_t len, int mode, uint64_t offset, bool more, const char *upload,
-			      bool abort)
+/* The put's queue item, its lines already encoded (takes ownership of line). */
+static int session_put_item(ptybox_session *s, uint64_t id, size_t len, char *line, size_t line_len)
 {
 	int rc;
-	if (len > SESSION_PUT_CAP - s->put_waiting)
-		return -ENOBUFS;
 	struct exec *e = session_file_new(s, id, "put", &rc);
-	if (!e)
-		return rc;
-	rc = protocol_put_lines(id, path, data, len, mode, offset, more, upload, abort,
-				&e->file->line, &e->file->line_len);
-	if (rc < 0) {
-		session_file_drop(e);
+	if (!e) {
+		free(line);
 		return rc;
 	}
+	e->file->line = line;
+	e->file->line_len = line_len;
 	e->file->put_len = len;
 	/* A transfer must not lose the state for taking long: 1 s more a MiB. */
 	if (e->timeout > 0)
@@ -87,6 +83,39 @@ int ptybox_session_put_upload(ptybox_session *s, uint64_t id, const char *path, 
 	s->put_waiting += len;
 	session_push(s, e);
 	return 0;
+}
+
+int ptybox_session_put_upload(ptybox_session *s, uint64_t id, const char *path, const void *data,
+			      size_t len, int mode, uint64_t offset, bool more, const char *upload,
+			      bool abort)
+{
+	if (len > SESSION_PUT_CAP - s->put_waiting)
+		return -ENOBUFS;
+	if (s->state == S_FATAL || s->state == S_CLOSING)
+		return -EPIPE;
+	char *line;
+	size_t line_len;
+	int rc = protocol_put_lines(id, path, data, len, mode, offset, more, upload, abort, &line,
+				    &line_len);
+	if (rc < 0)
+		return rc;
+	return session_put_item(s, id, len, line, line_len);
+}
+
+int session_put_base64(ptybox_session *s, uint64_t id, const char *path, const char *b64,
+		       size_t b64len, int mode, uint64_t offset, bool more, const char *upload)
+{
+	if (protocol_base64_decoded_len(b64, b64len) > SESSION_PUT_CAP - s->put_waiting)
+		return -ENOBUFS;
+	if (s->state == S_FATAL || s->state == S_CLOSING)
+		return -EPIPE;
+	char *line;
+	size_t line_len, len;
+	int rc = protocol_put_lines_base64(id, path, b64, b64len, mode, offset, more, upload, false,
+					   &line, &line_len, &len);
+	if (rc < 0)
+		return rc;
+	return session_put_item(s, id, len, line, line_len);
 }
 
 int ptybox_session_get(ptybox_session *s, uint64_t id, const char *path, uint64_t offset,

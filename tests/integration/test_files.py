@@ -334,6 +334,66 @@ class FileOpsTest(TestCase):
         self.assertEqual(self.f.exec("sum")["result"], {"text/plain": "2"})
 
 
+class BigPutLineTest(TestCase):
+    """A put line from 64 KiB on has its "data" cut out before the rest is
+    parsed, and decoded straight into the terminal's lines (server.c,
+    server_files.c): it must say and do what the whole line parsed says."""
+
+    def setUp(self):
+        self.f = Files()
+
+    def tearDown(self):
+        self.f.close()
+
+    def line(self, id, b64, before=b'', after=b''):
+        return (b'{"id":"%s",%s"op":"put","path":"big.bin","data":"' % (id.encode(), before)
+                + b64 + b'"' + after + b'}')
+
+    def test_a_big_put_line_lands_whole_whatever_its_members_order(self):
+        data = os.urandom(3 << 20) + ALL_BYTES
+        b64 = base64.b64encode(data)
+        # The data after the other members and before them, and unpadded.
+        for i, (before, after, enc) in enumerate(((b'"mode":384,', b'', b64),
+                                                  (b'', b',"mode":384', b64),
+                                                  (b'', b',"more":false ', b64.rstrip(b"=")))):
+            self.f.s.send(self.line("p%d" % i, enc, before, after))
+            r = self.f.s.recv_result("p%d" % i, timeout=60)
+            self.assertEqual((r.get("ok"), r.get("size")), (True, len(data)), r)
+            self.assertEqual(self.f.get("big.bin")["bytes"], data)
+        # A member the put does not take is named, as for any line.
+        self.f.s.send(self.line("u", b64, b'"x":{"data":"no"},'))
+        r = self.f.s.recv_result("u", timeout=60)
+        self.assertIn("unknown member 'x'", r["error"])
+
+    def test_escaped_slashes_go_the_parsers_way_and_land(self):
+        data = os.urandom(200 << 10)
+        self.f.s.send(self.line("s", base64.b64encode(data).replace(b"/", b"\\/")))
+        r = self.f.s.recv_result("s", timeout=60)
+        self.assertEqual((r.get("ok"), r.get("size")), (True, len(data)), r)
+        self.assertEqual(self.f.get("big.bin")["bytes"], data)
+
+    def test_bad_base64_in_a_big_line_is_a_usage_error_and_nothing_lands(self):
+        b64 = bytearray(base64.b64encode(os.urandom(300 << 10)))
+        for id, bad, says in (("b", b"!!!!", "not base64"), ("p", b"QQ==", "not base64")):
+            enc = bytearray(b64)
+            enc[200 << 10:(200 << 10) + 4] = bad
+            self.f.s.send(self.line(id, bytes(enc)))
+            r = self.f.s.recv_result(id, timeout=60)
+            self.assertEqual(r.get("code"), "usage", r)
+            self.assertIn(says, r["error"])
+        enc = bytearray(b64)
+        enc[100 << 10] = 0xff                    # (not UTF-8: the line is malformed)
+        self.f.s.send(self.line("m", bytes(enc)))
+        r = self.f.s.recv(60)
+        self.assertEqual(r.get("code"), "malformed", r)
+        self.assertEqual(self.f.get("big.bin").get("errno"), "ENOENT")
+        # A big line with "data" that is not a put is read as it came.
+        self.f.s.send(b'{"id":"e","op":"exec","code":"1+1","data":"' + bytes(b64) + b'"}')
+        r = self.f.s.recv_result("e", timeout=60)
+        self.assertIn("unknown member 'data'", r["error"])
+        self.assertEqual(self.f.exec("sum")["result"], {"text/plain": "2"})
+
+
 class FileOpsWithoutSandboxTest(FileOpsTest):
     via = "none"
 

@@ -1242,6 +1242,105 @@ static void test_put_lines(void **state)
 	free(data);
 }
 
+/* A put from base64 is the put from the bytes, line for line; bad base64 is -EILSEQ. */
+static void test_put_lines_base64(void **state)
+{
+	(void)state;
+	size_t sizes[] = {0,
+			  1,
+			  2,
+			  3,
+			  47,
+			  49151,
+			  49152,
+			  49153,
+			  PROTOCOL_DATA_LINE + 7,
+			  3 * PROTOCOL_DATA_LINE};
+	for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		size_t len = sizes[t];
+		unsigned char *data = malloc(len + 1);
+		char *b64 = malloc((len + 2) / 3 * 4 + 1);
+		assert_non_null(data);
+		assert_non_null(b64);
+		for (size_t i = 0; i < len; i++)
+			data[i] = (unsigned char)(i * 131 + (i >> 8));
+		size_t bn = protocol_base64_encode(b64, data, len);
+		char *a, *b;
+		size_t an, bnl, dl = 99;
+		assert_int_equal(
+			protocol_put_lines(3, "f", data, len, 0600, 5, true, "ab", false, &a, &an),
+			0);
+		assert_int_equal(protocol_put_lines_base64(3, "f", b64, bn, 0600, 5, true, "ab",
+							   false, &b, &bnl, &dl),
+				 0);
+		assert_int_equal(dl, len);
+		assert_int_equal(an, bnl);
+		assert_memory_equal(a, b, an);
+		free(b);
+		/* Unpadded, as some encoders write it. */
+		while (bn && b64[bn - 1] == '=')
+			bn--;
+		assert_int_equal(protocol_put_lines_base64(3, "f", b64, bn, 0600, 5, true, "ab",
+							   false, &b, &bnl, &dl),
+				 0);
+		assert_int_equal(an, bnl);
+		assert_memory_equal(a, b, an);
+		free(b);
+		free(a);
+		free(b64);
+		free(data);
+	}
+	char *out;
+	size_t n, dl;
+	const char *bad[] = {"Q", "QQQQQ", "QQ==QUJD", "QU$D", "QUJD\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(protocol_put_lines_base64(1, "f", bad[i], strlen(bad[i]), -1, 0,
+							   false, NULL, false, &out, &n, &dl),
+				 -EILSEQ);
+	/* Padding inside, at a piece's end: not base64 either. */
+	size_t big = 2 * (48 << 10);
+	char *b64 = malloc(big);
+	assert_non_null(b64);
+	memset(b64, 'A', big);
+	b64[(48 << 10) - 1] = '=';
+	assert_int_equal(protocol_put_lines_base64(1, "f", b64, big, -1, 0, false, NULL, false,
+						   &out, &n, &dl),
+			 -EILSEQ);
+	free(b64);
+	assert_int_equal(protocol_put_lines_base64(1, "", "QQ==", 4, -1, 0, false, NULL, false,
+						   &out, &n, &dl),
+			 -EINVAL);
+}
+
+static void test_json_data_span(void **state)
+{
+	(void)state;
+	size_t a, b;
+	const char *l = "{\"id\":1,\"op\":\"put\",\"x\":{\"data\":\"no\",\"y\":[1,\"]\"]},\"data\":"
+			"\"QUJD\","
+			"\"more\":true}";
+	assert_true(protocol_json_data_span(l, strlen(l), "data", &a, &b));
+	assert_int_equal(b - a, 4);
+	assert_memory_equal(l + a, "QUJD", 4);
+	l = " { \"data\" : \"\" } ";
+	assert_true(protocol_json_data_span(l, strlen(l), "data", &a, &b));
+	assert_int_equal(a, b);
+	/* Not found, or not to be cut: the parser reads the whole line. */
+	const char *no[] = {
+		"{\"id\":1}",
+		"{\"data\":1}",
+		"{\"data\":\"a\\/b\"}",			    /* an escape in it */
+		"{\"d\\u0061ta\":\"x\",\"data\":\"QUJD\"}", /* an escaped key first */
+		"{\"s\":\"\\\"data\\\":\\\"x\",\"t\":1}",   /* "data" inside a string */
+		"[\"data\",\"QUJD\"]",
+		"{\"data\":\"QUJD",
+		"{\"a\" \"data\":\"QUJD\"}",
+		"",
+	};
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		assert_false(protocol_json_data_span(no[i], strlen(no[i]), "data", &a, &b));
+}
+
 static void test_base64_decode(void **state)
 {
 	(void)state;
@@ -1315,6 +1414,8 @@ int main(void)
 		cmocka_unit_test(test_stream_frames_deflated),
 		cmocka_unit_test(test_escape_data_every_byte),
 		cmocka_unit_test(test_put_lines),
+		cmocka_unit_test(test_put_lines_base64),
+		cmocka_unit_test(test_json_data_span),
 		cmocka_unit_test(test_base64_decode),
 		cmocka_unit_test(test_base64_encode),
 	};
