@@ -96,6 +96,9 @@ static int protocol_file_finish(cJSON *req, char **out, size_t *outlen)
 	return 0;
 }
 
+/* Plain base64 of file data, here and not libsodium's: sodium's is constant-time
+ * (made for secrets), 80-95 ms for 8 MiB on this project's 2-core machine
+ * against some 8 ms here, on the server's loop, for data that is no secret. */
 static const char protocol_b64_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
