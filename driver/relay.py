@@ -66,6 +66,7 @@ PROTOCOL = 2
 BUSY_POLL = 100                   # us, when a request names none: PROTOCOL_DEFAULT_BUSY_POLL
 BATCH = 256 << 10                 # bytes of a stream frame
 READ = 256 << 10
+PIPE_ATOMIC = 4096                # bytes a pipe write takes whole, at most (PIPE_BUF)
 HOLD_BELOW = 64 << 10             # a read of less output than this ...
 HOLD_NS = 10 ** 6                 # ... lets the next wait this long (ns), for more
 TTY_READ = 64 << 10

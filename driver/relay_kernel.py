@@ -166,6 +166,8 @@ class _Life:
             return
         if not data:
             return self.orphaned()           # the template died (user code killed it)
+        if self.outs_quiet and (self.ctl_buf or data.find(b"\n") != len(data) - 1):
+            self.outs_quiet = False          # (as in on_msg: one line alone, or drain)
         self.ctl_buf += data
         while b"\n" in self.ctl_buf:
             line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)

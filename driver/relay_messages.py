@@ -20,6 +20,12 @@ class _Messages:
             self.poller = None
             self.kill()
             return
+        if self.outs_quiet and (len(data) > PIPE_ATOMIC or data.find(b"\n") != len(data) - 1
+                                or self.msg_lines.parts or self.d_left or self.d_head):
+            # Only a whole line of one atomic write, read alone, was in the pipe
+            # when the loop's poll saw the capture pipes empty: more may have
+            # come after, and the output written before it with it.
+            self.outs_quiet = False
         self.msg_lines.cap = _frame_cap(self.max_output)
         if self.fileop is not None:          # (a listing may be long)
             self.msg_lines.cap = max(self.msg_lines.cap, 2 * FILE_FRAME)

@@ -902,6 +902,25 @@ class LateOutputTest(TestCase):
         finally:
             self.assertEqual(s.close(), 0)
 
+    def test_each_snippets_text_is_its_own_while_a_thread_floods_late_output(self):
+        # A thread's late messages keep the relay's message pipe busy: a read
+        # of it that also brings a snippet's end must still take that
+        # snippet's text first (review-1: 13-47 of 300 came back empty,
+        # their text told as late output).
+        n = 300
+        results, _ = run_json(
+            "import threading, time\n"
+            "def w():\n"
+            "    while True:\n"
+            "        print('late'); time.sleep(0.0002)\n"
+            "threading.Thread(target=w, daemon=True).start()",
+            *["print('A%d')" % i for i in range(1, n + 1)],
+            extra=("--via", "none"), timeout=120)
+        wrong = [(r["id"], r["stdout"]) for r in results[1:]
+                 if r["stdout"] != "A%d\n" % (r["id"] - 1)]
+        self.assertEqual(len(results), n + 1)
+        self.assertEqual(wrong, [])
+
     def test_pool_work_prints_into_the_snippet_that_submits_it(self):
         # The worker thread was started by the first snippet; what it runs for
         # a later one is that one's output, not late output of the first.
