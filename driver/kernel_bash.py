@@ -65,15 +65,16 @@ def _bash_ansi(data):
 
 def _bash_fds():
     """Where bash keeps its copies of the capture pipes (its fds 1 and 2 of
-    each snippet, again at each one, as the Python kernel re-installs them):
-    high, out of a script's way (exec 3>...), below RLIMIT_NOFILE."""
+    each snippet, again at each one, as the Python kernel re-installs them)
+    and of the relay's message pipe (results): high, out of a script's way
+    (exec 3>...), below RLIMIT_NOFILE."""
     try:
         import resource
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     except (ImportError, OSError, ValueError):
         soft = 1024
     top = min(soft if soft > 0 else 1024, 256)
-    return top - 3, top - 2
+    return top - 4, top - 3, top - 2
 
 
 def _die_with_parent():
@@ -112,20 +113,24 @@ class _BashKernel(_Files):
         self.bash = None
         self.status_buf = b""
         self.size = None
-        self.interrupted = False             # the last snippet had our SIGINT
-        self.out_keep, self.err_keep = _bash_fds()
+        self.seq = None                      # the snippet bash was given last
+        self.out_keep, self.err_keep, self.msg_keep = _bash_fds()
         # Ours, close-on-exec: bash never has them; it opens what it needs
         # by name (/proc/$PPID/fd/N) for the one command that needs it.
         self.code_file = os.memfd_create("ptybox-code", os.MFD_CLOEXEC)
         self.stdin_file = os.memfd_create("ptybox-stdin", os.MFD_CLOEXEC)
+        # Not empty once we sent the running snippet SIGINT: bash's 130 is
+        # then "Interrupted", not an ExitStatus (bash looks only on a 130).
+        self.int_file = os.memfd_create("ptybox-sigint", os.MFD_CLOEXEC)
+        self.int_set = False
         self.stream = None                   # the stdin stream's read end (after start)
 
     def spawn(self, out=None, err=None):
         """bash on fd 0 (our command pipe) and fd 1 (its status pipe to us),
         and, with out and err, the capture pipes at out_keep and err_keep
-        and fd 2; without them (a standby: they come later, attach()) fd 2
-        on /dev/null and neither copy.  Its start-up line is sent, not
-        awaited (wait_status(0))."""
+        and fd 2, and the relay's message pipe at msg_keep; without them (a
+        standby: they come later, attach()) fd 2 on /dev/null and no copy.
+        Its start-up line is sent, not awaited (wait_status(0))."""
         cmd_r, self.cmd = os.pipe2(os.O_CLOEXEC)
         self.status, status_w = os.pipe2(os.O_CLOEXEC)
         devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
@@ -133,7 +138,8 @@ class _BashKernel(_Files):
         if out is None:
             pairs.append((devnull, 2))
         else:
-            pairs += [(err, 2), (out, self.out_keep), (err, self.err_keep)]
+            pairs += [(err, 2), (out, self.out_keep), (err, self.err_keep),
+                      (self.chan.msg, self.msg_keep)]
         pid = os.fork()
         if pid == 0:
             try:
@@ -164,8 +170,12 @@ class _BashKernel(_Files):
             self.pidfd = None
         self.attached = out is not None
         self.status_buf = b""
+        os.set_blocking(self.status, False)  # (read when there is something: serve())
         # Status lines (B<seq> as a command line begins, E<seq> <status> as
-        # it ends) go to bash's own fd 1: no redirection, one write each.
+        # it ends) go to bash's own fd 1: no redirection, one write each;
+        # we read them when we need them (a ^C: interrupt()).  The result
+        # goes from bash to the relay, in the kernel protocol's words, not
+        # through us: R<seq>, or an error result.
         self.command(
             "PS1= PS2= PS0= PS4='+ '; readonly PS1 PS2 PS0; "
             "set +m +H +o history; unset HISTFILE; shopt -s expand_aliases; "
@@ -185,13 +195,23 @@ class _BashKernel(_Files):
             "__ptybox_done() { \\builtin local s=$?; "
             "if [[ -n $__ptybox_pwd ]]; then \\builtin cd -- \"$__ptybox_pwd\"; fi; "
             "if (( ${#__ptybox_old[@]} )); then __ptybox_restore; fi; "
-            "[[ -z $__ptybox_seq ]] || \\builtin printf 'E%s %s\\n' \"$__ptybox_seq\" $s; "
-            "__ptybox_seq= __ptybox_pwd=; \\builtin unset -v __ptybox_c; }; "
+            "if [[ -n $__ptybox_seq ]]; then \\builtin printf 'E%s %s\\n' \"$__ptybox_seq\" $s; "
+            "if [[ $__ptybox_seq == 0 ]]; then :; elif (( s == 0 )); then \\builtin printf 'R%s\\n' \"$__ptybox_seq\" >&MSG; "
+            "else __ptybox_fail $s; fi; fi; "
+            "__ptybox_seq= __ptybox_pwd= __ptybox_f=; \\builtin unset -v __ptybox_c; }; "
+            # (run FILE: FILE's status is ptybox's, as `bash FILE` exits with it)
+            "__ptybox_fail() { \\builtin local n=ExitStatus v=$1 x=; "
+            "if (( $1 == 130 )) && [[ -s /proc/$PPID/fd/INT ]]; then n=Interrupted v=; "
+            "elif [[ -n $__ptybox_f ]]; then x=,\\\"exit\\\":$1; fi; "
+            "\\builtin printf '{\"t\":\"result\",\"seq\":%s,\"status\":\"error\",\"result\":null,"
+            "\"error\":{\"name\":\"%s\",\"value\":\"%s\",\"traceback\":[]%s}}\\n' "
+            "\"$__ptybox_seq\" $n \"$v\" \"$x\" >&MSG; }; "
             "__ptybox_b() { __ptybox_seq=$1; \\builtin printf 'B%s\\n' $1; }; "
             # (a big snippet: from our memory file, by name)
             "__ptybox_m() { \\builtin mapfile -d '' __ptybox_c </proc/$PPID/fd/CODE; }; "
             "PROMPT_COMMAND=__ptybox_done; readonly PROMPT_COMMAND; __ptybox_seq=0"
-            .replace("CODE", "%d" % self.code_file))
+            .replace("CODE", "%d" % self.code_file).replace("MSG", "%d" % self.msg_keep)
+            .replace("INT", "%d" % self.int_file))
 
     def attach(self, out, err, stream):
         """The capture pipes to a bash started without them (a standby's):
@@ -202,9 +222,12 @@ class _BashKernel(_Files):
         ok = self.bash is not None and self.wait_status(0) == 0
         if ok:
             # (exec itself: `builtin exec` would undo its redirections after it)
+            # (fd 2 last: exec keeps a copy of the old one while it runs, at
+            # the first free fd from 254 on, which a later target would undo)
             self.command("__ptybox_seq=0; exec %d>/proc/$PPID/fd/%d "
-                         "%d>/proc/$PPID/fd/%d 2>&%d"
-                         % (self.out_keep, out, self.err_keep, err, self.err_keep))
+                         "%d>/proc/$PPID/fd/%d %d>/proc/$PPID/fd/%d 2>&%d"
+                         % (self.out_keep, out, self.err_keep, err, self.msg_keep,
+                            self.chan.msg, self.err_keep))
             ok = self.wait_status(0) == 0
         if not ok:
             self.kill_bash()
@@ -242,66 +265,28 @@ class _BashKernel(_Files):
             except OSError:
                 return                       # (bash is gone: its exit says so)
 
-    def wait_status(self, seq, running=False):
-        """bash's status for the command line of seq, or None when bash died.
-        running: the relay may interrupt it (I<seq> on the request pipe): a
-        SIGINT to bash's group, once bash began it (B<seq>)."""
-        began = sent = False
-        again = 0.0
-        chan = self.chan
+    def wait_status(self, seq):
+        """bash's status for our own command line of seq (its start-up ones:
+        a snippet's goes to the relay), or None when bash died."""
         while True:
             while b"\n" in self.status_buf:
                 line, self.status_buf = self.status_buf.split(b"\n", 1)
-                if line == b"B%d" % seq:
-                    began = True
                 fields = line[1:].split()
                 if line[:1] == b"E" and len(fields) == 2 and fields[0] == b"%d" % seq \
                         and fields[1].isdigit():
-                    self.interrupted = sent
                     return int(fields[1])
-            if running and began and (sent and time.monotonic() >= again or
-                                      not sent and chan.interrupt_queued(seq)):
-                # Again while it runs on, as a user presses ^C again: bash
-                # loses a SIGINT that comes as it forks a command (the
-                # command misses it, and bash goes on when it ends).  The
-                # relay kills it after --kill-grace.
-                sent, again = True, time.monotonic() + BASH_SIGINT_AGAIN
-                try:
-                    os.killpg(self.bash, _SIGINT)
-                except OSError:
-                    pass
-            fds = [self.status] + ([chan.req] if running and not sent else [])
-            if self.pidfd is not None:
-                fds.append(self.pidfd)
-            timeout = None if self.pidfd is not None else BASH_WAIT
-            if sent:
-                timeout = max(0.0, min(timeout or BASH_SIGINT_AGAIN, again - time.monotonic()))
+            fds = [self.status] + ([self.pidfd] if self.pidfd is not None else [])
             try:
-                ready = select.select(fds, [], [], timeout)[0]
+                ready = select.select(fds, [], [], None if self.pidfd is not None else BASH_WAIT)[0]
             except InterruptedError:
                 continue
-            if chan.req in ready:
-                chan.interrupt_follows(seq)  # (reads what is there into chan.parts)
+            n = len(self.status_buf)
+            self.drain_status()
+            if len(self.status_buf) > n:
                 continue
-            if self.status in ready:
-                try:
-                    data = os.read(self.status, 4096)
-                except InterruptedError:
-                    continue
-                if data:
-                    self.status_buf += data
-                    continue
             if self.status in ready or self.pidfd in ready or (
-                    self.pidfd is None and os.waitpid(self.bash, os.WNOHANG)[0]):
-                if self.status not in ready:
-                    try:                     # (its last status may be there still)
-                        data = os.read(self.status, 4096)
-                        if data:
-                            self.status_buf += data
-                            continue
-                    except OSError:
-                        pass
-                return None
+                    self.pidfd is None and self.bash_gone()):
+                return None                  # (its status pipe's end, or its exit)
 
     def died(self):
         """bash exited (`exit` in a snippet, or killed): so do we, with its
@@ -341,6 +326,8 @@ class _BashKernel(_Files):
         # B<seq> once bash has read and parsed the whole line: from then on a
         # ^C aborts it cleanly (one during the read would cut the line).
         parts = ["\\__ptybox_b %d;" % seq]
+        if "filename" in req:
+            parts.append("__ptybox_f=1;")
         if self.chan.size is not None and self.chan.size != self.size:
             self.size = self.chan.size       # (b"COLSxROWS": the client's terminal)
             cols, _, rows = self.size.decode("ascii", "replace").partition("x")
@@ -382,25 +369,81 @@ class _BashKernel(_Files):
         # status pipe) and put back after it, and so are fds 1 and 2, from
         # the capture pipes' copies, closed for the eval: an `exec >&-` of
         # the snippet lasts the snippet, and what it starts has fds 0-2 only.
-        parts.append("\\builtin eval %s %s >&%d 2>&%d %d>&- %d>&-\n" % (
+        parts.append("\\builtin eval %s %s >&%d 2>&%d %d>&- %d>&- %d>&-\n" % (
             "\"${__ptybox_c[0]-}\"" if word is None else "W", redirect, self.out_keep,
-            self.err_keep, self.out_keep, self.err_keep))
+            self.err_keep, self.out_keep, self.err_keep, self.msg_keep))
         line = " ".join(parts).encode("utf-8", "surrogateescape")
         if word is not None:
             at = line.rindex(b" W ")
             line = b"".join((line[:at + 1], word, line[at + 2:]))
         word = None
+        self.status_buf = b""                # (what it says of snippets before: over)
+        self.drain_status()
+        if self.int_set:
+            os.ftruncate(self.int_file, 0)
+            self.int_set = False
+        self.seq = seq
         self.command(line)
-        status = self.wait_status(seq, True)
-        if status is None:
-            self.died()
-        if status == 0:
-            self.chan.write(b"R%d\n" % seq)
-        elif status == 128 + _SIGINT and self.interrupted:
-            self.error(seq, "Interrupted", "")
-        else:                                # (run FILE: FILE's status is ptybox's, as
-            self.error(seq, "ExitStatus", "%d" % status,   # `bash FILE` exits with it)
-                       status if "filename" in req else None)
+        # Its result goes from bash to the relay: we are not on its way.
+
+    def drain_status(self):
+        """What bash said on its status pipe, into status_buf (it must never
+        fill up)."""
+        while True:
+            try:
+                data = os.read(self.status, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if not data:
+                return
+            self.status_buf += data
+            if len(self.status_buf) > 1 << 16:
+                self.status_buf = self.status_buf[-4096:]
+
+    def interrupt(self, seq):
+        """The relay's ^C for seq: SIGINT to bash's group once bash began it
+        (B<seq>: one during the read of its line would cut it), again every
+        BASH_SIGINT_AGAIN while it runs on, as a user presses ^C again (bash
+        loses a SIGINT that comes as it forks a command, and a snippet may
+        trap it), until it ends (E<seq>); the relay kills it after
+        --kill-grace.  Its result comes from bash."""
+        began = False
+        again = None
+        while True:
+            self.drain_status()
+            for line in self.status_buf.split(b"\n"):
+                if line == b"B%d" % seq:
+                    began = True
+                elif line[:1] == b"E" and line[1:].split(b" ")[0] == b"%d" % seq:
+                    return
+            now = time.monotonic()
+            if began and (again is None or now >= again):
+                if not self.int_set:
+                    os.pwrite(self.int_file, b"1", 0)
+                    self.int_set = True
+                again = now + BASH_SIGINT_AGAIN
+                try:
+                    os.killpg(self.bash, _SIGINT)
+                except OSError:
+                    pass
+            fds = [self.status] + ([self.pidfd] if self.pidfd is not None else [])
+            timeout = BASH_WAIT if self.pidfd is None else None
+            if again is not None:
+                timeout = max(0.0, min(timeout or BASH_SIGINT_AGAIN, again - time.monotonic()))
+            try:
+                ready = select.select(fds, [], [], timeout)[0]
+            except InterruptedError:
+                continue
+            if self.pidfd in ready or (self.pidfd is None and self.bash_gone()):
+                self.died()
+
+    def bash_gone(self):
+        try:
+            return os.waitpid(self.bash, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            return True
 
     def error(self, seq, name, value, exit=None):
         error = {"name": name, "value": value, "traceback": []}
@@ -409,13 +452,34 @@ class _BashKernel(_Files):
         self.chan.send({"t": "result", "seq": seq, "status": "error", "result": None,
                         "error": error})
 
+    def wait_request(self):
+        """Until the relay wrote to us, or bash is gone (then so are we)."""
+        chan = self.chan
+        if any(b"\n" in p[0] for p in chan.parts):
+            return
+        fds = [chan.req] + ([self.pidfd] if self.pidfd is not None else [])
+        while True:
+            try:
+                ready = select.select(fds, [], [], None if self.pidfd is not None else BASH_WAIT)[0]
+            except InterruptedError:
+                continue
+            if self.pidfd in ready or (self.pidfd is None and not ready and self.bash_gone()):
+                self.died()
+            if ready:
+                return
+
     def serve(self):
         chan = self.chan
         while True:
+            self.wait_request()
             seq, body, rest = chan.peek_request()
+            if seq is None:                  # an interrupt line: ours, or one that is over
+                if self.seq is not None and chan.interrupt_queued(self.seq):
+                    chan.parts = rest
+                    self.interrupt(self.seq)
+                chan.parts = rest
+                continue
             chan.parts = rest
-            if seq is None:
-                continue                     # an interrupt line for a snippet that is over
             try:
                 req = _loads_request(*body)
             except ValueError:
