@@ -1,7 +1,7 @@
 """The bash kernel (--lang bash): the system's /bin/bash, its state the shell's own.
 
 Not a module: joined into kernel.py where it says "# @include kernel_bash.py";
-it uses kernel.py's globals (Channel, _Files, _stdin_file, _private).
+it uses kernel.py's globals (Channel, _Files, _pieces, _prctl).
 
 The kernel process (already in its own session, no terminal) runs one bash
 as its child, interactive (-i) without a terminal: an interactive shell is
@@ -11,24 +11,36 @@ prompt with every variable, function, alias, exported variable and the
 working folder as they were.  A non-interactive bash either dies of the ^C
 or, with a trap, goes on with the next command of the snippet.
 
-How a snippet reaches it, and its status back:
-* the code goes into a memory file (memfd) bash holds at a fixed fd; a short
-  command line on bash's fd 0 (a pipe only we write) reads it whole with
-  mapfile and evals it at the top level, with fd 0 redirected to /dev/null,
-  to the request's stdin (a second memory file) or to the run's stdin stream:
-  `read` gets end of input at once unless the request brought some.  10 MB
-  of code is 10 MB in a file, never in argv or in the command pipe (which
-  bash reads a byte at a time);
-* our fds are closed for the eval (bash keeps its saved copies close-on-exec),
-  so nothing the snippet starts inherits them;
-* PROMPT_COMMAND, which an interactive bash runs before each prompt, also
-  after a ^C cut a line short, writes "STATUS SEQ" on the status pipe (the
-  readonly PROMPT_COMMAND and PS0-2 stay ours);
+bash is started in the standby (before the session needs it), on fd 0 (our
+command pipe) and fd 1 (its status pipe to us); at start() it opens the
+capture pipes and the relay's message pipe by name (/proc/$PPID/fd/N) at
+three high fds, the second of them also its fd 2.  Every fd of ours is
+close-on-exec: bash has none of them, so nothing it starts inherits them.
+
+How a snippet reaches it, and its result back:
+* a short command line on bash's fd 0 (which bash reads in reads of 1 KiB)
+  carries the snippet as a $'...' word, up to 64 KiB; a bigger one goes into
+  a memory file (memfd) of ours that mapfile reads whole by name: 10 MB of
+  code is never in argv nor in the pipe.  It is evaluated at the top level
+  with fd 0 on /dev/null, on the request's stdin (a second memory file) or
+  on the run's stdin stream, each opened by name: `read` gets end of input
+  at once unless the request brought some;
+* the eval's fds 1 and 2 come from the capture pipes' copies, which it
+  closes (with the message pipe's), and bash keeps its own 0-2 in saved
+  copies that are close-on-exec: what the snippet starts has fds 0-2 only,
+  and an `exec >file` lasts its snippet;
+* B<seq> as the line begins and, from PROMPT_COMMAND (which an interactive
+  bash runs before each prompt, also after a ^C cut a line short), E<seq>
+  <status> go to bash's fd 1, unredirected; the same PROMPT_COMMAND sends
+  the result to the relay itself (R<seq>, or an error result): we are not
+  on its way back, and read the status lines only for a ^C (the readonly
+  PROMPT_COMMAND and PS0-2 stay ours);
 * fds 1 and 2 are the relay's capture pipes, so output is captured at the fd
   level and apart, in the order written; what background jobs print after
   their snippet's status is late output (the relay stamps it).
-^C: the relay writes I<seq> and sends SIGINT to our process group, bash's and
-its foreground commands' (no job control: they share it); background jobs
+^C: the relay writes I<seq> and sends SIGINT to our process group; we send
+it on to bash's group, bash's and its foreground commands' (no job control:
+they share it), once bash began the line (interrupt()); background jobs
 ignore it, as in a shell without job control.  `exit` ends bash: we exit with
 its status, and the relay's died path restarts the session (state_lost).
 """
