@@ -130,7 +130,10 @@ class _Life:
             except OSError:
                 return
             for pid in pids:
-                if pid not in spare and _parent(pid) != self.template:   # (the standby)
+                parent = _parent(pid)
+                # (the standby, and what it started: bash's kernel starts bash ahead)
+                if pid not in spare and parent != self.template and (
+                        parent is None or parent in spare or _parent(parent) != self.template):
                     try:
                         os.kill(pid, _signal.SIGKILL)
                         found = True

@@ -93,6 +93,17 @@ class BashSession(TestCase):
         r = self.s.exec("echo ${lost-fresh}", id=3)
         self.assertEqual((r["status"], r["stdout"]), ("ok", "fresh\n"))
 
+    def test_a_restart_gets_a_bash_started_ahead(self):
+        # The standby starts its bash before it is needed: after a crash, the
+        # fresh session's shell is as old as the standby, not as the restart.
+        self.assertOk(self.s.exec("sleep 1", id=1, timeout=10))   # (the standby ages)
+        self.assertEqual(self.s.exec("kill -9 $$", id=2)["status"], "crashed")
+        r = self.s.exec("read up _ </proc/uptime; read -a st </proc/$$/stat; "
+                        "echo $(( 10#${up/./} * $(getconf CLK_TCK) / 100 - ${st[21]} ))", id=3)
+        self.assertOk(r)
+        ticks = int(r["stdout"])    # bash's age in clock ticks (/proc/uptime has 1/100 s)
+        self.assertGreater(ticks, int(os.sysconf("SC_CLK_TCK")) // 2, r)
+
     def test_read_gets_end_of_input_at_once_unless_stdin_is_given(self):
         t0 = time.monotonic()
         r = self.s.exec("read line; echo \"status $?\"; cat; echo done", id=1)
