@@ -150,8 +150,8 @@ int protocol_base64_decode(unsigned char *out, const char *in, size_t len, size_
 	protocol_b64_init();
 	const uint32_t(*d)[256] = protocol_b64_d;
 	const unsigned char *p = (const unsigned char *)in;
-	while (len > 0 && p[len - 1] == '=')
-		len--;
+	for (int pad = 0; pad < 2 && len > 0 && p[len - 1] == '='; pad++)
+		len--; /* (two at most: a third is a bad character) */
 	if (len % 4 == 1)
 		return -EINVAL;
 	uint32_t bad = 0;
@@ -265,7 +265,7 @@ int protocol_put_lines(uint64_t id, const char *path, const void *data, size_t l
 
 size_t protocol_base64_decoded_len(const char *b64, size_t len)
 {
-	while (len > 0 && b64[len - 1] == '=')
+	for (int pad = 0; pad < 2 && len > 0 && b64[len - 1] == '='; pad++)
 		len--;
 	return len / 4 * 3 + (len % 4 ? len % 4 - 1 : 0);
 }

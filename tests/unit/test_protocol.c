@@ -1292,7 +1292,7 @@ static void test_put_lines_base64(void **state)
 	}
 	char *out;
 	size_t n, dl;
-	const char *bad[] = {"Q", "QQQQQ", "QQ==QUJD", "QU$D", "QUJD\n"};
+	const char *bad[] = {"Q", "QQQQQ", "QQ==QUJD", "QU$D", "QUJD\n", "QUJD===", "QQ==="};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(protocol_put_lines_base64(1, "f", bad[i], strlen(bad[i]), -1, 0,
 							   false, NULL, false, &out, &n, &dl),
@@ -1361,6 +1361,8 @@ static void test_base64_decode(void **state)
 	assert_int_equal(protocol_base64_decode(out, "ab\ncd", 5, &n), -EINVAL);
 	assert_int_equal(protocol_base64_decode(out, "YQ", 2, &n), 0); /* (no padding) */
 	assert_int_equal(n, 1);
+	/* Two = at most: a third is a bad character. */
+	assert_int_equal(protocol_base64_decode(out, "QUJD====", 8, &n), -EINVAL);
 }
 
 /* Every length up to 300 and every byte value: what libsodium's encoder says. */
