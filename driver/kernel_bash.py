@@ -221,6 +221,10 @@ class _BashKernel(_Files):
             "__ptybox_b() { __ptybox_seq=$1; \\builtin printf 'B%s\\n' $1; }; "
             # (a big snippet: from our memory file, by name)
             "__ptybox_m() { \\builtin mapfile -d '' __ptybox_c </proc/$PPID/fd/CODE; }; "
+            # (ours stay ours: a snippet that redefines one gets an error, not
+            # a shell that never answers again)
+            "readonly -f __ptybox_setenv __ptybox_restore __ptybox_done __ptybox_fail "
+            "__ptybox_b __ptybox_m; "
             "PROMPT_COMMAND=__ptybox_done; readonly PROMPT_COMMAND; __ptybox_seq=0"
             .replace("CODE", "%d" % self.code_file).replace("MSG", "%d" % self.msg_keep)
             .replace("INT", "%d" % self.int_file))

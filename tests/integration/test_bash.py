@@ -93,6 +93,16 @@ class BashSession(TestCase):
         r = self.s.exec("echo ${lost-fresh}", id=3)
         self.assertEqual((r["status"], r["stdout"]), ("ok", "fresh\n"))
 
+    def test_a_snippet_cannot_replace_the_kernels_own_functions(self):
+        # Redefining the hook that sends each result left the shell mute: the
+        # next snippet waited its timeout and the state was lost (review-3).
+        self.assertOk(self.s.exec("kept=yes", id=1))
+        r = self.s.exec("__ptybox_done() { :; }", id=2, timeout=5)
+        self.assertEqual(r["status"], "error", r)
+        self.assertIn("readonly function", r["stderr"])
+        r = self.s.exec("echo $kept", id=3, timeout=5)
+        self.assertEqual((r["status"], r["stdout"], r["state_lost"]), ("ok", "yes\n", False))
+
     def test_a_restart_gets_a_bash_started_ahead(self):
         # The standby starts its bash before it is needed: after a crash, the
         # fresh session's shell is as old as the standby, not as the restart.
