@@ -529,10 +529,16 @@ def standby_bash():
     os.setsid()
     chan = Channel()
     kernel = _BashKernel(chan)
-    try:
-        kernel.spawn()
-    except OSError:                          # (no process now: start() tries again)
-        kernel.bash = None
+    kernel.bash = None
+    # Only the first standby starts bash ahead.  A later one is forked while a
+    # kernel runs the session's code, as our uid: an exec'd bash is dumpable,
+    # and the code could write its memory through /proc/PID/mem and so live on
+    # in the fresh shell of a restart.  (start() starts it when it is not there.)
+    if not globals().get("_STANDBY_BESIDE_KERNEL"):
+        try:
+            kernel.spawn()
+        except OSError:                      # (no process now: start() tries again)
+            kernel.bash = None
 
     def start(req, msg, out, err, stdin):
         chan.attach(req, msg)

@@ -51,6 +51,11 @@ def _template(ctl, kernel_code, lang):
         limit = 1024
     os.closerange(4, max(limit, 1024))       # the terminal's fd among them
     ctl = _socket.socket(fileno=3)
+    # Every later kernel is a fork of this process: a kernel (the code's, as
+    # our uid) that could write our memory through /proc/PID/mem would plant
+    # itself in all of them, and a restart would not give fresh state.  Not
+    # dumpable, neither are the standbys forked from here until their start.
+    _no_dump()
     wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
     kids = set()
 
@@ -102,6 +107,9 @@ def _template(ctl, kernel_code, lang):
                     os.close(f)
                 ctl.close()
                 mine.close()
+                # (A standby forked while a kernel may run code must not start
+                # a process ahead that the code could reach: kernel_bash.py.)
+                space["_STANDBY_BESIDE_KERNEL"] = started > 0
                 start = prepare_kernel()
                 msg, fds = None, []
                 while msg is None:
@@ -109,6 +117,9 @@ def _template(ctl, kernel_code, lang):
                 if msg != b"S" or len(fds) != 5:
                     os._exit(0)              # (the template is gone)
                 theirs.close()
+                # A kernel now: dumpable again (its own code may read its
+                # /proc, and bash opens our pipes by /proc/$PPID/fd).
+                _prctl(4, 1)                 # PR_SET_DUMPABLE
                 start(*fds)                  # req, msg_w, out_w, err_w, stdin_r
             finally:
                 os._exit(1)
@@ -116,9 +127,9 @@ def _template(ctl, kernel_code, lang):
         kids.add(pid)
         return pid, mine
 
+    started = 0                              # kernels handed out
     standby = fork_standby()
     standby_due = None if standby else time.monotonic() + STANDBY_DELAY
-    started = 0                              # kernels handed out
     while True:
         timeout = None if standby_due is None else max(0.0, standby_due - time.monotonic())
         try:

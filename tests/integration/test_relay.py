@@ -148,6 +148,38 @@ class KernelRestartTest(TestCase):
         self.assertNotIn(daemon, eval(results[2]["result"]["text/plain"]))
 
 
+    def test_code_cannot_plant_itself_in_the_kernels_to_come(self):
+        # Every later kernel is a fork of the template (the kernel's parent),
+        # and one is forked ahead (the standby): code that could write their
+        # memory through /proc would live on after a restart (attacker-1: the
+        # small int 200 made 201 in both, and 100 + 100 was 201 afterwards).
+        results, p = run_json(
+            "import os\n"
+            "me, tpl = os.getpid(), os.getppid()\n"
+            "import time\n"
+            "deadline = time.monotonic() + 10\n"       # (the standby comes 50 ms after us)
+            "while True:\n"
+            "    kids = open('/proc/%d/task/%d/children' % (tpl, tpl)).read().split()\n"
+            "    if len(kids) > 1 or time.monotonic() > deadline:\n"
+            "        break\n"
+            "    time.sleep(0.01)\n"
+            "written = []\n"
+            "for t in [tpl] + [int(k) for k in kids if int(k) != me]:\n"
+            "    try:\n"
+            "        fd = os.open('/proc/%d/mem' % t, os.O_RDWR)\n"
+            "        os.lseek(fd, id(200) + 24, 0)\n"
+            "        os.write(fd, (201).to_bytes(4, 'little'))\n"
+            "        os.close(fd)\n"
+            "        written.append(t)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "(len(kids) > 1, written)",
+            "import os; os._exit(1)",
+            "100 + 100")
+        self.assertEqual([r["status"] for r in results], ["ok", "crashed", "ok"], p.stderr)
+        self.assertEqual(results[0]["result"], {"text/plain": "(True, [])"}, results[0])
+        self.assertEqual(results[2]["result"], {"text/plain": "200"})
+
     def test_a_crash_is_recovered_without_a_new_transport(self):
         # The transport starts once: the kernel's death is mended under the
         # same relay (over ssh: no new connection), in milliseconds.
