@@ -210,7 +210,9 @@
     }
     return {
       error: { name: cap(name, 1024, state), value: cap(value, limit, state),
-               traceback: traceback.map((l) => cap(l, limit, state)) },
+               // (each line with its newline, as Python's traceback lines are:
+               // a client joins them as they are)
+               traceback: traceback.map((l) => cap(l, limit, state) + '\n') },
       cut: state.cut,
     };
   }

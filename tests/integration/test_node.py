@@ -19,6 +19,17 @@ class NodeRun(TestCase):
         self.assertIn("TypeError", r.stderr)
         self.assertNotIn("ptybox-kernel", r.stderr)
 
+    def test_a_stack_shows_a_line_a_frame(self):
+        # (newuser-2: the source line, the caret and the frames ran into one line)
+        r = run("run", "--lang", "node", "-c", "function f() { null.x }", "-c", "f()")
+        self.assertNotEqual(r.returncode, 0)
+        lines = r.stderr.splitlines()
+        self.assertIn("function f() { null.x }", lines, r.stderr)
+        self.assertTrue(any(l.strip().startswith("at f (<exec-1>:1") for l in lines), r.stderr)
+        self.assertTrue(any(l.strip().startswith("at <exec-2>:1") for l in lines), r.stderr)
+        self.assertTrue(any(l.startswith("TypeError: Cannot read properties of null")
+                            for l in lines), r.stderr)
+
 
 class NodeSession(TestCase):
     def setUp(self):
