@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include <cjson/cJSON.h>
 
@@ -534,6 +536,38 @@ bool cli_client_verb(const char *cmd)
 	return verb_usage(cmd)[0] != '\0';
 }
 
+/* name, then spaces up to width columns as a terminal shows it: a name may be
+ * any UTF-8 (é takes one column in two bytes, 日 two in three), which printf's
+ * padding counts in bytes. The library's widths, under a UTF-8 locale of its
+ * own (the CLI's is "C"); a name it cannot measure is padded by its bytes. */
+static void client_print_padded(const char *name, int width)
+{
+	int cols = 0;
+	static locale_t utf8;
+	if (!utf8)
+		utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t was = utf8 ? uselocale(utf8) : (locale_t)0;
+	mbstate_t st = {0};
+	for (const char *p = name; *p && utf8;) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, p, strlen(p), &st);
+		int w = n == (size_t)-1 || n == (size_t)-2 || n == 0 ? -1 : wcwidth(wc);
+		if (w < 0) {
+			cols = (int)strlen(name);
+			break;
+		}
+		cols += w;
+		p += n;
+	}
+	if (!utf8)
+		cols = (int)strlen(name);
+	if (was)
+		uselocale(was);
+	fputs(name, stdout);
+	for (; cols < width; cols++)
+		putchar(' ');
+}
+
 /* The sessions as a table, or as JSON lines (none for no session: a program
  * reads an empty list); the table's header goes only above a session. */
 static void client_ls_print(const cJSON *sessions, bool json)
@@ -577,8 +611,9 @@ static void client_ls_print(const cJSON *sessions, bool json)
 		const char *last = protocol_str(s, "last_status");
 		/* (a language the server knows: one of lang.c's names) */
 		const char *lang = protocol_str(s, "lang");
-		printf("%-16s %-10s %-10s %-7s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "name"),
-		       protocol_str(s, "state"), via, lang && lang_find(lang) ? lang : "?", uptime,
+		client_print_padded(protocol_str(s, "name"), 16);
+		printf(" %-10s %-10s %-7s %8s %6.0f %-11s %9s %.0f\n", protocol_str(s, "state"),
+		       via, lang && lang_find(lang) ? lang : "?", uptime,
 		       cJSON_IsNumber(ex) ? ex->valuedouble : 0, last ? last : "-", memory,
 		       cJSON_IsNumber(cl) ? cl->valuedouble : 0);
 	}

@@ -358,6 +358,24 @@ class VerbsTest(TestCase):
             self.srv("kill", "lsme")
         self.assertNotIn("lsme", self.srv("ls").stdout)
 
+    def test_ls_columns_line_up_under_names_of_any_width(self):
+        # (newuser-9: padding counted bytes, so é and 日本語 pulled their rows left)
+        names = ["plain", "\u00e9", "\u65e5\u672c\u8a9e"]
+        for n in names:
+            self.srv("new", n)
+        try:
+            human = self.srv("ls").stdout.splitlines()
+            head = human[0].index("STATE")
+            for line in human[1:]:
+                name = line.split()[0]
+                if name in names:
+                    width = sum(2 if ord(c) >= 0x1100 else 1 for c in name)  # (CJK: 2)
+                    rest = line[len(name):]
+                    self.assertEqual(width + len(rest) - len(rest.lstrip(" ")), head, line)
+        finally:
+            for n in names:
+                self.srv("kill", n)
+
     def state_of(self, name):
         rows = map(json.loads, self.srv("ls", "--json").stdout.splitlines())
         return {r["name"]: r["state"] for r in rows}.get(name)
