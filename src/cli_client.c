@@ -187,15 +187,35 @@ static int verb_new(struct client *cl, const char *name, const struct new_args *
 	return client_simple(cl, "new", req, NULL);
 }
 
+/* An execution's id as the user typed it: digits only (strtoull would take
+ * " 7", "+7" and "-5", and wrap 99999999999999999999 to its maximum), 1 or
+ * more; 0 if it is none. */
+static unsigned long long client_exec_id(const char *word)
+{
+	if (!word[0] || strspn(word, "0123456789") != strlen(word))
+		return 0;
+	errno = 0;
+	unsigned long long n = strtoull(word, NULL, 10);
+	return errno ? 0 : n;
+}
+
+static bool client_takes_id(const char *cmd)
+{
+	return strcmp(cmd, "result") == 0 || strcmp(cmd, "interrupt") == 0 ||
+	       strcmp(cmd, "cancel") == 0;
+}
+
+static bool client_negative_number(const char *word)
+{
+	return word[0] == '-' && word[1] && strspn(word + 1, "0123456789") == strlen(word + 1);
+}
+
 static int verb_simple(struct client *cl, const char *op, const char *name, const char *exec)
 {
 	cJSON *req = client_request(op, name);
 	if (exec) {
-		unsigned long long n;
-		char *end;
-		errno = 0;
-		n = strtoull(exec, &end, 10);
-		if (!exec[0] || *end || errno || n == 0) {
+		unsigned long long n = client_exec_id(exec);
+		if (n == 0) {
 			cJSON_Delete(req);
 			cli_error("%s: '%s': expected an execution's id (1, 2, ...)", op, exec);
 			return CLI_EXIT_USAGE;
@@ -760,6 +780,12 @@ int cli_client(int argc, char **argv)
 			a.codes[a.ncodes++] = optarg;
 			break;
 		case '?':
+			if (client_takes_id(cmd) && client_negative_number(argv[optind - 1])) {
+				/* ("result NAME -5": an id, not an option) */
+				cli_error("%s: '%s': expected an execution's id (1, 2, ...)", cmd,
+					  argv[optind - 1]);
+				return CLI_EXIT_USAGE;
+			}
 			if (want_name && optopt && optopt != '?' &&
 			    strncmp(argv[optind - 1], "--", 2) != 0) {
 				/* ("new -bad": a name, or options? neither) */
@@ -958,9 +984,8 @@ int cli_client(int argc, char **argv)
 	} else if (strcmp(cmd, "result") == 0) {
 		cJSON *req = client_request("result", name);
 		if (optind + 1 < argc) {
-			char *end;
-			unsigned long long n = strtoull(argv[optind + 1], &end, 10);
-			if (!argv[optind + 1][0] || *end || n == 0) {
+			unsigned long long n = client_exec_id(argv[optind + 1]);
+			if (n == 0) {
 				cli_error("result: '%s': expected an execution's id (1, 2, ...)",
 					  argv[optind + 1]);
 				cJSON_Delete(req);

@@ -425,6 +425,16 @@ class UsageTest(TestCase):
             p = run("new", "n", opt, *([val] if val else []), via=False)
             self.assertEqual(p.returncode, 2, opt)  # (new refuses them: its help does not list them)
 
+    def test_an_execution_id_is_digits(self):
+        # (newuser-10: "-5" was an unknown option, and 99999999999999999999 wrapped
+        # to the server's "exec" member error)
+        for args in (("result", "a", "-5"), ("result", "a", "99999999999999999999"),
+                     ("result", "a", "+3"), ("interrupt", "a", "-3"), ("cancel", "a", "0")):
+            p = run(*args, via=False)
+            self.assertEqual((p.returncode, p.stderr),
+                             (2, "ptybox: %s: '%s': expected an execution's id (1, 2, ...)\n"
+                              % (args[0], args[2])), args)
+
     def test_a_refused_option_points_where_it_is_taken(self):
         for opt, val, where in (("--output-dir", "plots", "run, repl and attach"),
                                 ("--no-inline-images", None, "run, repl and attach"),
