@@ -76,6 +76,9 @@ static void instance_noise_line(const struct instance *in, char *buf, size_t buf
 		for (size_t i = start; i < end && echo; i++)
 			echo = isalnum((unsigned char)in->noise[i]) ||
 			       strchr("+/=\a", in->noise[i]);
+		/* (and the relay's own handshake lines, "PTYBOX/1 NONCE?": ours) */
+		if (n >= 9 && memcmp(in->noise + start, "PTYBOX/1 ", 9) == 0)
+			echo = true;
 		if (!echo && n > 0) {
 			n = n < buflen - 1 ? n : buflen - 1;
 			for (size_t i = 0; i < n; i++) {

@@ -198,6 +198,26 @@ void session_on_died(ptybox_session *s, struct protocol_frame *f)
 			    options_seconds_ms(s->opts.boot_timeout));
 }
 
+/* An interpreter that dies during its start under limits below the defaults
+ * says little of why (a MemoryError, a segfault of the allocator, a fork that
+ * failed, its relay's exit 116): name the limits, which the user set. */
+static void session_limits_hint(const ptybox_session *s, char *hint, size_t len)
+{
+	struct ptybox_options def;
+	ptybox_options_init(&def);
+	char mem[64] = "", pids[64] = "";
+	hint[0] = '\0';
+	if (s->topts.kind != TRANSPORT_LOCAL)
+		return; /* (the limits are the embedded sandbox's) */
+	if (s->opts.memory && s->opts.memory < def.memory)
+		snprintf(mem, sizeof(mem), " --memory %.0fM", (double)s->opts.memory / (1 << 20));
+	if (s->opts.pids && s->opts.pids < def.pids)
+		snprintf(pids, sizeof(pids), " --pids %u", s->opts.pids);
+	if (mem[0] || pids[0])
+		snprintf(hint, len, "; the session's limits may be too small for it to start:%s%s",
+			 mem, pids);
+}
+
 void session_on_dead(struct instance *in, const char *why, bool during_boot)
 {
 	ptybox_session *s = in->data;
@@ -216,9 +236,11 @@ void session_on_dead(struct instance *in, const char *why, bool during_boot)
 		return;
 	}
 	if (during_boot) {
-		session_fatal(s, "the interpreter %s (%s)",
+		char hint[160];
+		session_limits_hint(s, hint, sizeof(hint));
+		session_fatal(s, "the interpreter %s (%s)%s",
 			      s->started_once ? "could not be restarted" : "exited during start-up",
-			      why);
+			      why, hint);
 		return;
 	}
 	char msg[640];

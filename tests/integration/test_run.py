@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from ptybox_test import (PTYBOX, Serve, TestCase, kill_if_alive, run, run_json, run_tty,
+from ptybox_test import (PTYBOX, VIA, Serve, TestCase, kill_if_alive, run, run_json, run_tty,
                          start_once_transport)
 
 # A crash that takes the relay along (a kernel's own death is mended under it):
@@ -274,6 +274,16 @@ class NotRunTest(TestCase):
             self.assertRegex(r["message"], r"^not run: the interpreter could not be restarted")
         self.assertEqual(p.returncode, 125)
         self.assertIn("cannot start the session", p.stderr)
+
+    @unittest.skipUnless(VIA == "local", "the limits are the embedded sandbox's")
+    def test_a_start_that_dies_under_small_limits_names_them(self):
+        # (newuser-3: it said "exit status 116: PTYBOX/1 NONCE?", never the limit)
+        for limit in (["--memory", "20M"], ["--pids", "1"]):
+            p = run("run", *limit, "-c", "1")
+            self.assertEqual(p.returncode, 125, p.stderr)
+            self.assertIn("the session's limits may be too small for it to start: %s"
+                          % " ".join(limit), p.stderr)
+            self.assertNotIn("PTYBOX/1", p.stderr)
 
     def test_a_session_that_cannot_start_answers_each_snippet(self):
         results, p = run_json("1", "2", extra=["--via", "none", "--python",
