@@ -129,11 +129,14 @@ class _Life:
                 pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
             except OSError:
                 return
+            parents = {pid: _parent(pid) for pid in pids}
             for pid in pids:
-                parent = _parent(pid)
+                parent = parents[pid]
                 # (the standby, and what it started: bash's kernel starts bash ahead)
                 if pid not in spare and parent != self.template and (
-                        parent is None or parent in spare or _parent(parent) != self.template):
+                        parent is None or parent in spare
+                        or (parents[parent] if parent in parents else _parent(parent))
+                        != self.template):
                     try:
                         os.kill(pid, _signal.SIGKILL)
                         found = True
