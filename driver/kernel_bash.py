@@ -50,6 +50,17 @@ BASH_PATH = "/bin/bash"
 BASH_NAME_OK = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 BASH_SIGINT_AGAIN = 0.2           # s: a ^C bash lost is sent again after this
 BASH_WAIT = 0.05                  # s between looks for bash's exit without a pidfd (Python 3.8)
+BASH_DEAF_CHECK = 1.0             # s a snippet runs before we look whether bash went deaf
+# read(2)'s number, to tell bash waiting for its next command line (syscall 0
+# of /proc/PID/syscall); elsewhere the look is not made.
+_BASH_READ_NR = {"x86_64": 0, "aarch64": 63, "i686": 3, "i386": 3, "armv7l": 3,
+                 "riscv64": 63, "ppc64le": 3, "s390x": 3}.get(os.uname().machine)
+# What a snippet may have taken from under the kernel's hooks, put back: a
+# function named builtin (the hooks call \builtin), builtins disabled with
+# enable -n.  (Each word may itself be a function of the snippet's: then it
+# fails, and the shell is replaced.)
+BASH_REPAIR = ("\\unset -f builtin 2>/dev/null; \\builtin enable printf local cd declare "
+               "mapfile unset eval set readonly export 2>/dev/null; __ptybox_seq=%d\n")
 BASH_INLINE = 64 << 10            # bytes of (quoted) code sent on the command line; more: memfd
 # Bytes that $'...' must spell as escapes: control characters, DEL, \ and '.
 _BASH_ESCAPES = [b"\\x%02x" % i if i < 0x20 or i == 0x7f else bytes((i,)) for i in range(256)]
@@ -126,6 +137,9 @@ class _BashKernel(_Files):
         self.status_buf = b""
         self.size = None
         self.seq = None                      # the snippet bash was given last
+        self.ended = None                    # ... the last one bash said it ended (E)
+        self.repaired = None                 # ... the last one we repaired the hooks for,
+        self.repair_told = True              # ... and whether its end (E) came after it
         self.out_keep, self.err_keep, self.msg_keep = _bash_fds()
         # Ours, close-on-exec: bash never has them; it opens what it needs
         # by name (/proc/$PPID/fd/N) for the one command that needs it.
@@ -393,6 +407,10 @@ class _BashKernel(_Files):
             at = line.rindex(b" W ")
             line = b"".join((line[:at + 1], word, line[at + 2:]))
         word = None
+        self.drain_status()
+        if not self.repair_told and (b"\n" + self.status_buf).find(
+                b"\nE%d " % self.repaired) >= 0:
+            self.repair_told = True          # (the hooks ran again after the repair)
         self.status_buf = b""                # (what it says of snippets before: over)
         self.drain_status()
         if self.int_set:
@@ -469,20 +487,64 @@ class _BashKernel(_Files):
                         "error": error})
 
     def wait_request(self):
-        """Until the relay wrote to us, or bash is gone (then so are we)."""
+        """Until the relay wrote to us, or bash is gone (then so are we).
+        While a snippet runs, a look each BASH_DEAF_CHECK whether bash went
+        deaf (deaf())."""
         chan = self.chan
         if any(b"\n" in p[0] for p in chan.parts):
             return
         fds = [chan.req] + ([self.pidfd] if self.pidfd is not None else [])
         while True:
+            timeout = None if self.pidfd is not None else BASH_WAIT
+            watch = self.seq is not None and self.seq != self.ended and _BASH_READ_NR is not None
+            if watch:
+                timeout = BASH_DEAF_CHECK
             try:
-                ready = select.select(fds, [], [], None if self.pidfd is not None else BASH_WAIT)[0]
+                ready = select.select(fds, [], [], timeout)[0]
             except InterruptedError:
                 continue
             if self.pidfd in ready or (self.pidfd is None and not ready and self.bash_gone()):
                 self.died()
             if ready:
                 return
+            if watch:
+                self.deaf()
+
+    def waiting_for_a_line(self):
+        """Whether bash sits in a read of its command pipe (fd 0) with nothing
+        in it: at its prompt, the snippet over."""
+        try:
+            with open("/proc/%d/syscall" % self.bash, "rb") as f:
+                fields = f.read().split()
+            waiting = fcntl.ioctl(self.cmd, termios.FIONREAD, b"\0\0\0\0") == b"\0\0\0\0"
+        except (OSError, TypeError):
+            return False
+        return waiting and len(fields) > 1 and fields[0] == b"%d" % _BASH_READ_NR \
+            and int(fields[1], 16) == 0
+
+    def deaf(self):
+        """bash went back to its prompt without the end of the snippet's line
+        (E) and its result: the snippet took what the hooks stand on (a
+        function named builtin, or enable -n printf: bash lets it).  The
+        snippet's result says so, the hooks' builtins are put back (its state
+        stays), and if they still do not run, the shell is replaced."""
+        seq = self.seq
+        if not self.waiting_for_a_line():
+            return
+        self.drain_status()                  # (its E came before its read: looked at after)
+        if (b"\n" + self.status_buf).find(b"\nE%d " % seq) >= 0:
+            self.ended = seq
+            self.repair_told = self.repair_told or seq == self.repaired
+            return
+        if not self.repair_told:             # (put back, and still deaf)
+            self.kill_bash()
+            os._exit(EXIT_NO_RESULT)
+        self.repaired, self.repair_told = seq, False
+        self.error(seq, "ShellError",
+                   "the snippet took what the kernel's hooks stand on (a function named "
+                   "builtin, or a builtin disabled with enable -n), so its status was lost; "
+                   "the function was removed and the builtins enabled again")
+        self.command(BASH_REPAIR % seq)     # (the hooks then say its end: E)
 
     def serve(self):
         chan = self.chan
@@ -546,6 +608,11 @@ def standby_bash():
         # a handler, not SIG_IGN, so that a bash started now does not inherit it
         # ignored (the standby's was reset to the default before its exec).
         _signal.signal(_SIGINT, lambda *_: None)
+        if kernel.bash is None:              # (not started ahead: now, as a standby's
+            try:                             # would be, so that what bash says of its
+                kernel.spawn()               # start goes to /dev/null, not the capture)
+            except OSError:
+                kernel.bash = None
         if not kernel.attach(out, err, stdin):
             kernel.died()
         chan.watch(lambda: True)             # (after the fork: bash forks single-threaded)

@@ -103,6 +103,29 @@ class BashSession(TestCase):
         r = self.s.exec("echo $kept", id=3, timeout=5)
         self.assertEqual((r["status"], r["stdout"], r["state_lost"]), ("ok", "yes\n", False))
 
+    def test_a_snippet_that_takes_the_hooks_builtins_gets_an_error_and_the_state_stays(self):
+        # (newuser-6: `builtin() { ...; }` left the shell deaf: a timeout after 30 s,
+        # the state lost.  bash lets a snippet do it; the kernel sees bash back
+        # at its prompt without the snippet's end, says so and puts them back.)
+        self.assertOk(self.s.exec("kept=yes", id=1))
+        for i, code in enumerate(('builtin() { echo "mine $*"; }', "enable -n printf")):
+            t0 = time.monotonic()
+            r = self.s.exec(code, id=2 + 2 * i, timeout=20)
+            self.assertLess(time.monotonic() - t0, 10, r)
+            self.assertEqual((r["status"], r["error"]["name"]), ("error", "ShellError"), r)
+            self.assertIn("enable -n", r["error"]["value"])
+            r = self.s.exec("echo $kept; type -t builtin; printf 'p\\n'", id=3 + 2 * i,
+                            timeout=20)
+            self.assertEqual((r["status"], r["stdout"], r["state_lost"]), ("ok", "yes\nbuiltin\np\n", False),
+                             r)
+        # What cannot be put back (unset is the snippet's too): a fresh shell.
+        r = self.s.exec("unset() { :; }; builtin() { :; }", id=6, timeout=20)
+        self.assertEqual(r["error"]["name"], "ShellError", r)
+        r = self.s.exec("echo ${kept-gone}", id=7, timeout=20)
+        self.assertEqual((r["status"], r["state_lost"]), ("crashed", True), r)
+        r = self.s.exec("echo ${kept-gone}", id=8, timeout=20)
+        self.assertEqual((r["status"], r["stdout"]), ("ok", "gone\n"), r)
+
     def test_a_restart_gets_a_shell_the_old_one_could_not_reach(self):
         # Only the first standby starts its bash ahead: a later one is forked
         # while a kernel runs code, which could write an exec'd bash's memory
@@ -124,6 +147,7 @@ class BashSession(TestCase):
         self.assertOk(r)
         ticks = int(r["stdout"])    # bash's age in clock ticks (/proc/uptime has 1/100 s)
         self.assertLess(ticks, int(os.sysconf("SC_CLK_TCK")) // 2, r)
+        self.assertEqual(r["stderr"], "")   # (what a shell says of its start is not output)
 
     def test_read_gets_end_of_input_at_once_unless_stdin_is_given(self):
         t0 = time.monotonic()
