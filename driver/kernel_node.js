@@ -340,8 +340,10 @@
         Atomics.wait(gate, 0, 2, 1); // (the keeper is registering: microseconds)
       }
       try {
+        keeperHeld = Atomics.load(gate, 1) === 1;
         out = als.run(seq, () => script.runInContext(context, { breakOnSigint: true }));
       } finally {
+        keeperHeld = false;
         Atomics.store(gate, 0, 0);
         Atomics.notify(gate, 0);
       }
@@ -435,6 +437,20 @@
   process.on('SIGINT', () => {
     if (running !== null) running.interrupt();
   });
+  // vm's breakOnSigint takes every process.on('SIGINT') listener off for its
+  // run and puts it back; as the last one goes, libuv sets SIGINT to its
+  // default, and as it comes back, to libuv's handler.  Without the keeper
+  // that is what mends the end of a run (node's watchdog, stopping, leaves a
+  // handler that kills); with the keeper registered (gate[1]) it is what
+  // breaks it: the watchdog, never stopping, never puts its handler back over
+  // libuv's, and the next busy loop's ^C killed node (newuser-11).  So while
+  // the keeper is registered, vm sees no listener of ours for the run, and
+  // the watchdog's handler stays.
+  const listenerCount = process.listenerCount;
+  let keeperHeld = false;
+  process.listenerCount = function (name) {
+    return keeperHeld && name === 'SIGINT' ? 0 : listenerCount.apply(this, arguments);
+  };
 
   // ------------------------------------------------------------ files
 
@@ -591,11 +607,12 @@
     'const nap = new Int32Array(new SharedArrayBuffer(4));\n' +
     'for (;;) {\n' +
     '  while (Atomics.compareExchange(gate, 0, 0, 2) !== 0) Atomics.wait(gate, 0, 1, 50);\n' +
-    "  try { vm.runInThisContext('Atomics.store(gate, 0, 0); Atomics.notify(gate, 0); Atomics.wait(nap, 0, 0)', { breakOnSigint: true }); }\n" +
-    "  catch (e) { if (e.code !== 'ERR_SCRIPT_EXECUTION_INTERRUPTED') throw e; }\n" +
+    "  try { vm.runInThisContext('Atomics.store(gate, 1, 1); Atomics.store(gate, 0, 0); Atomics.notify(gate, 0); Atomics.wait(nap, 0, 0)', { breakOnSigint: true }); }\n" +
+    "  catch (e) { Atomics.store(gate, 1, 0); if (e.code !== 'ERR_SCRIPT_EXECUTION_INTERRUPTED') throw e; }\n" +
     '}\n';
   const GATE_WAIT_MS = 100;
-  const gate = new Int32Array(new SharedArrayBuffer(4));
+  // gate[1]: 1 while the keeper is registered (it says so from inside its run).
+  const gate = new Int32Array(new SharedArrayBuffer(8));
   function sigintKeeper() {
     try {
       const { Worker } = require('worker_threads');

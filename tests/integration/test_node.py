@@ -69,6 +69,16 @@ class NodeSession(TestCase):
                 r = self.s.exec("kept", id=3)
                 self.assertEqual((r["result"]["text/plain"], r["state_lost"]), ("'yes'", False))
 
+    def test_every_interrupt_of_a_busy_loop_keeps_state(self):
+        # (newuser-11: the second timed-out busy loop killed node with SIGINT)
+        self.assertOk(self.s.exec("let kept = 'yes'", id=1))
+        for n in range(3):
+            with self.subTest(n=n):
+                r = self.s.exec("while (true) {}", id=2, timeout=0.5)
+                self.assertEqual((r["status"], r["state_lost"]), ("timeout", False), r)
+                r = self.s.exec("kept", id=3)
+                self.assertEqual((r["result"] or {}).get("text/plain"), "'yes'", r)
+
     def test_process_exit_restarts_the_session(self):
         self.assertOk(self.s.exec("globalThis.kept = 1", id=1))
         r = self.s.exec("process.exit(4)", id=2)
