@@ -955,6 +955,15 @@ int cli_client(int argc, char **argv)
 		cli_warn_unsandboxed(&so.o);
 		cli_warn_unenforced(&so);
 	}
+	/* (an id that is none is said before any server is looked for) */
+	if (client_takes_id(cmd) && optind + 1 < argc && client_exec_id(argv[optind + 1]) == 0) {
+		cli_error("%s: '%s': expected an execution's id (1, 2, ...)", cmd,
+			  argv[optind + 1]);
+		free(a.file_code);
+		free(a.in_data);
+		free(a.file_argv);
+		return CLI_EXIT_USAGE;
+	}
 	struct client cl;
 	if (client_open(&cl, cmd, &t, is_new) < 0) {
 		free(a.file_code);
