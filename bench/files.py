@@ -5,11 +5,12 @@ Usage: /usr/bin/python3 bench/files.py [PTYBOX] [--mb N] [--rounds R] [--via WHE
 ptybox: `ptybox serve --stdio` (the local sandbox by default), driven by this process as a
 program would: JSON lines, 8 MiB chunks, two in flight (a put's chunks with "more" and
 "offset"; a get's as ranges), base64 both ways, each line made when its turn comes, as cp
-makes its own (not all of a put's lines before the first is sent). The floor, in the same process: `cat FILE`
-through a raw PTY (pty.fork, tty.setraw in the child, the master read in 256 KiB reads), and the
-other way `head -c N > FILE` on a raw PTY written in 256 KiB writes. N MB of random bytes
-(default 100), then a CSV file of the same size, which deflates (a get's binary frames cross
-the PTY as zlib streams when that halves them). Medians over rounds. Prints a markdown table.
+makes its own (not all of a put's lines before the first is sent). The floor, in the same
+process: `cat FILE` through a raw PTY (pty.fork, tty.setraw in the child, the master read in
+256 KiB reads), and the other way `head -c N > FILE` on a raw PTY written in 256 KiB writes.
+N MB of random bytes (default 100), then a CSV file of the same size, which deflates (a get's
+binary frames cross the PTY as zlib streams when that halves them). Medians over rounds.
+Prints a markdown table.
 """
 import base64
 import json
