@@ -4,11 +4,13 @@ Usage: /usr/bin/python3 bench/files.py [PTYBOX] [--mb N] [--rounds R] [--via WHE
 
 ptybox: `ptybox serve --stdio` (the local sandbox by default), driven by this process as a
 program would: JSON lines, 8 MiB chunks, two in flight (a put's chunks with "more" and
-"offset"; a get's as ranges), base64 both ways. The floor, in the same process: `cat FILE`
-through a raw PTY (pty.fork, tty.setraw in the child, the master read in 256 KiB reads), and the
-other way `head -c N > FILE` on a raw PTY written in 256 KiB writes. N MB of random bytes
-(default 100), then a CSV file of the same size, which deflates (a get's binary frames cross
-the PTY as zlib streams when that halves them). Medians over rounds. Prints a markdown table.
+"offset"; a get's as ranges), base64 both ways, each line made when its turn comes, as cp
+makes its own (not all of a put's lines before the first is sent). The floor, in the same
+process: `cat FILE` through a raw PTY (pty.fork, tty.setraw in the child, the master read in
+256 KiB reads), and the other way `head -c N > FILE` on a raw PTY written in 256 KiB writes.
+N MB of random bytes (default 100), then a CSV file of the same size, which deflates (a get's
+binary frames cross the PTY as zlib streams when that halves them). Medians over rounds.
+Prints a markdown table.
 """
 import base64
 import json
@@ -97,13 +99,18 @@ class Serve:
         return json.loads(line)
 
     def pipeline(self, requests):
-        """Sends the requests (bytes lines), at most two unanswered; returns the replies."""
-        replies, pending, out = [], list(requests), memoryview(b"")
-        outstanding = 0
-        while pending or out or outstanding:
-            if not out and pending and outstanding < 2:
-                out = memoryview(pending.pop(0))
-                outstanding += 1
+        """Sends the requests (bytes lines, from an iterable: each made when
+        its turn comes, as cp encodes a chunk when it sends it), at most two
+        unanswered; returns the replies."""
+        replies, pending, out = [], iter(requests), memoryview(b"")
+        outstanding, more = 0, True
+        while more or out or outstanding:
+            if not out and more and outstanding < 2:
+                line = next(pending, None)
+                more = line is not None
+                if more:
+                    out = memoryview(line)
+                    outstanding += 1
             r, w, _ = select.select([self.out], [self.inp] if out else [], [], 300)
             if not r and not w:
                 raise TimeoutError("stuck")
@@ -142,7 +149,7 @@ class Serve:
         token = replies[0].get("upload")
         if len(data) > CHUNK:
             assert token, replies[0]
-            replies += self.pipeline([line(at, token) for at in range(CHUNK, len(data), CHUNK)])
+            replies += self.pipeline(line(at, token) for at in range(CHUNK, len(data), CHUNK))
         dt = time.perf_counter() - t0
         assert all(r.get("ok") for r in replies), [r for r in replies if not r.get("ok")][:1]
         return dt

@@ -460,6 +460,8 @@ class Relay(_Requests, _Files, _Life, _Output, _Messages):
 
     # -- the terminal
     def write(self, *parts):
+        if self.tty_busy:                    # (behind a get's frames: tty_queue, relay_files.py)
+            return self.tty_queue(b"".join(parts))
         data = b"".join(parts)
         view = memoryview(data)
         while view:
@@ -477,7 +479,10 @@ class Relay(_Requests, _Files, _Life, _Output, _Messages):
 
     def exit(self, status):
         """Ends the relay, its kernel first: killed, and its exit awaited (up
-        to KILL_WAIT), so that the client that waits for us knows it gone."""
+        to KILL_WAIT), so that the client that waits for us knows it gone.
+        Frames still queued for the terminal go first (within KILL_WAIT)."""
+        if self.tty_busy:
+            self.tty_flush(KILL_WAIT)
         if self.kernel:
             try:
                 os.killpg(self.kernel, _signal.SIGKILL)

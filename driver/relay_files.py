@@ -13,6 +13,14 @@ behind a snippet keeps its data here.  Either way, while more than
 PUT_HOLD bytes wait for the kernel the terminal is not read (the client's
 writes wait in the PTY): memory stays bounded.  A file op is never
 interrupted: interrupts name a snippet.
+
+A get's binary frames are written to the terminal by a thread of their own
+(tty_writer), from a queue of at most TTY_QUEUE bytes: the loop goes on
+reading the kernel's next data while the terminal drains the last, so the
+kernel, this process and the terminal all move at once (a blocking write of
+each frame stopped the reads of the kernel's pipe, and the terminal waited
+for those).  While the queue holds anything, every frame goes behind it
+(write), in order; once it is empty, writes are direct again.
 """
 # ---- relay_files.py: joined into relay.py at build time (driver_join.py, "# @include")
 
@@ -21,6 +29,8 @@ PUT_HOLD = 4 << 20                # bytes of put data waiting for the kernel: pa
                                   # terminal is not read
 DATA_LINE = 1 << 20               # decoded bytes of one data line, at most
 FILE_DATA = 1 << 20               # bytes of a kernel's data message (a get's), at most
+TTY_QUEUE = 2 << 20               # bytes of frames queued for the terminal's writer thread:
+                                  # past it, the loop waits (the kernel's pipe is not read)
 FILE_PATH = 4096                  # bytes of a path, at most
 FILE_ENTRIES = 100000             # entries of a listing, at most
 FILE_FRAME = 12 << 20             # bytes of a listing's frame: past it, entries are cut
@@ -67,6 +77,11 @@ class _Files:
         self.d_left = 0                      # bytes of the kernel's data message still due
         self.d_parts = []                    # ... and those come
         self.d_head = b""                    # a data message's header, split across reads
+        self.tty_cond = None                 # the terminal's writer thread: its condition ...
+        self.tty_q = deque()                 # ... the frames it has to write, in order
+        self.tty_qbytes = 0                  # ... their bytes
+        self.tty_busy = False                # ... it has some (or writes the last): queue behind
+        self.tty_dead = False                # ... a write failed: the terminal is gone
 
     def files_tty_full(self):
         """Whether put data waiting for the kernel fills its share."""
@@ -258,8 +273,67 @@ class _Files:
                 and len(_zlib.compress(data[:Z_SAMPLE], 1)) * 2 <= Z_SAMPLE):
             z = _zlib.compress(data, 1)
             if len(z) * 2 <= len(data):
-                return self.write(self.start, b"#z%d:" % len(z), z, END)
-        self.write(self.start, b"#%d:" % len(data), data, END)
+                return self.tty_queue(b"".join((self.start, b"#z%d:" % len(z), z, END)))
+        self.tty_queue(b"".join((self.start, b"#%d:" % len(data), data, END)))
+
+    # -- the terminal's writer thread
+    def tty_queue(self, frame):
+        """frame for the terminal, behind those queued: written by the thread.
+        Past TTY_QUEUE bytes queued, this waits for the terminal."""
+        cond = self.tty_cond
+        if cond is None:
+            import threading
+            cond = self.tty_cond = threading.Condition()
+            threading.Thread(target=self.tty_writer, daemon=True).start()
+        with cond:
+            while self.tty_qbytes > TTY_QUEUE and not self.tty_dead:
+                cond.wait(1.0)
+            dead = self.tty_dead
+            if not dead:
+                self.tty_q.append(frame)
+                self.tty_qbytes += len(frame)
+                self.tty_busy = True
+                cond.notify_all()
+        if dead:
+            self.exit(0)                     # the terminal is gone: so are we
+
+    def tty_flush(self, wait):
+        """Waits (up to wait seconds) until the queued frames are written."""
+        deadline = time.monotonic() + wait
+        cond = self.tty_cond
+        with cond:
+            while self.tty_busy and time.monotonic() < deadline:
+                cond.wait(max(0.0, deadline - time.monotonic()))
+
+    def tty_writer(self):
+        """The thread: writes the queued frames, blocking, one by one."""
+        cond, q = self.tty_cond, self.tty_q
+        while True:
+            with cond:
+                while not q:
+                    self.tty_busy = False
+                    cond.notify_all()
+                    cond.wait()
+                frame = q[0]                 # (still counted, and busy, until written)
+            view = memoryview(frame)
+            try:
+                while view:
+                    try:
+                        view = view[os.write(self.tty, view):]
+                    except BlockingIOError:
+                        select.select([], [self.tty], [], 1.0)
+            except OSError:
+                with cond:                   # (the loop hears the hang-up; writes exit)
+                    self.tty_dead = True
+                    q.clear()
+                    self.tty_qbytes, self.tty_busy = 0, False
+                    cond.notify_all()
+                return
+            view.release()
+            with cond:
+                q.popleft()
+                self.tty_qbytes -= len(frame)
+                cond.notify_all()
 
     # -- the kernel's reply
     def file_lost(self, why):

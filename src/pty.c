@@ -34,7 +34,8 @@
 #include "log.h"
 
 #define PTY_READ_CHUNK	      (64 * 1024)
-#define PTY_READS_PER_WAKEUP  32		  /* fairness between sessions */
+#define PTY_READS_PER_WAKEUP  32   /* fairness between sessions */
+#define PTY_LDISC_FULL	      4095 /* bytes of a read that emptied a full N_TTY buffer */
 #define PTY_QUEUE_CAP	      ((size_t)512 << 20) /* bytes of pending writes */
 #define PTY_SETUP_DEADLINE_MS 20000
 
@@ -89,7 +90,11 @@ static void pty_hangup(struct pty *p)
 
 /* Reads up to max_reads chunks. A short read took all the terminal had: with
  * short_ends, it ends the turn (the poll says when there is more) rather than
- * costing one more read to learn EAGAIN, while a result's reader waits. */
+ * costing one more read to learn EAGAIN, while a result's reader waits. But a
+ * read that emptied a full line discipline (its buffer holds 4 KiB: a read
+ * gives PTY_LDISC_FULL bytes at most, however much is on the way) is not
+ * short: more is most likely behind it, and a get's 100 MB would cost a poll
+ * for each 4 KiB. */
 static void pty_read_some(struct pty *p, int max_reads, bool short_ends)
 {
 	char buf[PTY_READ_CHUNK];
@@ -97,7 +102,7 @@ static void pty_read_some(struct pty *p, int max_reads, bool short_ends)
 		ssize_t n = read(p->master, buf, sizeof(buf));
 		if (n > 0) {
 			p->cb->on_data(p, buf, (size_t)n);
-			if (short_ends && (size_t)n < sizeof(buf))
+			if (short_ends && (size_t)n < PTY_LDISC_FULL)
 				return;
 			continue;
 		}

@@ -182,6 +182,13 @@ static void session_file_done(ptybox_session *s, char *reply)
 	if (s->in)
 		frame_scanner_shrink(&s->in->scanner, 1 << 20);
 	log_to(s->log, "session: %s id=%llu done", e->file->op, (unsigned long long)e->id);
+	/* A file op next goes first, before this one's answer (a get's reply is 8 MiB of base64
+	 * made and written on the loop): the driver reads its range meanwhile. Only a file op
+	 * that will be sent: its pump calls nothing back (a snippet's might: its result would
+	 * come before this answer). */
+	struct exec *next = s->head;
+	if (next && next->file && next->stop != STOP_INTERRUPT && !next->restart)
+		session_pump(s);
 	if (s->cb.on_file)
 		s->cb.on_file(
 			s, e->id,

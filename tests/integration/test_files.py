@@ -316,6 +316,37 @@ class FileOpsTest(TestCase):
         self.assertEqual((got["put"]["ok"], got["put"]["size"]), (True, len(data)), got["put"])
         self.assertEqual(self.f.get("late.bin")["bytes"], data)
 
+    def test_gets_and_snippets_sent_at_once_answer_in_order_and_whole(self):
+        # A get's frames go to the terminal from a queue of the relay's, the
+        # next file op is sent before the last one's answer is made: what
+        # follows a get (a snippet's output and result, the next get) comes
+        # after it, and every byte of each.
+        data = os.urandom(5 << 20)
+        self.assertTrue(self.f.put("five.bin", data, timeout=60)["ok"])
+        first = self.f.n + 1
+        reqs = [dict(op="get", path="five.bin"),
+                dict(op="exec", code=code(self.lang, "sum")),
+                dict(op="get", path="five.bin", offset=1 << 20, length=3 << 20),
+                dict(op="get", path="five.bin"),
+                dict(op="exec", code=code(self.lang, "set"))]
+        for k, r in enumerate(reqs):
+            self.f.s.send(dict(id=first + k, **r))
+        self.f.n += len(reqs)
+        order, replies = [], {}
+        deadline = time.monotonic() + 120
+        while len(replies) < len(reqs):
+            msg = self.f.s.recv(max(0.01, deadline - time.monotonic()))
+            if msg.get("event") or msg.get("id") not in range(first, first + len(reqs)):
+                continue
+            order.append(msg["id"])
+            replies[msg["id"]] = msg
+        self.assertEqual(order, list(range(first, first + len(reqs))))
+        self.assertEqual(base64.b64decode(replies[first]["data"]), data)
+        self.assertEqual(replies[first + 1]["result"]["text/plain"], "2")
+        self.assertEqual(base64.b64decode(replies[first + 2]["data"]), data[1 << 20:4 << 20])
+        self.assertEqual(base64.b64decode(replies[first + 3]["data"]), data)
+        self.assertEqual(replies[first + 4].get("status"), "ok", replies[first + 4])
+
     def test_usage_errors_for_bad_members(self):
         for op, members, says in (
                 ("put", {"path": "x"}, "put needs \"data\""),
