@@ -329,6 +329,8 @@ static bool http_authorized(struct http_server *h, h2o_req_t *req)
 static int http_on_req(h2o_handler_t *self, h2o_req_t *req)
 {
 	struct http_server *h = ((struct http_handler *)self)->h;
+	/* One request a connection: each passes the gate (http_gate.c). */
+	req->http1_is_persistent = 0;
 	if (h->stopped) {
 		http_error(req, 503, "Service Unavailable", "the server is shutting down");
 		return 0;
@@ -373,13 +375,6 @@ static int http_on_req(h2o_handler_t *self, h2o_req_t *req)
 	return 0;
 }
 
-static void http_conn_closed_cb(uv_handle_t *handle)
-{
-	struct http_conn *c = (struct http_conn *)handle;
-	c->h->nconns--;
-	free(c);
-}
-
 static void http_refused_cb(uv_handle_t *handle)
 {
 	free(handle);
@@ -405,8 +400,7 @@ static void http_on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	h->nconns++;
-	h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)&c->tcp, http_conn_closed_cb);
-	h2o_accept(&h->accept_ctx, sock);
+	http_gate_start(c);
 }
 
 int http_addr_parse(const char *addr, struct sockaddr_storage *sa, bool *loopback)

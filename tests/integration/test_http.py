@@ -352,6 +352,105 @@ class HttpTokenTest(TestCase):
                 s.close()
 
 
+def read_reply(sock, deadline=10):
+    """What the server answers on sock until it closes (or deadline s pass)."""
+    sock.settimeout(deadline)
+    reply = b""
+    try:
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                break
+            reply += d
+    except (ConnectionResetError, socket.timeout):
+        pass
+    return reply
+
+
+class HttpGateTest(TestCase):
+    """hostile-3: the token and the room for a body are checked on the headers, before any
+    byte of the body is held."""
+
+    def test_no_token_is_401_before_the_body_and_memory_stays_flat(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "token")
+            with open(path, "w") as f:
+                f.write("s3cret-token-0123456789\n")
+            s = HttpServer("--token-file", path, "--pool", "1")
+            socks = []
+            try:
+                before = rss_kib(s.p.pid)
+                for _ in range(40):
+                    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+                    sock.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                                 b"Content-Length: 16000000\r\n\r\n" + b"x" * 65536)
+                    socks.append(sock)
+                for sock in socks:
+                    # (the answer comes with no more of the body sent)
+                    reply = read_reply(sock)
+                    self.assertTrue(reply.startswith(b"HTTP/1.1 401"), reply[:200])
+                    self.assertIn(b"WWW-Authenticate: Bearer", reply)
+                    self.assertIn(b"Authorization", reply)
+                self.assertLess(rss_kib(s.p.pid) - before, 32 << 10)
+                auth = {"Authorization": "Bearer s3cret-token-0123456789"}
+                status, r = s.execute(py("print(1)"), headers=auth)
+                self.assertEqual((status, r["run"]["stdout"]), (200, "1\n"))
+            finally:
+                for sock in socks:
+                    sock.close()
+                s.close()
+
+    def test_bodies_past_the_total_budget_are_503_with_retry_after(self):
+        s = HttpServer("--pool", "1")
+        socks = []
+        try:
+            before = rss_kib(s.p.pid)
+            size = 15 << 20  # (64 MiB in all: four fit, the fifth does not)
+            for _ in range(4):
+                sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+                sock.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Length: %d\r\n\r\n" % size + b"x" * (size - 1))
+                socks.append(sock)
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            socks.append(sock)
+            sock.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: %d\r\n\r\n" % size)
+            reply = read_reply(sock)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 503"), reply[:200])
+            self.assertIn(b"Retry-After: 1", reply)
+            self.assertLess(rss_kib(s.p.pid) - before, 96 << 10)
+            # a small request still fits; and once the four went, a large one fits again
+            self.assertEqual(s.execute(py("print(2)"))[1]["run"]["stdout"], "2\n")
+            for sock in socks:
+                sock.close()
+            socks = []
+            big = py("x = '%s'\nprint(len(x))" % ("y" * (12 << 20)))
+            deadline = time.monotonic() + 30
+            while True:
+                status, r = s.execute(big)
+                if status != 503 or time.monotonic() > deadline:
+                    break
+            self.assertEqual((status, r["run"]["stdout"]), (200, "%d\n" % (12 << 20)))
+        finally:
+            for sock in socks:
+                sock.close()
+            s.close()
+
+    def test_a_connection_carries_one_request(self):
+        s = HttpServer("--pool", "1")
+        try:
+            c = s.conn()
+            for _ in range(3):  # (http.client opens the next one itself)
+                c.request("GET", "/api/v2/runtimes")
+                r = c.getresponse()
+                self.assertEqual(r.getheader("Connection"), "close")
+                r.read()
+                self.assertEqual(r.status, 200)
+            c.close()
+        finally:
+            s.close()
+
+
 class HttpQueueTest(TestCase):
     def test_past_max_executes_429_with_retry_after(self):
         import threading
