@@ -102,8 +102,9 @@ static int piston_files(const cJSON *files, struct http_piston_plan *p, char *er
 	if (!cJSON_IsArray(files))
 		return piston_fail(err, errlen, "files is required as an array");
 	size_t n = (size_t)cJSON_GetArraySize(files);
-	if (n == 0)
-		return piston_fail(err, errlen, "files is required as an array");
+	if (n == 0) /* (Piston's words for it) */
+		return piston_fail(err, errlen,
+				   "files must include at least one utf8 encoded file");
 	if (n > HTTP_PISTON_MAX_FILES)
 		return piston_fail(err, errlen, "files: at most 64 files");
 	const cJSON *f;
@@ -491,6 +492,19 @@ char *http_piston_reply(const struct http_piston_plan *p, const cJSON *result, c
 	const cJSON *trunc = cJSON_GetObjectItemCaseSensitive(result, "truncated");
 	const char *status = cJSON_IsString(st) ? st->valuestring : "";
 	const char *message = cJSON_IsString(msg) ? msg->valuestring : NULL;
+	/* An execute's session is killed after it: what the message says of a
+	 * restart ("...; restarted with fresh state") does not happen here. */
+	char *plain = message ? strdup(message) : NULL;
+	if (plain) {
+		static const char *const restarted[] = {"; restarted with fresh state",
+							" and restarted with fresh state"};
+		for (size_t i = 0; i < 2; i++) {
+			char *at = strstr(plain, restarted[i]);
+			if (at && !at[strlen(restarted[i])])
+				*at = '\0';
+		}
+		message = plain;
+	}
 	int code = 0, sig = -1;
 	const char *pstatus = NULL, *pmessage = NULL;
 	char *tail = NULL; /* what python3 prints on stderr at its end */
@@ -578,5 +592,6 @@ out:
 	cJSON_Delete(o);
 	free(stderr_all);
 	free(output_all);
+	free(plain);
 	return s;
 }

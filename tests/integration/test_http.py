@@ -182,10 +182,20 @@ class HttpTest(TestCase):
         _, r = self.s.execute(py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
         self.assertEqual((r["run"]["code"], r["run"]["signal"], r["run"]["status"]),
                          (None, "SIGKILL", "SG"))
+        # (newuser-10: a one-shot execute is not restarted: its message says no restart)
+        self.assertIn("killed by signal 9", r["run"]["message"])
+        self.assertNotIn("restarted", r["run"]["message"])
         t = time.monotonic()
         _, r = self.s.execute(py("while True: pass", run_timeout=300))
         self.assertEqual(r["run"]["status"], "TO")
         self.assertLess(time.monotonic() - t, 10)
+
+    def test_no_files_is_400_in_pistons_words(self):
+        status, r = self.s.execute({"language": "python", "version": "*", "files": []})
+        self.assertEqual(status, 400)
+        self.assertEqual(r, {"message": "files must include at least one utf8 encoded file"})
+        status, r = self.s.execute({"language": "python", "version": "*", "files": {}})
+        self.assertEqual((status, r), (400, {"message": "files is required as an array"}))
 
     def test_memory_limit(self):
         _, r = self.s.execute(py("x = bytearray(400 << 20); print('big')",
