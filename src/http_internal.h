@@ -8,6 +8,8 @@
 #include <h2o.h>
 #include <sodium.h>
 
+#include "http_limits.h"
+
 struct http_job;
 struct http_call;
 
@@ -45,6 +47,7 @@ struct http_server {
 	char *token;
 	unsigned char token_hash[crypto_generichash_BYTES];
 	char pyversion[64];
+	struct http_limits limits;
 	struct http_job *jobs;
 	/* http_sessions.c: the /v1 requests in flight, and their own tick */
 	struct http_call *calls;

@@ -181,9 +181,17 @@ static int piston_files(const cJSON *files, struct http_piston_plan *p, char *er
 int http_piston_plan_parse(const char *body, size_t len, const char *pyversion,
 			   struct http_piston_plan *p, char *err, size_t errlen)
 {
+	return http_piston_plan_parse_max(body, len, pyversion, HTTP_PISTON_MAX_TIMEOUT_MS, p, err,
+					  errlen);
+}
+
+int http_piston_plan_parse_max(const char *body, size_t len, const char *pyversion, double most_ms,
+			       struct http_piston_plan *p, char *err, size_t errlen)
+{
 	memset(p, 0, sizeof(*p));
 	p->memory = -1;
-	p->timeout_s = HTTP_PISTON_TIMEOUT_MS / 1000.0;
+	p->timeout_s =
+		(most_ms < HTTP_PISTON_TIMEOUT_MS ? most_ms : HTTP_PISTON_TIMEOUT_MS) / 1000.0;
 	cJSON *req = cJSON_ParseWithLength(body, len);
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
@@ -260,10 +268,9 @@ int http_piston_plan_parse(const char *body, size_t len, const char *pyversion,
 			piston_fail(err, errlen, "run_timeout must be a positive number");
 			goto out;
 		}
-		if (to->valuedouble > HTTP_PISTON_MAX_TIMEOUT_MS) {
+		if (to->valuedouble > most_ms) {
 			snprintf(err, errlen,
-				 "run_timeout cannot exceed the configured limit of %d",
-				 HTTP_PISTON_MAX_TIMEOUT_MS);
+				 "run_timeout cannot exceed the configured limit of %.0f", most_ms);
 			goto out;
 		}
 		p->timeout_s = to->valuedouble / 1000.0;

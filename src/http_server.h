@@ -14,6 +14,7 @@
 
 struct server;
 struct http_server;
+struct http_limits;
 
 /* The caps (ptybox(1) HTTP says them). */
 #define HTTP_MAX_BODY	     ((size_t)16 << 20)
@@ -38,6 +39,9 @@ struct http_config {
 	const char *pyversion; /* the runtime's version */
 	unsigned pool;	       /* interpreters started ahead for executes */
 	unsigned max_active;   /* executes at once; 0: HTTP_DEFAULT_ACTIVE */
+	/* The operator's limits on what a request asks (copied); NULL: the
+	 * defaults, and no "net". */
+	const struct http_limits *limits;
 };
 
 /* Whether addr parses, into *sa; *loopback says if it is. Pure. 0 or -EINVAL. */

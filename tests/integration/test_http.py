@@ -434,13 +434,13 @@ class HttpGateTest(TestCase):
             for sock in socks:
                 sock.close()
             socks = []
-            big = py("x = '%s'\nprint(len(x))" % ("y" * (12 << 20)))
+            big = py("x = '%s'\nprint(len(x))" % ("y" * (12 << 20)), run_timeout=60000)
             deadline = time.monotonic() + 30
             while True:
                 status, r = s.execute(big)
                 if status != 503 or time.monotonic() > deadline:
                     break
-            self.assertEqual((status, r["run"]["stdout"]), (200, "%d\n" % (12 << 20)))
+            self.assertEqual((status, r["run"]["stdout"]), (200, "%d\n" % (12 << 20)), r)
         finally:
             for sock in socks:
                 sock.close()
@@ -596,6 +596,100 @@ class HttpSessionsTest(TestCase):
         self.assertEqual(self.call("PUT", "/twice")[0], 405)
         self.assertEqual(self.call("POST", "/twice/nothing")[0], 404)
         self.assertEqual(self.call("GET", "/twice/files/%zz")[0], 400)
+
+
+class HttpLimitsTest(TestCase):
+    """newuser-7: an HTTP client counts as another machine: no host network unless the
+    operator allows it, and serve's limits are the most and the default it gets."""
+
+    def new(self, s, name, options):
+        status, _, data = s.request("POST", "/v1/sessions", {"name": name, "options": options})
+        return status, json.loads(data)
+
+    def run_code(self, s, name, code, **more):
+        status, _, data = s.request("POST", "/v1/sessions/%s/execute" % name,
+                                    {"code": code, "stream": False, **more})
+        return status, json.loads(data)
+
+    def test_net_is_refused_without_allow_net(self):
+        s = HttpServer("--pool", "1")
+        try:
+            status, r = self.new(s, "hn", {"net": True})
+            self.assertEqual((status, r["code"]), (400, "usage"))
+            self.assertIn("--allow-net", r["error"])
+            self.assertEqual(s.request("GET", "/v1/sessions")[0], 200)
+            self.assertNotIn(b'"hn"', s.request("GET", "/v1/sessions")[2])
+        finally:
+            s.close()
+        s = HttpServer("--pool", "1", "--allow-net")
+        try:
+            self.assertEqual(self.new(s, "hn", {"net": True})[0], 201)
+        finally:
+            s.close()
+
+    def test_limits_are_the_most_and_the_default(self):
+        s = HttpServer("--pool", "1", "--memory", "512M", "--timeout", "2", "--pids", "64")
+        try:
+            for opts in ({"memory": "0"}, {"memory": "1G"}, {"memory": 1 << 30}, {"pids": 0},
+                         {"pids": 65}, {"timeout": 0}, {"timeout": 3}):
+                status, r = self.new(s, "big", opts)
+                self.assertEqual((status, r.get("code")), (400, "usage"), opts)
+                self.assertIn("only lower", r["error"])
+            # not asked: the operator's; asked lower: the request's
+            self.assertEqual(self.new(s, "dflt", {})[0], 201)
+            self.assertEqual(self.new(s, "low", {"memory": "256M"})[0], 201)
+            as_limit = "import resource; resource.getrlimit(resource.RLIMIT_AS)[0]"
+            self.assertEqual(self.run_code(s, "dflt", as_limit)[1]["result"]["text/plain"],
+                             str(512 << 20))
+            self.assertEqual(self.run_code(s, "low", as_limit)[1]["result"]["text/plain"],
+                             str(256 << 20))
+            # an exec's timeout may only lower serve's
+            for t in (0, 2.5):
+                status, r = self.run_code(s, "dflt", "1", timeout=t)
+                self.assertEqual((status, r.get("code")), (400, "usage"), t)
+            start = time.monotonic()
+            status, r = self.run_code(s, "dflt", "import time; time.sleep(6)")
+            self.assertEqual(r["status"], "timeout")
+            self.assertLess(time.monotonic() - start, 5)
+            # Piston's execute: run_timeout and run_memory_limit within them too
+            status, r = s.execute(py("print(1)", run_timeout=3000))
+            self.assertEqual((status, r), (400, {
+                "message": "run_timeout cannot exceed the configured limit of 2000"}))
+            status, r = s.execute(py("print(1)", run_memory_limit=1 << 30))
+            self.assertEqual((status, r), (400, {
+                "message": "run_memory_limit cannot exceed the configured limit of %d"
+                % (512 << 20)}))
+            status, r = s.execute(py("import resource; print(resource.getrlimit("
+                                     "resource.RLIMIT_AS)[0])", run_memory_limit=-1))
+            self.assertEqual((status, r["run"]["stdout"]), (200, "%d\n" % (512 << 20)))
+        finally:
+            s.close()
+
+    def test_without_limits_the_defaults_are_the_most(self):
+        s = HttpServer("--pool", "1")
+        try:
+            status, r = self.new(s, "x", {"memory": "0", "cpus": 0, "timeout": 0})
+            self.assertEqual((status, r["code"]), (400, "usage"))
+            self.assertIn("the default", r["error"])
+        finally:
+            s.close()
+
+    def test_serve_http_takes_the_limits_and_refuses_the_rest(self):
+        for args, want in ((["--net"], "--http takes"), (["--mount", "/tmp:/x"], "--http takes"),
+                           (["--memory", "lots"], "--memory lots")):
+            p = subprocess.run([PTYBOX, "serve", "--http", "127.0.0.1:%d" % free_port()] + args,
+                               capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(want, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        p = subprocess.run([PTYBOX, "serve", "--stdio", "--allow-net"], capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--allow-net goes with --http", p.stderr)
+        help_text = subprocess.run([PTYBOX, "serve", "--help"], capture_output=True, text=True,
+                                   timeout=30).stdout
+        self.assertIn("--allow-net", help_text)
 
 
 class PistonClientTest(TestCase):
