@@ -165,7 +165,7 @@ _ptybox()
 		--token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 		--max-executes) return ;;
 		esac
-		COMPREPLY=($(compgen -W "--stdio --http --token-file --max-executes --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
+		COMPREPLY=($(compgen -W "--stdio --http --token-file --max-executes --allow-net --pool --stop-at-eof --quiet --help $session_opts" -- "$cur"))
 		;;
 	mcp)
 		# (the session options but --log: the sessions are a server's)

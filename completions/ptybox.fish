@@ -128,6 +128,7 @@ complete -c ptybox -n '__fish_seen_subcommand_from mcp' -l max-text -x -d 'The m
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l http -d "Piston's API over HTTP on ADDR (default 127.0.0.1:2000)"
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l token-file -r -F -d 'With --http: the bearer token every request needs'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l max-executes -x -d 'With --http: executes at once, then 429 (default 64)'
+complete -c ptybox -n '__fish_seen_subcommand_from serve' -l allow-net -d "With --http: a session may ask for the host's network"
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l stop-at-eof -d 'At the end of input stop at once, ending what runs'
 complete -c ptybox -n '__fish_seen_subcommand_from serve' -l quiet -d 'A session that cannot start is said on stdout only'
 

@@ -157,8 +157,9 @@ int cli_read_stdin(const char *cmd, void **data, size_t *len);
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 /* serve --http (cli_serve_http.c): runs until a signal. */
+struct http_limits;
 int cli_serve_http(const char *addr, const char *token_file, unsigned pool, unsigned max_active,
-		   const char *python);
+		   const char *python, const struct http_limits *limits);
 int cli_mcp(int argc, char **argv);
 int cli_repl(int argc, char **argv);
 int cli_attach(int argc, char **argv);

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "options.h"
+#include "http_limits.h"
 #include "http_server.h"
 #include "server.h"
 #include "stdio_lines.h"
@@ -45,7 +46,8 @@ struct serve {
 
 static const char serve_usage[] =
 	"Usage: ptybox serve --stdio [OPTIONS]\n"
-	"       ptybox serve --http [ADDR] [--token-file FILE] [--pool N]\n"
+	"       ptybox serve --http [ADDR] [--token-file FILE] [--pool N] [--allow-net]\n"
+	"                    [--timeout S] [--memory SIZE] [--cpus N] [--pids N] ...\n"
 	"Drive sessions with JSON lines on standard input and output\n"
 	"(ptybox-protocol(7)); requests without \"session\" go to the one started here.\n"
 	"\n"
@@ -65,6 +67,12 @@ static const char serve_usage[] =
 	"                      TOKEN (the file's first line); needed off loopback\n"
 	"  --max-executes N    with --http: executes at once (default 64); past it\n"
 	"                      429 with Retry-After\n"
+	"  --allow-net         with --http: a session may ask \"net\" (the host's\n"
+	"                      network, its loopback too); refused otherwise\n"
+	"  with --http, the limits below (--timeout, --memory, --cpus, --pids,\n"
+	"  --tmp-size, --nofile, --max-file-size, --max-output, --max-get,\n"
+	"  --kill-grace) are the most and the default a request gets: it may\n"
+	"  lower one, never raise it nor lift it (0); one not given is the default's\n"
 	"  --pool N            keep N interpreters started ahead, so a restart is\n"
 	"                      a swap (default 0)\n"
 	"  --stop-at-eof       at the end of standard input, stop at once (as\n"
@@ -238,6 +246,7 @@ int cli_serve(int argc, char **argv)
 		{"token-file", required_argument, NULL, 'T'},
 		{"max-executes", required_argument, NULL, 'M'},
 		{"pool", required_argument, NULL, 'p'},
+		{"allow-net", no_argument, NULL, 0x200},
 		{"stop-at-eof", no_argument, NULL, 'e'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
@@ -245,6 +254,9 @@ int cli_serve(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	bool stdio = false, stop_at_eof = false, quiet = false, http = false, session_opt = false;
+	bool allow_net = false;
+	struct http_limits limits;
+	http_limits_init(&limits);
 	const char *token_file = NULL, *addr = NULL;
 	/* --http's ADDR is optional and no option's value: taken out first, so
 	 * that the options after it are still read. */
@@ -277,6 +289,7 @@ int cli_serve(int argc, char **argv)
 			}
 			break;
 		case 'e': stop_at_eof = true; break;
+		case 0x200: allow_net = true; break;
 		case 'q': quiet = true; break;
 		case 'p':
 			if (options_parse_uint(optarg, 0, 64, &pool) < 0) {
@@ -293,7 +306,10 @@ int cli_serve(int argc, char **argv)
 		default:
 			if (cli_session_opt(&so, opt, optarg, "serve") != 1)
 				return CLI_EXIT_USAGE;
-			session_opt = true;
+			if (http_limits_is_limit(opt))
+				http_limits_set(&limits, opt, optarg); /* (checked just above) */
+			else
+				session_opt = true;
 		}
 	}
 	if (http) {
@@ -302,16 +318,20 @@ int cli_serve(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 		if (stdio || stop_at_eof || quiet || session_opt) {
-			cli_error("serve: --http takes --pool, --token-file and --max-executes "
-				  "only (the limits "
-				  "are each request's: run_timeout, run_memory_limit)");
+			cli_error(
+				"serve: --http takes --pool, --token-file, --max-executes, "
+				"--allow-net and the limits (--timeout, --memory, --cpus, --pids, "
+				"...) only");
 			return CLI_EXIT_USAGE;
 		}
-		return cli_serve_http(addr, token_file, pool ? pool : 4, max_active, so.o.python);
+		limits.allow_net = allow_net;
+		return cli_serve_http(addr, token_file, pool ? pool : 4, max_active, so.o.python,
+				      &limits);
 	}
-	if (token_file || max_active) {
-		cli_error("serve: --%s goes with --http",
-			  token_file ? "token-file" : "max-executes");
+	if (token_file || max_active || allow_net) {
+		cli_error("serve: --%s goes with --http", token_file   ? "token-file"
+							  : max_active ? "max-executes"
+								       : "allow-net");
 		return CLI_EXIT_USAGE;
 	}
 	if (optind < argc) {

@@ -103,7 +103,7 @@ static void serve_http_pyversion(const char *python, char *out, size_t cap)
 }
 
 int cli_serve_http(const char *addr, const char *token_file, unsigned pool, unsigned max_active,
-		   const char *python)
+		   const char *python, const struct http_limits *limits)
 {
 	static char token[SERVE_HTTP_MAX_TOKEN];
 	if (token_file && serve_http_token(token_file, token, sizeof(token)) < 0)
@@ -133,6 +133,7 @@ int cli_serve_http(const char *addr, const char *token_file, unsigned pool, unsi
 		.pyversion = pyversion,
 		.pool = pool,
 		.max_active = max_active,
+		.limits = limits,
 	};
 	int rc = http_server_start(s.loop, s.server, &hc, &s.http, err, sizeof(err));
 	if (rc < 0) {

@@ -102,8 +102,9 @@ static int piston_files(const cJSON *files, struct http_piston_plan *p, char *er
 	if (!cJSON_IsArray(files))
 		return piston_fail(err, errlen, "files is required as an array");
 	size_t n = (size_t)cJSON_GetArraySize(files);
-	if (n == 0)
-		return piston_fail(err, errlen, "files is required as an array");
+	if (n == 0) /* (Piston's words for it) */
+		return piston_fail(err, errlen,
+				   "files must include at least one utf8 encoded file");
 	if (n > HTTP_PISTON_MAX_FILES)
 		return piston_fail(err, errlen, "files: at most 64 files");
 	const cJSON *f;
@@ -180,9 +181,17 @@ static int piston_files(const cJSON *files, struct http_piston_plan *p, char *er
 int http_piston_plan_parse(const char *body, size_t len, const char *pyversion,
 			   struct http_piston_plan *p, char *err, size_t errlen)
 {
+	return http_piston_plan_parse_max(body, len, pyversion, HTTP_PISTON_MAX_TIMEOUT_MS, p, err,
+					  errlen);
+}
+
+int http_piston_plan_parse_max(const char *body, size_t len, const char *pyversion, double most_ms,
+			       struct http_piston_plan *p, char *err, size_t errlen)
+{
 	memset(p, 0, sizeof(*p));
 	p->memory = -1;
-	p->timeout_s = HTTP_PISTON_TIMEOUT_MS / 1000.0;
+	p->timeout_s =
+		(most_ms < HTTP_PISTON_TIMEOUT_MS ? most_ms : HTTP_PISTON_TIMEOUT_MS) / 1000.0;
 	cJSON *req = cJSON_ParseWithLength(body, len);
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
@@ -259,10 +268,9 @@ int http_piston_plan_parse(const char *body, size_t len, const char *pyversion,
 			piston_fail(err, errlen, "run_timeout must be a positive number");
 			goto out;
 		}
-		if (to->valuedouble > HTTP_PISTON_MAX_TIMEOUT_MS) {
+		if (to->valuedouble > most_ms) {
 			snprintf(err, errlen,
-				 "run_timeout cannot exceed the configured limit of %d",
-				 HTTP_PISTON_MAX_TIMEOUT_MS);
+				 "run_timeout cannot exceed the configured limit of %.0f", most_ms);
 			goto out;
 		}
 		p->timeout_s = to->valuedouble / 1000.0;
@@ -491,6 +499,19 @@ char *http_piston_reply(const struct http_piston_plan *p, const cJSON *result, c
 	const cJSON *trunc = cJSON_GetObjectItemCaseSensitive(result, "truncated");
 	const char *status = cJSON_IsString(st) ? st->valuestring : "";
 	const char *message = cJSON_IsString(msg) ? msg->valuestring : NULL;
+	/* An execute's session is killed after it: what the message says of a
+	 * restart ("...; restarted with fresh state") does not happen here. */
+	char *plain = message ? strdup(message) : NULL;
+	if (plain) {
+		static const char *const restarted[] = {"; restarted with fresh state",
+							" and restarted with fresh state"};
+		for (size_t i = 0; i < 2; i++) {
+			char *at = strstr(plain, restarted[i]);
+			if (at && !at[strlen(restarted[i])])
+				*at = '\0';
+		}
+		message = plain;
+	}
 	int code = 0, sig = -1;
 	const char *pstatus = NULL, *pmessage = NULL;
 	char *tail = NULL; /* what python3 prints on stderr at its end */
@@ -578,5 +599,6 @@ out:
 	cJSON_Delete(o);
 	free(stderr_all);
 	free(output_all);
+	free(plain);
 	return s;
 }

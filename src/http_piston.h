@@ -44,6 +44,10 @@ struct http_piston_plan {
  * a 400 with it as message). p is to be freed either way. */
 int http_piston_plan_parse(const char *body, size_t len, const char *pyversion,
 			   struct http_piston_plan *p, char *err, size_t errlen);
+/* The same with run_timeout at most most_ms (HTTP_PISTON_MAX_TIMEOUT_MS for
+ * the above): serve --http --timeout's. */
+int http_piston_plan_parse_max(const char *body, size_t len, const char *pyversion, double most_ms,
+			       struct http_piston_plan *p, char *err, size_t errlen);
 void http_piston_plan_free(struct http_piston_plan *p);
 
 /* Whether Piston's version selector sel ("*", "3", "3.x", "3.11.2") picks v. */

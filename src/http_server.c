@@ -3,11 +3,14 @@
  * the routes of Piston's API, and the executes in flight.
  *
  * h2o (Debian's libh2o, built on libuv) parses HTTP/1.1 and keeps its caps:
- * the request line and headers (H2O_MAX_REQLEN), the body (413 past
- * HTTP_MAX_BODY, read into memory only up to it) and the time a request may
- * take to arrive (HTTP_REQ_TIMEOUT_MS: a client sending a byte a second is
- * cut). Connections are counted here: past HTTP_MAX_CONNECTIONS a new one is
- * closed at once, so idle ones cannot take every fd.
+ * the body (413 past HTTP_MAX_BODY, read into memory only up to it) and the
+ * time a request may take to arrive (HTTP_REQ_TIMEOUT_MS: a client sending a
+ * byte a second is cut). Before h2o, the gate (http_gate.c) reads each
+ * request's head: the token and the room for its body are checked there,
+ * before any of the body is held. Connections are counted here: past
+ * HTTP_MAX_CONNECTIONS a new one is closed at once, so idle ones cannot take
+ * every fd. What a request may ask of a session is the operator's
+ * (http_limits.c).
  *
  * An execute is a client of the server like any connection: it speaks the
  * JSON lines of ptybox-protocol(7) (new from the warm pool, put, exec with
@@ -229,6 +232,11 @@ static void http_tick_cb(uv_timer_t *t)
 					   http_piston_error("out of memory"));
 			} else {
 				j->kill_id = j->exec_id + 1;
+				/* the new: the operator's limits where it asks none */
+				char err[256] = "out of memory";
+				if (http_limits_options(&h->limits, cJSON_GetArrayItem(reqs, 0),
+							err, sizeof(err)) < 0)
+					job_answer(j, 400, "Bad Request", http_piston_error(err));
 				cJSON *r;
 				cJSON_ArrayForEach(r, reqs)
 				{
@@ -263,9 +271,21 @@ static void job_start(struct http_server *h, h2o_req_t *req)
 		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	int rc = http_piston_plan_parse(req->entity.base ? req->entity.base : "",
-					req->entity.base ? req->entity.len : 0, h->pyversion,
-					&j->plan, err, sizeof(err));
+	/* run_timeout: at most serve's --timeout when it gave one (0: none) */
+	const struct http_limits *l = &h->limits;
+	double most_ms = HTTP_PISTON_MAX_TIMEOUT_MS;
+	if (l->given[0][0])
+		most_ms = l->max.timeout > 0 ? l->max.timeout * 1000 : 1e12;
+	int rc = http_piston_plan_parse_max(req->entity.base ? req->entity.base : "",
+					    req->entity.base ? req->entity.len : 0, h->pyversion,
+					    most_ms, &j->plan, err, sizeof(err));
+	if (rc == 0 && j->plan.memory >= 0 && l->max.memory > 0 &&
+	    (uint64_t)j->plan.memory > l->max.memory) {
+		snprintf(err, sizeof(err),
+			 "run_memory_limit cannot exceed the configured limit of %llu",
+			 (unsigned long long)l->max.memory);
+		rc = -EINVAL;
+	}
 	if (rc < 0) {
 		http_piston_plan_free(&j->plan);
 		free(j);
@@ -329,6 +349,8 @@ static bool http_authorized(struct http_server *h, h2o_req_t *req)
 static int http_on_req(h2o_handler_t *self, h2o_req_t *req)
 {
 	struct http_server *h = ((struct http_handler *)self)->h;
+	/* One request a connection: each passes the gate (http_gate.c). */
+	req->http1_is_persistent = 0;
 	if (h->stopped) {
 		http_error(req, 503, "Service Unavailable", "the server is shutting down");
 		return 0;
@@ -373,13 +395,6 @@ static int http_on_req(h2o_handler_t *self, h2o_req_t *req)
 	return 0;
 }
 
-static void http_conn_closed_cb(uv_handle_t *handle)
-{
-	struct http_conn *c = (struct http_conn *)handle;
-	c->h->nconns--;
-	free(c);
-}
-
 static void http_refused_cb(uv_handle_t *handle)
 {
 	free(handle);
@@ -405,8 +420,7 @@ static void http_on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	h->nconns++;
-	h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)&c->tcp, http_conn_closed_cb);
-	h2o_accept(&h->accept_ctx, sock);
+	http_gate_start(c);
 }
 
 int http_addr_parse(const char *addr, struct sockaddr_storage *sa, bool *loopback)
@@ -469,6 +483,10 @@ int http_server_start(uv_loop_t *loop, struct server *sv, const struct http_conf
 	h->server = sv;
 	h->pool = cfg->pool;
 	h->max_active = cfg->max_active ? cfg->max_active : HTTP_DEFAULT_ACTIVE;
+	if (cfg->limits)
+		h->limits = *cfg->limits;
+	else
+		http_limits_init(&h->limits);
 	snprintf(h->pyversion, sizeof(h->pyversion), "%s", cfg->pyversion);
 	if (cfg->token) {
 		h->token = strdup(cfg->token);

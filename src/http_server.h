@@ -14,11 +14,17 @@
 
 struct server;
 struct http_server;
+struct http_limits;
 
 /* The caps (ptybox(1) HTTP says them). */
 #define HTTP_MAX_BODY	     ((size_t)16 << 20)
 #define HTTP_REQ_TIMEOUT_MS  10000
 #define HTTP_MAX_CONNECTIONS 8192
+/* A request line and headers (the gate's, http_gate.c); and what the heads
+ * being read and the bodies announced may hold across connections: past it
+ * a request is answered 503 with Retry-After. */
+#define HTTP_MAX_HEAD	((size_t)64 << 10)
+#define HTTP_MAX_BODIES ((size_t)64 << 20)
 /* Executes at once (each a session) by default, and the most --max-executes
  * takes; past it 429 with Retry-After. */
 #define HTTP_DEFAULT_ACTIVE 64
@@ -33,6 +39,9 @@ struct http_config {
 	const char *pyversion; /* the runtime's version */
 	unsigned pool;	       /* interpreters started ahead for executes */
 	unsigned max_active;   /* executes at once; 0: HTTP_DEFAULT_ACTIVE */
+	/* The operator's limits on what a request asks (copied); NULL: the
+	 * defaults, and no "net". */
+	const struct http_limits *limits;
 };
 
 /* Whether addr parses, into *sa; *loopback says if it is. Pure. 0 or -EINVAL. */

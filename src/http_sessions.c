@@ -115,6 +115,20 @@ static int call_status(const char *code, const char *errno_name, const char **re
 
 static void call_flush(struct http_call *c);
 
+/* A request refused here as the server would: the protocol's usage error. */
+static void call_usage(h2o_req_t *req, const char *msg)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s = NULL;
+	if (o && cJSON_AddStringToObject(o, "error", msg) &&
+	    cJSON_AddStringToObject(o, "code", "usage"))
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	char *body = s ? strdup(s) : NULL; /* (http_send frees with free) */
+	cJSON_free(s);
+	http_send(req, 400, "Bad Request", body, NULL, NULL);
+}
+
 static void call_proceed(h2o_generator_t *g, h2o_req_t *req)
 {
 	struct http_call *c = (struct http_call *)((char *)g - offsetof(struct http_call, gen));
@@ -442,6 +456,12 @@ bool http_sessions_route(struct http_server *h, h2o_req_t *req)
 			}
 			char session[SERVER_NAME_MAX * 4 + 1];
 			snprintf(session, sizeof(session), "%s", s->valuestring);
+			char err[512] = "out of memory";
+			if (http_limits_options(&h->limits, b, err, sizeof(err)) < 0) {
+				cJSON_Delete(b);
+				call_usage(req, err);
+				return true;
+			}
 			call_start(h, req, b, "new", session, 201, false, false);
 		} else {
 			call_405(req, "GET, POST");
@@ -497,6 +517,12 @@ bool http_sessions_route(struct http_server *h, h2o_req_t *req)
 		/* ("stream": false: the result alone, as one JSON reply) */
 		bool stream =
 			b && i == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "stream"));
+		char err[512];
+		if (b && i == 0 && http_limits_exec(&h->limits, b, err, sizeof(err)) < 0) {
+			cJSON_Delete(b);
+			call_usage(req, err);
+			return true;
+		}
 		if (b)
 			call_start(h, req, b, ops[i], name, 200, stream, false);
 		return true;

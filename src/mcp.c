@@ -23,6 +23,7 @@
 
 #include "mcp_content.h"
 #include "mcp_id.h"
+#include "options.h"
 #include "protocol.h"
 #include "server.h"
 
@@ -55,6 +56,7 @@ struct mcp_call {
 	bool cancelled;	     /* notifications/cancelled named it: no reply */
 	bool interrupt;	     /* cancelled before accepted: interrupt once it is */
 	bool restart_told;   /* K_RUN: the first run after our restart, which said so */
+	bool capped;	     /* K_RUN: its timeout was past timeout_max, which it ran with */
 	char *ensure_err;    /* the default session could not be made: why */
 	uint64_t ensure_for; /* K_ENSURE: the call it was sent for */
 };
@@ -79,7 +81,13 @@ struct mcp {
 	size_t nrestarted;
 	bool gone;
 	char gone_why[256];
+	/* run_code's timeout may only lower this: the command line's --timeout,
+	 * else a session's default (0: none, --timeout 0). */
+	double timeout_max;
 };
+
+/* A session's timeout when its options give none (session.c's). */
+#define MCP_SESSION_TIMEOUT 30.0
 
 static const char *const mcp_versions[] = {MCP_PROTOCOL_LATEST, "2025-03-26", "2024-11-05"};
 
@@ -289,8 +297,7 @@ static const char mcp_tools_json[] =
 	"'default').\"},"
 	"\"language\":{\"type\":\"string\",\"enum\":[\"python\"],\"description\":\"The "
 	"code's language: python.\"},"
-	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Seconds "
-	"before the run is stopped (default: the session's, 30).\"},"
+	"\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"\"},"
 	"\"max_output\":{\"type\":\"integer\",\"minimum\":256,\"description\":\"The most "
 	"bytes of text to return (default: 65536, or ptybox mcp --max-text); a longer text "
 	"keeps its head and tail.\"}},"
@@ -407,6 +414,61 @@ static int mcp_args_known(struct mcp *m, const cJSON *id, const cJSON *args, con
 	return 0;
 }
 
+/* run_code's timeout as this mcp has it: its default, and its most. */
+static void mcp_timeout_schema(const struct mcp *m, cJSON *tools)
+{
+	cJSON *run = cJSON_GetArrayItem(tools, 0);
+	cJSON *schema = cJSON_GetObjectItemCaseSensitive(run, "inputSchema");
+	cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+	cJSON *t = cJSON_GetObjectItemCaseSensitive(props, "timeout");
+	char text[256];
+	if (m->timeout_max > 0)
+		snprintf(text, sizeof(text),
+			 "Seconds before the run is stopped (default and most: %g; a larger one "
+			 "is cut to %g).",
+			 m->timeout_max, m->timeout_max);
+	else
+		snprintf(text, sizeof(text),
+			 "Seconds before the run is stopped (default: none, no limit).");
+	cJSON *d = cJSON_CreateString(text);
+	if (!d || !cJSON_ReplaceItemInObjectCaseSensitive(t, "description", d))
+		abort(); /* (out of memory) */
+}
+
+/* "[timeout: ...]" at the end of the result's text: the call asked for more
+ * than this mcp allows, and ran with its most. */
+static void mcp_note_capped(const struct mcp *m, cJSON *result)
+{
+	char note[160];
+	snprintf(note, sizeof(note),
+		 "[timeout: %g s is the most here (ptybox mcp --timeout); the run had %g s]\n",
+		 m->timeout_max, m->timeout_max);
+	cJSON *content = cJSON_GetObjectItemCaseSensitive(result, "content");
+	cJSON *first = cJSON_GetArrayItem(content, 0);
+	cJSON *text = cJSON_GetObjectItemCaseSensitive(first, "text");
+	const char *type = protocol_str(first, "type");
+	if (cJSON_IsString(text) && type && strcmp(type, "text") == 0 &&
+	    strcmp(text->valuestring, "(no output)") != 0) {
+		size_t n = strlen(text->valuestring);
+		char *s = malloc(n + strlen(note) + 2);
+		if (!s)
+			abort();
+		sprintf(s, "%s%s%s", text->valuestring,
+			n && text->valuestring[n - 1] != '\n' ? "\n" : "", note);
+		cJSON_SetValuestring(text, s);
+		free(s);
+		return;
+	}
+	cJSON *item = cJSON_CreateObject();
+	if (!item || !cJSON_AddStringToObject(item, "type", "text") ||
+	    !cJSON_AddStringToObject(item, "text", note))
+		abort();
+	if (cJSON_IsString(text) && strcmp(text->valuestring, "(no output)") == 0)
+		cJSON_ReplaceItemInArray(content, 0, item);
+	else
+		cJSON_InsertItemInArray(content, 0, item);
+}
+
 static void mcp_tool_run(struct mcp *m, const cJSON *id, const cJSON *args, const cJSON *progress)
 {
 	const char *code, *session, *lang;
@@ -446,8 +508,9 @@ static void mcp_tool_run(struct mcp *m, const cJSON *id, const cJSON *args, cons
 	mcp_ensure_default(m, c);
 	cJSON *r = mcp_request(c, "exec");
 	cJSON_AddStringToObject(r, "code", code);
+	c->capped = t && m->timeout_max > 0 && t->valuedouble > m->timeout_max;
 	if (t)
-		cJSON_AddNumberToObject(r, "timeout", t->valuedouble);
+		cJSON_AddNumberToObject(r, "timeout", c->capped ? m->timeout_max : t->valuedouble);
 	cJSON_AddBoolToObject(r, "ack", 1); /* its exec id, for a cancellation */
 	if (progress)
 		cJSON_AddBoolToObject(r, "stream", 1);
@@ -756,6 +819,7 @@ void mcp_client_line(struct mcp *m, const char *line, size_t len)
 		cJSON *tools = cJSON_Parse(mcp_tools_json);
 		if (!tools)
 			abort(); /* (a constant: out of memory) */
+		mcp_timeout_schema(m, tools);
 		cJSON_AddItemToObject(r, "tools", tools);
 		mcp_result(m, id, r);
 	} else if (strcmp(name, "tools/call") == 0)
@@ -882,8 +946,10 @@ static void mcp_call_done(struct mcp *m, struct mcp_call *c, const cJSON *reply)
 			return;
 		}
 		bool is_error;
-		mcp_result(m, c->rid,
-			   mcp_run_content(reply, c->max_text, c->restart_told, &is_error));
+		cJSON *res = mcp_run_content(reply, c->max_text, c->restart_told, &is_error);
+		if (c->capped)
+			mcp_note_capped(m, res);
+		mcp_result(m, c->rid, res);
 		return;
 	}
 	case K_NEW:
@@ -1009,6 +1075,10 @@ struct mcp *mcp_new(const struct mcp_config *cfg)
 	if (!m)
 		return NULL;
 	m->cfg = *cfg;
+	m->timeout_max = MCP_SESSION_TIMEOUT;
+	const char *t = protocol_str(cfg->options, "timeout");
+	if (t && options_parse_seconds(t, &m->timeout_max) < 0)
+		m->timeout_max = MCP_SESSION_TIMEOUT; /* (cli_mcp.c checked it) */
 	if (cfg->hello) {
 		struct mcp_call *c = mcp_call_new(m, K_HELLO, NULL, NULL);
 		cJSON *r = mcp_request(c, "hello");

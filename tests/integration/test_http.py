@@ -182,10 +182,20 @@ class HttpTest(TestCase):
         _, r = self.s.execute(py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
         self.assertEqual((r["run"]["code"], r["run"]["signal"], r["run"]["status"]),
                          (None, "SIGKILL", "SG"))
+        # (newuser-10: a one-shot execute is not restarted: its message says no restart)
+        self.assertIn("killed by signal 9", r["run"]["message"])
+        self.assertNotIn("restarted", r["run"]["message"])
         t = time.monotonic()
         _, r = self.s.execute(py("while True: pass", run_timeout=300))
         self.assertEqual(r["run"]["status"], "TO")
         self.assertLess(time.monotonic() - t, 10)
+
+    def test_no_files_is_400_in_pistons_words(self):
+        status, r = self.s.execute({"language": "python", "version": "*", "files": []})
+        self.assertEqual(status, 400)
+        self.assertEqual(r, {"message": "files must include at least one utf8 encoded file"})
+        status, r = self.s.execute({"language": "python", "version": "*", "files": {}})
+        self.assertEqual((status, r), (400, {"message": "files is required as an array"}))
 
     def test_memory_limit(self):
         _, r = self.s.execute(py("x = bytearray(400 << 20); print('big')",
@@ -352,6 +362,105 @@ class HttpTokenTest(TestCase):
                 s.close()
 
 
+def read_reply(sock, deadline=10):
+    """What the server answers on sock until it closes (or deadline s pass)."""
+    sock.settimeout(deadline)
+    reply = b""
+    try:
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                break
+            reply += d
+    except (ConnectionResetError, socket.timeout):
+        pass
+    return reply
+
+
+class HttpGateTest(TestCase):
+    """hostile-3: the token and the room for a body are checked on the headers, before any
+    byte of the body is held."""
+
+    def test_no_token_is_401_before_the_body_and_memory_stays_flat(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "token")
+            with open(path, "w") as f:
+                f.write("s3cret-token-0123456789\n")
+            s = HttpServer("--token-file", path, "--pool", "1")
+            socks = []
+            try:
+                before = rss_kib(s.p.pid)
+                for _ in range(40):
+                    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+                    sock.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                                 b"Content-Length: 16000000\r\n\r\n" + b"x" * 65536)
+                    socks.append(sock)
+                for sock in socks:
+                    # (the answer comes with no more of the body sent)
+                    reply = read_reply(sock)
+                    self.assertTrue(reply.startswith(b"HTTP/1.1 401"), reply[:200])
+                    self.assertIn(b"WWW-Authenticate: Bearer", reply)
+                    self.assertIn(b"Authorization", reply)
+                self.assertLess(rss_kib(s.p.pid) - before, 32 << 10)
+                auth = {"Authorization": "Bearer s3cret-token-0123456789"}
+                status, r = s.execute(py("print(1)"), headers=auth)
+                self.assertEqual((status, r["run"]["stdout"]), (200, "1\n"))
+            finally:
+                for sock in socks:
+                    sock.close()
+                s.close()
+
+    def test_bodies_past_the_total_budget_are_503_with_retry_after(self):
+        s = HttpServer("--pool", "1")
+        socks = []
+        try:
+            before = rss_kib(s.p.pid)
+            size = 15 << 20  # (64 MiB in all: four fit, the fifth does not)
+            for _ in range(4):
+                sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+                sock.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                             b"Content-Length: %d\r\n\r\n" % size + b"x" * (size - 1))
+                socks.append(sock)
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            socks.append(sock)
+            sock.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Length: %d\r\n\r\n" % size)
+            reply = read_reply(sock)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 503"), reply[:200])
+            self.assertIn(b"Retry-After: 1", reply)
+            self.assertLess(rss_kib(s.p.pid) - before, 96 << 10)
+            # a small request still fits; and once the four went, a large one fits again
+            self.assertEqual(s.execute(py("print(2)"))[1]["run"]["stdout"], "2\n")
+            for sock in socks:
+                sock.close()
+            socks = []
+            big = py("x = '%s'\nprint(len(x))" % ("y" * (12 << 20)), run_timeout=60000)
+            deadline = time.monotonic() + 30
+            while True:
+                status, r = s.execute(big)
+                if status != 503 or time.monotonic() > deadline:
+                    break
+            self.assertEqual((status, r["run"]["stdout"]), (200, "%d\n" % (12 << 20)), r)
+        finally:
+            for sock in socks:
+                sock.close()
+            s.close()
+
+    def test_a_connection_carries_one_request(self):
+        s = HttpServer("--pool", "1")
+        try:
+            c = s.conn()
+            for _ in range(3):  # (http.client opens the next one itself)
+                c.request("GET", "/api/v2/runtimes")
+                r = c.getresponse()
+                self.assertEqual(r.getheader("Connection"), "close")
+                r.read()
+                self.assertEqual(r.status, 200)
+            c.close()
+        finally:
+            s.close()
+
+
 class HttpQueueTest(TestCase):
     def test_past_max_executes_429_with_retry_after(self):
         import threading
@@ -487,6 +596,100 @@ class HttpSessionsTest(TestCase):
         self.assertEqual(self.call("PUT", "/twice")[0], 405)
         self.assertEqual(self.call("POST", "/twice/nothing")[0], 404)
         self.assertEqual(self.call("GET", "/twice/files/%zz")[0], 400)
+
+
+class HttpLimitsTest(TestCase):
+    """newuser-7: an HTTP client counts as another machine: no host network unless the
+    operator allows it, and serve's limits are the most and the default it gets."""
+
+    def new(self, s, name, options):
+        status, _, data = s.request("POST", "/v1/sessions", {"name": name, "options": options})
+        return status, json.loads(data)
+
+    def run_code(self, s, name, code, **more):
+        status, _, data = s.request("POST", "/v1/sessions/%s/execute" % name,
+                                    {"code": code, "stream": False, **more})
+        return status, json.loads(data)
+
+    def test_net_is_refused_without_allow_net(self):
+        s = HttpServer("--pool", "1")
+        try:
+            status, r = self.new(s, "hn", {"net": True})
+            self.assertEqual((status, r["code"]), (400, "usage"))
+            self.assertIn("--allow-net", r["error"])
+            self.assertEqual(s.request("GET", "/v1/sessions")[0], 200)
+            self.assertNotIn(b'"hn"', s.request("GET", "/v1/sessions")[2])
+        finally:
+            s.close()
+        s = HttpServer("--pool", "1", "--allow-net")
+        try:
+            self.assertEqual(self.new(s, "hn", {"net": True})[0], 201)
+        finally:
+            s.close()
+
+    def test_limits_are_the_most_and_the_default(self):
+        s = HttpServer("--pool", "1", "--memory", "512M", "--timeout", "2", "--pids", "64")
+        try:
+            for opts in ({"memory": "0"}, {"memory": "1G"}, {"memory": 1 << 30}, {"pids": 0},
+                         {"pids": 65}, {"timeout": 0}, {"timeout": 3}):
+                status, r = self.new(s, "big", opts)
+                self.assertEqual((status, r.get("code")), (400, "usage"), opts)
+                self.assertIn("only lower", r["error"])
+            # not asked: the operator's; asked lower: the request's
+            self.assertEqual(self.new(s, "dflt", {})[0], 201)
+            self.assertEqual(self.new(s, "low", {"memory": "256M"})[0], 201)
+            as_limit = "import resource; resource.getrlimit(resource.RLIMIT_AS)[0]"
+            self.assertEqual(self.run_code(s, "dflt", as_limit)[1]["result"]["text/plain"],
+                             str(512 << 20))
+            self.assertEqual(self.run_code(s, "low", as_limit)[1]["result"]["text/plain"],
+                             str(256 << 20))
+            # an exec's timeout may only lower serve's
+            for t in (0, 2.5):
+                status, r = self.run_code(s, "dflt", "1", timeout=t)
+                self.assertEqual((status, r.get("code")), (400, "usage"), t)
+            start = time.monotonic()
+            status, r = self.run_code(s, "dflt", "import time; time.sleep(6)")
+            self.assertEqual(r["status"], "timeout")
+            self.assertLess(time.monotonic() - start, 5)
+            # Piston's execute: run_timeout and run_memory_limit within them too
+            status, r = s.execute(py("print(1)", run_timeout=3000))
+            self.assertEqual((status, r), (400, {
+                "message": "run_timeout cannot exceed the configured limit of 2000"}))
+            status, r = s.execute(py("print(1)", run_memory_limit=1 << 30))
+            self.assertEqual((status, r), (400, {
+                "message": "run_memory_limit cannot exceed the configured limit of %d"
+                % (512 << 20)}))
+            status, r = s.execute(py("import resource; print(resource.getrlimit("
+                                     "resource.RLIMIT_AS)[0])", run_memory_limit=-1))
+            self.assertEqual((status, r["run"]["stdout"]), (200, "%d\n" % (512 << 20)))
+        finally:
+            s.close()
+
+    def test_without_limits_the_defaults_are_the_most(self):
+        s = HttpServer("--pool", "1")
+        try:
+            status, r = self.new(s, "x", {"memory": "0", "cpus": 0, "timeout": 0})
+            self.assertEqual((status, r["code"]), (400, "usage"))
+            self.assertIn("the default", r["error"])
+        finally:
+            s.close()
+
+    def test_serve_http_takes_the_limits_and_refuses_the_rest(self):
+        for args, want in ((["--net"], "--http takes"), (["--mount", "/tmp:/x"], "--http takes"),
+                           (["--memory", "lots"], "--memory lots")):
+            p = subprocess.run([PTYBOX, "serve", "--http", "127.0.0.1:%d" % free_port()] + args,
+                               capture_output=True, text=True, timeout=30,
+                               stdin=subprocess.DEVNULL)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(want, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        p = subprocess.run([PTYBOX, "serve", "--stdio", "--allow-net"], capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--allow-net goes with --http", p.stderr)
+        help_text = subprocess.run([PTYBOX, "serve", "--help"], capture_output=True, text=True,
+                                   timeout=30).stdout
+        self.assertIn("--allow-net", help_text)
 
 
 class PistonClientTest(TestCase):

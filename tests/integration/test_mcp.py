@@ -428,6 +428,48 @@ class MaxText(TestCase):
             m.close()
 
 
+class TimeoutIsTheOperators(TestCase):
+    """newuser-4: `ptybox mcp --timeout N` is the most a run_code call may ask for."""
+
+    def test_a_larger_timeout_is_cut_to_the_command_lines_and_said(self):
+        m = Mcp("--via", VIA, "--timeout", "1")
+        try:
+            m.initialize()
+            tools = m.call(1, "tools/list")["result"]["tools"]
+            desc = tools[0]["inputSchema"]["properties"]["timeout"]["description"]
+            self.assertIn("default and most: 1", desc)
+            self.assertNotIn("30", desc)
+            start = time.monotonic()
+            r = m.tool(2, "run_code", code="import time; time.sleep(4); print('slept')",
+                       timeout=100)
+            self.assertLess(time.monotonic() - start, 3.5)
+            self.assertTrue(r["isError"])
+            self.assertEqual(r["structuredContent"]["status"], "timeout")
+            t = text_of(r)
+            self.assertFalse(t.startswith("slept"), t)  # (the traceback quotes the code)
+            self.assertEqual(t.count("[timeout: 1 s is the most here (ptybox mcp --timeout)"),
+                             1, t)
+            # a lower one is the call's own, and not remarked on
+            r = m.tool(3, "run_code", code="import time; time.sleep(2)", timeout=0.3)
+            self.assertEqual(r["structuredContent"]["status"], "timeout")
+            self.assertNotIn("[timeout:", text_of(r))
+            r = m.tool(4, "run_code", code="print('ok')", timeout=5)
+            self.assertEqual(text_of(r), "ok\n[timeout: 1 s is the most here (ptybox mcp "
+                                         "--timeout); the run had 1 s]\n")
+        finally:
+            m.close()
+
+    def test_without_timeout_the_schema_says_the_sessions_default(self):
+        m = Mcp("--via", VIA)
+        try:
+            m.initialize()
+            tools = m.call(1, "tools/list")["result"]["tools"]
+            desc = tools[0]["inputSchema"]["properties"]["timeout"]["description"]
+            self.assertIn("default and most: 30", desc)
+        finally:
+            m.close()
+
+
 class Cli(TestCase):
     def test_help_and_bad_options(self):
         p = subprocess.run([PTYBOX, "mcp", "--help"], capture_output=True, text=True, timeout=30)

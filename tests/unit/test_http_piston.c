@@ -100,7 +100,7 @@ static void test_bad_requests_say_why(void **state)
 		{"{\"language\":\"python\",\"version\":\"2\"}", "python-2 runtime is unknown"},
 		{"{\"language\":\"python\",\"version\":\"*\"}", "files is required as an array"},
 		{"{\"language\":\"python\",\"version\":\"*\",\"files\":[]}",
-		 "files is required as an array"},
+		 "files must include at least one utf8 encoded file"},
 		{"{\"language\":\"python\",\"version\":\"*\",\"files\":[{}]}",
 		 "files[0].content is required as a string"},
 		{"{\"language\":\"python\",\"version\":\"*\",\"files\":[{\"content\":\"\","
