@@ -18,7 +18,10 @@ zlib-compressed: OUTPUT_C gets ptybox_driver_code and ptybox_driver_magic
 (this interpreter's bytecode magic), and the client sends this code instead
 of the source when the bootstrap reports the same magic (ptybox-protocol(7),
 BOOT).  Compressed because every byte goes through a canonical-mode
-terminal.  A syntax error in either file fails the build here.
+terminal.  Run with -X no_debug_ranges for the code form (driver.cmake):
+the code then has no column tables (carets in tracebacks, Python 3.11 and
+later), a quarter of its size, and every cold start sends and loads it.
+A syntax error in either file fails the build here.
 """
 
 import importlib.util
