@@ -55,9 +55,13 @@ else()
 #include <stddef.h>
 extern const unsigned char ptybox_driver_code[];
 extern const size_t ptybox_driver_code_len;
+extern const unsigned char ptybox_driver_code_python[];
+extern const size_t ptybox_driver_code_python_len;
 extern const char ptybox_driver_magic[];
 const unsigned char ptybox_driver_code[] = {0x00};
 const size_t ptybox_driver_code_len = 0;
+const unsigned char ptybox_driver_code_python[] = {0x00};
+const size_t ptybox_driver_code_python_len = 0;
 const char ptybox_driver_magic[] = \"\";
 ")
 endif()
