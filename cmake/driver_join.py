@@ -31,7 +31,9 @@ import os
 import sys
 import zlib
 
-TAIL = '''
+# Before the relay's code, which forks its template as soon as it has defined
+# what the template needs (relay.py's _TEMPLATE).
+HEAD = '''
 
 def _kernel_code():
     if type(_KERNEL) is bytes:
@@ -39,12 +41,15 @@ def _kernel_code():
         return marshal.loads(_KERNEL)
     return compile(_KERNEL, "<ptybox-kernel>", "exec", dont_inherit=True)
 
+'''
+
+TAIL = '''
 
 if __name__ == "__main__":
     # The kernel's language: the second word of the boot's form line, which
     # the bootstrap left in l (ptybox-protocol(7), BOOT); run as a script,
     # Python's.
-    main(_kernel_code, globals().get("l") or "python")
+    main(_kernel_code, globals().get("l") or "python", _TEMPLATE)
 '''
 
 
@@ -97,7 +102,7 @@ def with_includes(text, folder, name, leave_out=(), found=None):
 
 
 def joined(relay, kernel_constant):
-    return "_KERNEL = %r\n\n%s%s" % (kernel_constant, relay, TAIL)
+    return "_KERNEL = %r\n%s\n%s%s" % (kernel_constant, HEAD, relay, TAIL)
 
 
 def write(path, text):
