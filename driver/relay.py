@@ -110,6 +110,19 @@ _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256)
 # @shared
 
 
+# ---------------------------------------------------------------- template
+
+# @include relay_template.py
+
+# The template is forked here, before the rest of this program is even
+# defined (the relay's own code, a millisecond of a cold start): it needs
+# only what is above, and its first kernel's start is the longest way to
+# ready.  (_kernel_code comes first in the joined program: driver_join.py.)
+_TEMPLATE = None
+if __name__ == "__main__" and callable(globals().get("_kernel_code")):
+    _TEMPLATE = _start_template(_kernel_code, globals().get("l") or "python")
+
+
 def _private(fd):
     """A close-on-exec copy of fd at a high number; fd is closed."""
     try:
@@ -378,10 +391,6 @@ def _error(err, limit):
         out["exit"] = status
     return out, c1 or c2 or c3
 
-
-# ---------------------------------------------------------------- template
-
-# @include relay_template.py
 
 def _no_dump():
     """PR_SET_DUMPABLE 0: a kernel runs as our uid, and must not read our
@@ -699,22 +708,11 @@ def _take_terminal():
     return tty
 
 
-def main(kernel_code, lang="python"):
+def main(kernel_code, lang="python", template=None):
     """kernel_code(): the kernel module's code, whose standby_<lang>() starts
-    a kernel of that language in a child of the template (kernel.py)."""
-    for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM, _signal.SIGQUIT):
-        _signal.signal(sig, _signal.SIG_IGN if sig == _signal.SIGINT else _signal.SIG_DFL)
-    mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    # The template first, before the nonce (it knows no secret) and before
-    # anything else: the first kernel's start is the longest way to ready.
-    pid = os.fork()
-    if pid == 0:
-        try:
-            mine.close()
-            _template(theirs, kernel_code, lang)   # (fds 0-2, the terminal, go to /dev/null)
-        finally:
-            os._exit(1)
-    theirs.close()
+    a kernel of that language in a child of the template (kernel.py);
+    template: (pid, socket) of one _start_template() forked already."""
+    pid, mine = template or _start_template(kernel_code, lang)
     tty = _take_terminal()
     relay = Relay(tty, pid, mine)
     relay.lang = lang

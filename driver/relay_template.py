@@ -28,6 +28,23 @@ def _recv_fds(sock, count):
     return msg, fds
 
 
+def _start_template(kernel_code, lang):
+    """The template, forked before the nonce (it knows no secret) and before
+    anything else: (its pid, our end of its socket)."""
+    for sig in (_signal.SIGINT, _signal.SIGHUP, _signal.SIGTERM, _signal.SIGQUIT):
+        _signal.signal(sig, _signal.SIG_IGN if sig == _signal.SIGINT else _signal.SIG_DFL)
+    mine, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            mine.close()
+            _template(theirs, kernel_code, lang)   # (fds 0-2, the terminal, go to /dev/null)
+        finally:
+            os._exit(1)
+    theirs.close()
+    return pid, mine
+
+
 def _template(ctl, kernel_code, lang):
     """The fork server, in a child forked before the nonce was read: runs the
     kernel's module code once (and site, after the first kernel's start),

@@ -59,36 +59,33 @@ bool protocol_boot_code_fits(const char *rest, size_t len, const char *magic)
 	return mlen > 0 && len == mlen + 1 && rest[0] == ' ' && memcmp(rest + 1, magic, mlen) == 0;
 }
 
+/* The driver is no secret: libsodium's constant-time encoder took 1.6 ms of
+ * each cold start for the compiled driver (some 190 KB), the table's 0.2 ms.
+ * Each full line is PROTOCOL_BOOT_LINE / 4 * 3 bytes encoded on their own,
+ * so only the last one can carry padding: the lines joined are the whole
+ * data's base64. */
 int protocol_boot_lines(const char *form, const unsigned char *data, size_t len, char **out,
 			size_t *outlen)
 {
 	size_t flen = strlen(form);
 	if (flen == 0 || flen > PROTOCOL_BOOT_REST_MAX || strpbrk(form, "\r\n"))
 		return -EINVAL;
-	size_t b64cap = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
-	char *b64 = malloc(b64cap);
-	if (!b64)
-		return -ENOMEM;
-	sodium_bin2base64(b64, b64cap, data, len, sodium_base64_VARIANT_ORIGINAL);
-	size_t b64len = strlen(b64);
-	size_t lines = (b64len + PROTOCOL_BOOT_LINE - 1) / PROTOCOL_BOOT_LINE;
+	_Static_assert(PROTOCOL_BOOT_LINE % 4 == 0, "whole base64 groups a line");
+	const size_t piece = PROTOCOL_BOOT_LINE / 4 * 3;
+	size_t b64len = (len + 2) / 3 * 4;
+	size_t lines = (len + piece - 1) / piece;
 	char *buf = malloc(flen + 1 + b64len + lines + 2);
-	if (!buf) {
-		free(b64);
+	if (!buf)
 		return -ENOMEM;
-	}
 	memcpy(buf, form, flen);
 	size_t o = flen;
 	buf[o++] = '\n';
-	for (size_t i = 0; i < b64len; i += PROTOCOL_BOOT_LINE) {
-		size_t n = b64len - i < PROTOCOL_BOOT_LINE ? b64len - i : PROTOCOL_BOOT_LINE;
-		memcpy(buf + o, b64 + i, n);
-		o += n;
+	for (size_t i = 0; i < len; i += piece) {
+		o += protocol_base64_encode(buf + o, data + i, len - i < piece ? len - i : piece);
 		buf[o++] = '\n';
 	}
 	buf[o++] = '\n'; /* the empty line ends the boot */
 	buf[o] = '\0';
-	free(b64);
 	*out = buf;
 	*outlen = o;
 	return 0;

@@ -63,6 +63,41 @@ static void test_nonce_is_random_hex(void **state)
 	assert_int_equal(protocol_make_nonce(a, 10), -EINVAL);
 }
 
+/* The lines joined are exactly the data's standard base64, whatever its length
+ * against a line's bytes (384): padding only at the very end. */
+static void test_boot_lines_join_to_the_whole_base64(void **state)
+{
+	(void)state;
+	static const size_t sizes[] = {0, 1, 2, 3, 383, 384, 385, 767, 768, 769, 1153, 5000};
+	unsigned char src[5000];
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (unsigned char)(i * 131 + 7);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		char *out;
+		size_t len;
+		assert_int_equal(protocol_boot_lines("source", src, n, &out, &len), 0);
+		size_t cap = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+		char *want = malloc(cap), *joined = malloc(len);
+		sodium_bin2base64(want, cap, src, n, sodium_base64_VARIANT_ORIGINAL);
+		size_t jl = 0;
+		char *p = out + strlen("source\n");
+		for (; *p != '\n';) {
+			char *nl = strchr(p, '\n');
+			assert_true(nl - p == PROTOCOL_BOOT_LINE || nl[1] == '\n');
+			memcpy(joined + jl, p, (size_t)(nl - p));
+			jl += (size_t)(nl - p);
+			p = nl + 1;
+		}
+		assert_true(p == out + len - 1);
+		assert_int_equal(jl, strlen(want));
+		assert_memory_equal(joined, want, jl);
+		free(want);
+		free(joined);
+		free(out);
+	}
+}
+
 static void test_boot_lines_are_short_and_end_empty(void **state)
 {
 	size_t n = 5000;
@@ -1386,6 +1421,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nonce_is_random_hex),
 		cmocka_unit_test(test_boot_lines_are_short_and_end_empty),
+		cmocka_unit_test(test_boot_lines_join_to_the_whole_base64),
 		cmocka_unit_test(test_boot_lines_form),
 		cmocka_unit_test(test_boot_code_only_for_the_same_magic),
 		cmocka_unit_test(test_bootstrap_cannot_echo_as_its_prompt),
