@@ -110,6 +110,12 @@ _CONTROL = bytes(0 if i < 0x20 and i not in b"\t\n\r" else i for i in range(256)
 # @shared
 
 
+def _no_dump():
+    """PR_SET_DUMPABLE 0: a kernel runs as our uid, and must not read our
+    memory or our fds through /proc (or ptrace us)."""
+    return _prctl(4, 0)                      # PR_SET_DUMPABLE
+
+
 # ---------------------------------------------------------------- template
 
 # @include relay_template.py
@@ -391,11 +397,6 @@ def _error(err, limit):
         out["exit"] = status
     return out, c1 or c2 or c3
 
-
-def _no_dump():
-    """PR_SET_DUMPABLE 0: a kernel runs as our uid, and must not read our
-    memory or our fds through /proc (or ptrace us)."""
-    return _prctl(4, 0)                      # PR_SET_DUMPABLE
 
 
 # ---------------------------------------------------------------- output
