@@ -511,16 +511,21 @@ class _BashKernel(_Files):
                 self.deaf()
 
     def waiting_for_a_line(self):
-        """Whether bash sits in a read of its command pipe (fd 0) with nothing
-        in it: at its prompt, the snippet over."""
+        """Whether bash sits in a read of its command pipe with nothing in it:
+        at its prompt, the snippet over.  Its fd 0 must be that pipe: during a
+        snippet it is what the snippet made it (`read x < <(slow)` reads fd 0
+        as long as the producer is slow, review1-2)."""
         try:
             with open("/proc/%d/syscall" % self.bash, "rb") as f:
                 fields = f.read().split()
-            waiting = fcntl.ioctl(self.cmd, termios.FIONREAD, b"\0\0\0\0") == b"\0\0\0\0"
-        except (OSError, TypeError):
+            if not (len(fields) > 1 and fields[0] == b"%d" % _BASH_READ_NR
+                    and int(fields[1], 16) == 0):
+                return False
+            ours, theirs = os.fstat(self.cmd), os.stat("/proc/%d/fd/0" % self.bash)
+            empty = fcntl.ioctl(self.cmd, termios.FIONREAD, b"\0\0\0\0") == b"\0\0\0\0"
+        except (OSError, TypeError, ValueError):
             return False
-        return waiting and len(fields) > 1 and fields[0] == b"%d" % _BASH_READ_NR \
-            and int(fields[1], 16) == 0
+        return empty and (ours.st_dev, ours.st_ino) == (theirs.st_dev, theirs.st_ino)
 
     def deaf(self):
         """bash went back to its prompt without the end of the snippet's line

@@ -126,6 +126,17 @@ class BashSession(TestCase):
         r = self.s.exec("echo ${kept-gone}", id=8, timeout=20)
         self.assertEqual((r["status"], r["stdout"]), ("ok", "gone\n"), r)
 
+    def test_a_builtin_read_of_a_slow_producer_is_not_taken_for_a_deaf_shell(self):
+        # (review1-2: the deaf check sees bash in read(0) with its command pipe
+        # empty; so is a builtin `read` whose fd 0 is a process substitution, a
+        # fifo or the stdin stream: a ShellError after 1 s, and the snippet's
+        # output went to the next snippet's result.)
+        self.assertOk(self.s.exec("kept=yes", id=1))
+        r = self.s.exec('read -r x < <(sleep 2.5; echo hi); echo "got $x"', id=2, timeout=20)
+        self.assertEqual((r["status"], r["stdout"]), ("ok", "got hi\n"), r)
+        r = self.s.exec("echo $kept", id=3, timeout=20)
+        self.assertEqual((r["status"], r["stdout"], r["state_lost"]), ("ok", "yes\n", False), r)
+
     def test_a_restart_gets_a_shell_the_old_one_could_not_reach(self):
         # Only the first standby starts its bash ahead: a later one is forked
         # while a kernel runs code, which could write an exec'd bash's memory
