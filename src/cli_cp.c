@@ -67,6 +67,8 @@ struct cp_job {
 	char upload[65]; /* put: its upload's token, from the first chunk's reply */
 	bool started;
 	bool grew; /* get: a reply said there is more than the listing did: cut there */
+	dev_t dev; /* put, from a folder's walk: the file walked, which the one read must be */
+	ino_t ino;
 };
 
 struct cp_sent {
@@ -905,18 +907,55 @@ static ssize_t cp_read_full(int fd, unsigned char *buf, size_t want)
 	return (ssize_t)got;
 }
 
+/* The host file of put j, open for reading: a file of a folder walked is opened as it was
+ * walked, one component at a time without following a link (a :rw mount of it lets the
+ * session swap a folder for a link meanwhile), and must be the file walked. 0, or -1 (said). */
+static int cp_put_open(struct cp *c, struct cp_job *j)
+{
+	if (!j->host) {
+		j->fd = 0;
+		return 0;
+	}
+	if (!j->rel) { /* (SRC itself, a file: as the user named it) */
+		j->fd = open(j->host, O_RDONLY | O_CLOEXEC);
+		if (j->fd < 0) {
+			cp_fail(c, j->host, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	const char *last;
+	int pfd = cp_parent_open(c, j->rel, &last);
+	if (pfd < 0) {
+		c->rc = CLI_EXIT_FAILED;
+		return -1;
+	}
+	int fd = openat(pfd, last, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	const char *why = NULL;
+	struct stat st;
+	if (fd < 0)
+		why = cp_why_not(pfd, last, errno, false);
+	else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != j->dev ||
+		 st.st_ino != j->ino)
+		why = "changed while copied (not the file walked): not read";
+	cp_parent_close(c, pfd);
+	if (why) {
+		if (fd >= 0)
+			close(fd);
+		cp_fail(c, j->host, why);
+		return -1;
+	}
+	j->fd = fd;
+	return 0;
+}
+
 /* The next chunk of job k as a put: 0, or -1 (said). The last one (a short read, or
  * the size reached) goes without "more". */
 static int cp_put_send(struct cp *c, size_t k)
 {
 	struct cp_job *j = &c->jobs[k];
-	if (j->fd < 0) {
-		j->fd = j->host ? open(j->host, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : 0;
-		if (j->fd < 0) {
-			cp_fail(c, j->host, strerror(errno));
-			return -1;
-		}
-	}
+	if (j->fd < 0 && cp_put_open(c, j) < 0)
+		return -1;
 	uint64_t left = j->size - j->next;
 	size_t want = left < CP_CHUNK ? (size_t)left : (size_t)CP_CHUNK;
 	unsigned char *buf = malloc(want ? want : 1);
@@ -1022,14 +1061,17 @@ static int cp_put_dir(struct cp *c, const struct cp_job *j)
 	return reply ? 0 : -1;
 }
 
-/* host (a folder) as jobs to remote, without following links out of it: links, FIFOs,
- * sockets and devices are skipped with a warning; a folder with nothing copied in it is
- * made empty. */
-static int cp_walk(struct cp *c, const char *host, const char *remote, int depth)
+/* host (a folder, open as dfd; rel: its path under c->base) as jobs to remote, without
+ * following links out of it: links, FIFOs, sockets and devices are skipped with a warning; a
+ * folder with nothing copied in it is made empty. Each file is opened later the same way,
+ * and must be the file walked (cp_put_open). Takes dfd. */
+static int cp_walk(struct cp *c, int dfd, const char *host, const char *rel, const char *remote,
+		   int depth)
 {
-	DIR *d = opendir(host);
+	DIR *d = fdopendir(dfd);
 	if (!d) {
 		cp_fail(c, host, strerror(errno));
+		close(dfd);
 		return -1;
 	}
 	size_t before = c->njobs;
@@ -1038,21 +1080,35 @@ static int cp_walk(struct cp *c, const char *host, const char *remote, int depth
 	while (rc == 0 && (de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		char h[PATH_MAX], r[PATH_MAX];
+		char h[PATH_MAX], r[PATH_MAX], rl[PATH_MAX];
 		size_t n = strlen(de->d_name);
 		if (cp_join(host, de->d_name, n, h, sizeof(h)) < 0 ||
-		    cp_join(remote, de->d_name, n, r, sizeof(r)) < 0) {
+		    cp_join(remote, de->d_name, n, r, sizeof(r)) < 0 ||
+		    (rel[0] ? cp_join(rel, de->d_name, n, rl, sizeof(rl))
+			    : snprintf(rl, sizeof(rl), "%s", de->d_name)) < 0 ||
+		    n >= sizeof(rl)) {
 			cp_fail(c, host, strerror(ENAMETOOLONG));
 			rc = -1;
 			break;
 		}
 		struct stat st;
-		if (lstat(h, &st) < 0) {
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			cp_fail(c, h, strerror(errno));
 			rc = -1;
 		} else if (S_ISDIR(st.st_mode)) {
-			rc = depth >= 256 ? (cp_fail(c, h, "folders nested too deep"), -1)
-					  : cp_walk(c, h, r, depth + 1);
+			int sub = depth >= 256
+					  ? -1
+					  : openat(dirfd(d), de->d_name,
+						   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0) {
+				cp_fail(c, h,
+					depth >= 256
+						? "folders nested too deep"
+						: cp_why_not(dirfd(d), de->d_name, errno, true));
+				rc = -1;
+			} else {
+				rc = cp_walk(c, sub, h, rl, r, depth + 1);
+			}
 		} else if (S_ISREG(st.st_mode)) {
 			struct cp_job *j = cp_add_job(c, r, h);
 			if (!j) {
@@ -1060,6 +1116,11 @@ static int cp_walk(struct cp *c, const char *host, const char *remote, int depth
 				rc = -1;
 				break;
 			}
+			j->rel = strdup(rl);
+			if (!j->rel)
+				abort();
+			j->dev = st.st_dev;
+			j->ino = st.st_ino;
 			j->size = (uint64_t)st.st_size;
 			j->mode = (int)(st.st_mode & 0777);
 			c->total += j->size;
@@ -1129,7 +1190,21 @@ static int cp_in(struct cp *c, const struct cp_side *src, const char *dst)
 		return -1;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (cp_walk(c, src->path, dest, 0) < 0)
+		/* (SRC itself is followed, as the user named it; nothing under it is) */
+		c->base = strdup(src->path);
+		if (!c->base)
+			abort();
+		c->basefd = open(src->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (c->basefd < 0) {
+			cp_fail(c, src->path, strerror(errno));
+			return -1;
+		}
+		int dfd = dup(c->basefd);
+		if (dfd < 0) {
+			cp_fail(c, src->path, strerror(errno));
+			return -1;
+		}
+		if (cp_walk(c, dfd, src->path, "", dest, 0) < 0)
 			return -1;
 	} else {
 		struct cp_job *j = cp_add_job(c, dest, src->path);
