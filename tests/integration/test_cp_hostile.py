@@ -385,6 +385,84 @@ class CpInOntoAFile(Here):
         self.assertFalse([r for r in fake.requests if r["op"] == "put"])
 
 
+class CpInReadsOnlyTheWalkedFolder(Here):
+    """Going in, cp walks the folder without following links, then opens each file
+    later. A session with a :rw mount of that folder can swap one of its folders
+    for a link in between: the file opened then was the link's, any file of the
+    host cp may read (attacker-5). Now each file is opened as it was walked, and
+    must be the file walked."""
+
+    def test_a_folder_swapped_for_a_link_after_the_walk_is_not_followed(self):
+        proj, victim = os.path.join(self.here, "proj"), os.path.join(self.here, "victim")
+        os.makedirs(victim)
+        secret = b"SECRET of the host\n"
+        for name in ("a", "z"):
+            os.makedirs(os.path.join(proj, name))
+            with open(os.path.join(proj, name, "id_rsa"), "wb") as f:
+                f.truncate(24 << 20)  # (three chunks: the next file is opened after)
+        with open(os.path.join(victim, "id_rsa"), "wb") as f:
+            f.write(secret)
+        got, swapped = [], []
+
+        def handler(req):
+            if req["op"] == "files":
+                return {"error": "files: %s: No such file or directory" % req["path"],
+                        "code": "file", "errno": "ENOENT"}
+            if req["op"] != "put":
+                return not_here(req)
+            data = base64.b64decode(req.get("data", ""))
+            if req.get("offset", 0) == 0:
+                got.append(data[:len(secret)])
+            if not swapped:
+                # What the session's daemon does through the mount, once the copy
+                # has begun: the folder not yet copied becomes a link.
+                other = "z" if req["path"].endswith("/a/id_rsa") else "a"
+                os.rename(os.path.join(proj, other), os.path.join(proj, other + "_real"))
+                os.symlink(victim, os.path.join(proj, other))
+                swapped.append(other)
+            reply = {"ok": True, "path": req["path"], "size": len(data)}
+            if req.get("more"):
+                reply["upload"] = req["path"]
+            return reply
+
+        p = self.cp(handler, proj, "s:/tmp/in")
+        self.assertTrue(swapped, p.stderr.decode())
+        self.assertNotIn(secret, got, "the host's file went into the session: %r %s" % (got, p.stderr))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"proj/%s: a symbolic link is there: not followed" % swapped[0].encode(),
+                      p.stderr)
+
+    def test_a_file_swapped_after_the_walk_is_not_read(self):
+        proj = os.path.join(self.here, "proj")
+        os.makedirs(proj)
+        for name in ("a", "b"):
+            with open(os.path.join(proj, name), "wb") as f:
+                f.truncate(24 << 20)
+        other = os.path.join(self.here, "other")
+        with open(other, "wb") as f:
+            f.write(b"another file")
+        swapped = []
+
+        def handler(req):
+            if req["op"] == "files":
+                return {"error": "files: %s: No such file or directory" % req["path"],
+                        "code": "file", "errno": "ENOENT"}
+            if not swapped:
+                first = os.path.basename(req["path"])
+                later = os.path.join(proj, "b" if first == "a" else "a")
+                os.rename(other, later)  # (a hard link would do as well)
+                swapped.append(later)
+            reply = {"ok": True, "path": req["path"], "size": 0}
+            if req.get("more"):
+                reply["upload"] = req["path"]
+            return reply
+
+        p = self.cp(handler, proj, "s:/tmp/in")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"%s: changed while copied (not the file walked): not read\n"
+                      % swapped[0].encode(), p.stderr)
+
+
 class RunGetStaysInsideTheOutputDir(TestCase):
     """run --get writes PATH's copy into --output-dir under its own name. With the
     output folder mounted :rw (results written where the project is), the code
