@@ -343,6 +343,38 @@ class CpOutStaysInsideDst(Here):
         self.assertEqual(os.stat(self.victim).st_mode & 0o777, 0o700)
         self.assertEqual(os.listdir(self.victim), [])
 
+    def test_the_folder_cp_made_swapped_for_a_link_while_files_come(self):
+        # attacker-7: cp makes share/d, the session renames it and puts a link to a
+        # folder of the host there: neither a file nor a mode lands in that folder.
+        os.rmdir(os.path.join(self.share, "d2"))
+        os.makedirs(os.path.join(self.victim, "etc"))
+        os.chmod(os.path.join(self.victim, "etc"), 0o755)
+        entries = [{"name": "etc", "type": "dir", "size": 0, "mode": 0o777, "mtime": 0},
+                   {"name": "etc/a", "type": "file", "size": len(self.KEY), "mode": 0o644,
+                    "mtime": 0},
+                   {"name": "etc/b", "type": "file", "size": len(self.KEY), "mode": 0o644,
+                    "mtime": 0}]
+        made = os.path.join(self.share, "d2")
+        swapped = []
+
+        def handler(req):
+            if req["op"] == "files":
+                return listing("/tmp/d2", entries)
+            if req["op"] == "get":
+                if not swapped:
+                    os.rename(made, made + "_real")
+                    os.symlink(self.victim, made)
+                    swapped.append(made)
+                return got(req["path"], self.KEY)
+            return not_here(req)
+
+        p = self.cp(handler, "s:/tmp/d2", self.share)
+        self.assertTrue(swapped)
+        self.assertEqual(p.returncode, 1, p.stderr.decode())
+        self.assertEqual(os.stat(os.path.join(self.victim, "etc")).st_mode & 0o7777, 0o755)
+        self.assertEqual(os.listdir(os.path.join(self.victim, "etc")), [])
+        self.assertIn("d2: a symbolic link is there: not followed", p.stderr.decode())
+
     def test_a_single_file_onto_a_link_says_so(self):
         # newuser-8: the user's own link is not followed either, and that is said.
         target = os.path.join(self.victim, "target")
