@@ -733,6 +733,19 @@ static int cp_out_base(struct cp *c, const char *src, const struct cp_side *dst,
 	return 0;
 }
 
+/* Whether a copy out of total bytes is past --max-size (said). */
+static bool cp_too_big(struct cp *c, const char *src, uint64_t total)
+{
+	if (total <= c->max_size)
+		return false;
+	char where[PATH_MAX + 80], why[160];
+	snprintf(why, sizeof(why),
+		 "%llu bytes, more than cp's --max-size (%llu bytes): nothing copied",
+		 (unsigned long long)total, (unsigned long long)c->max_size);
+	cp_fail(c, cp_where(c, src, where, sizeof(where)), why);
+	return true;
+}
+
 static int cp_out(struct cp *c, const char *src, const struct cp_side *dst)
 {
 	char where[PATH_MAX + 80];
@@ -798,9 +811,20 @@ static int cp_out(struct cp *c, const char *src, const struct cp_side *dst)
 		c->total = j->size;
 		goto get;
 	}
+	const cJSON *e;
+	uint64_t listed = 0; /* (past --max-size: nothing is made either) */
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "entries"))
+	{
+		const char *t = protocol_str(e, "type");
+		if (t && strcmp(t, "file") == 0) {
+			uint64_t n = cp_num(e, "size", 0);
+			listed = n > UINT64_MAX - listed ? UINT64_MAX : listed + n;
+		}
+	}
+	if (cp_too_big(c, src, listed))
+		goto out;
 	if (top[0] && cp_mkdir_under(c, top, 0777) < 0)
 		goto out;
-	const cJSON *e;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "entries"))
 	{
 		const char *name = protocol_str(e, "name"), *t = protocol_str(e, "type");
@@ -868,14 +892,8 @@ static int cp_out(struct cp *c, const char *src, const struct cp_side *dst)
 		cp_fail(c, cp_where(c, src, where, sizeof(where)),
 			"the listing was cut (too many entries): not all of it is copied");
 get:
-	if (c->total > c->max_size) {
-		char why[160];
-		snprintf(why, sizeof(why),
-			 "%llu bytes, more than cp's --max-size (%llu bytes): nothing copied",
-			 (unsigned long long)c->total, (unsigned long long)c->max_size);
-		cp_fail(c, cp_where(c, src, where, sizeof(where)), why);
+	if (cp_too_big(c, src, c->total))
 		goto out;
-	}
 	cp_progress_start(c);
 	rc = cp_get_all(c);
 	/* the folders' modes last (deepest first), once they need no more writing */

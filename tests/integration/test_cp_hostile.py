@@ -212,8 +212,9 @@ class CpOutIsBounded(Here):
                          "offset 0 brought none and no end of file: it was not progress\n")
 
     def test_a_listing_past_max_size_copies_nothing(self):
-        entries = [{"name": "f%d" % i, "type": "file", "size": 6 << 30, "mode": 0o644,
-                    "mtime": 0} for i in range(3)]
+        entries = [{"name": "sub", "type": "dir", "size": 0, "mode": 0o755, "mtime": 0}]
+        entries += [{"name": "sub/f%d" % i, "type": "file", "size": 6 << 30, "mode": 0o644,
+                     "mtime": 0} for i in range(3)]
 
         def handler(req):
             return listing("/tmp/d", entries) if req["op"] == "files" else not_here(req)
@@ -225,7 +226,7 @@ class CpOutIsBounded(Here):
         self.assertIn(b"s:/tmp/d: 19327352832 bytes, more than cp's --max-size (17179869184 "
                       b"bytes): nothing copied", p.stderr)
         self.assertFalse([r for r in fake.requests if r["op"] == "get"])
-        self.assertEqual(os.listdir(os.path.join(self.here, "d")), [])
+        self.assertEqual(os.listdir(self.here), [])
 
     def test_max_size_can_be_raised_or_lowered(self):
         def handler(req):
