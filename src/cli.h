@@ -117,6 +117,10 @@ int cli_write_all(int fd, const char *buf, size_t len);
 /* "ptybox: " + message + "\n" on stderr, unless cli_error_quiet (the server
  * checking a request's options: the message goes back to the client). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* With it, cli_error writes a terminal what the message holds as it is (run --raw); else a
+ * message to a terminal is filtered as the sandbox's output is (term_safe.h): a message may
+ * quote a name or an error text that a session made. */
+extern bool cli_error_raw;
 extern bool cli_error_quiet;
 /* The message cli_error last formatted, without "ptybox: ". */
 const char *cli_last_error(void);

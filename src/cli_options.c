@@ -21,6 +21,7 @@
 #include "options.h"
 #include "protocol.h"
 #include "record.h"
+#include "term_safe.h"
 
 /* PID_MAX_LIMIT (2^22), less the sandbox's init and outer child, which its
  * pids cgroup counts along. */
@@ -272,6 +273,7 @@ int cli_write_all(int fd, const char *buf, size_t len)
 }
 
 bool cli_error_quiet;
+bool cli_error_raw;
 static char cli_last[1024];
 
 const char *cli_last_error(void)
@@ -294,9 +296,21 @@ void cli_error(const char *fmt, ...)
 	cli_last[n] = '\0';
 	if (cli_error_quiet)
 		return;
-	msg[n++] = '\n';
 	fflush(stdout);
 	cli_write_all(2, "ptybox: ", 8);
+	/* A message may quote what a session made (a file's name, its kernel's error text):
+	 * on a terminal it shows as run shows the sandbox's output (term_safe.c). */
+	if (!cli_error_raw && isatty(2)) {
+		char safe[TERM_SAFE_OUT_MAX(sizeof(msg))];
+		struct term_safe t;
+		term_safe_init(&t);
+		size_t m = term_safe_feed(&t, msg, (size_t)n, safe);
+		m += term_safe_end(&t, safe + m);
+		safe[m++] = '\n';
+		cli_write_all(2, safe, m);
+		return;
+	}
+	msg[n++] = '\n';
 	cli_write_all(2, msg, (size_t)n);
 }
 

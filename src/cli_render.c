@@ -31,6 +31,8 @@ void cli_render_init(struct cli_render *r, bool json, bool raw, const char *what
 	r->json = json;
 	r->color = isatty(2) && !getenv("NO_COLOR");
 	r->what = what;
+	if (raw)
+		cli_error_raw = true; /* (its messages too, as they were) */
 	/* (with --json, stdout is JSON, escaped its own way; stderr still gets
 	 * ptybox's messages, which may quote the sandbox's terminal) */
 	for (int fd = 1; fd <= 2; fd++) {

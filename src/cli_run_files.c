@@ -309,6 +309,12 @@ static enum run_files_event run_files_get_fill(struct run_files *f)
 		if (f->in_flight)
 			return RUN_FILES_BUSY;
 		/* that one is done (or failed): the next */
+		if (f->grew && f->fd >= 0) {
+			cli_error("run: --get %s: grew while copied: cut at %llu bytes",
+				  f->get[f->cur], (unsigned long long)f->size);
+			f->failed = true;
+		}
+		f->grew = false;
 		if (f->fd >= 0) {
 			if (f->mode >= 0)
 				fchmod(f->fd, (mode_t)f->mode);
@@ -334,8 +340,9 @@ enum run_files_event run_files_start_gets(struct run_files *f, ptybox_session *s
 	f->cur = 0;
 	f->in_flight = 0;
 	f->offset = f->size = 0;
-	f->size_known = f->dropped = false;
+	f->size_known = f->dropped = f->grew = false;
 	f->mode = -1;
+	f->total = 0;
 	return run_files_get_fill(f);
 }
 
@@ -397,14 +404,62 @@ static enum run_files_event run_files_get_reply(struct run_files *f, const cJSON
 			run_files_get_drop(f);
 			return run_files_get_fill(f);
 		}
-		f->fd = open(f->dest, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (f->fd < 0) {
-			cli_error("run: --get %s: %s: %s", f->get[f->cur], f->dest,
-				  strerror(errno));
+		if (f->size > RUN_FILES_MAX_TOTAL - f->total) {
+			cli_error(
+				"run: --get %s: %llu bytes, past the %llu bytes all the --get of a "
+				"run may bring: not copied",
+				f->get[f->cur], (unsigned long long)f->size,
+				(unsigned long long)RUN_FILES_MAX_TOTAL);
 			f->failed = true;
 			run_files_get_drop(f);
 			return run_files_get_fill(f);
 		}
+		f->total += f->size;
+		/* Never through a link at the name (the code may have put one there, through a
+		 * :rw mount of the output folder), never into anything but a regular file
+		 * (O_NONBLOCK: a FIFO there would hold the open). */
+		f->fd = open(f->dest,
+			     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			     0600);
+		int e = errno;
+		struct stat st;
+		const char *why = NULL;
+		if (f->fd < 0)
+			why = lstat(f->dest, &st) == 0 && S_ISLNK(st.st_mode)
+				      ? "a symbolic link is there: not followed"
+				      : strerror(e);
+		else if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))
+			why = "not a regular file is there: not written";
+		if (why) {
+			if (f->fd >= 0)
+				close(f->fd);
+			f->fd = -1; /* (nothing of ours to remove) */
+			cli_error("run: --get %s: %s: %s", f->get[f->cur], f->dest, why);
+			f->failed = true;
+			run_files_get_drop(f);
+			return run_files_get_fill(f);
+		}
+	}
+	/* What is written is bounded by the first reply's size (the code may change the
+	 * kernel that answers: its later "size" and "eof" are its word): more is cut, and said
+	 * at the end; a reply that brings nothing of a range left, and no eof, is no
+	 * progress. */
+	bool eof = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "eof"));
+	uint64_t room = off < f->size ? f->size - off : 0;
+	if (room > asked_len)
+		room = asked_len;
+	if (len > room || run_files_num(reply, "size") > f->size)
+		f->grew = true;
+	if (len > room)
+		len = (size_t)room;
+	if (!len && room && !eof) {
+		cli_error(
+			"run: --get %s: the session's reply to a get of %llu bytes at offset %llu "
+			"brought none and no end of file: it was not progress",
+			f->get[f->cur], (unsigned long long)room, (unsigned long long)off);
+		f->failed = true;
+		run_files_get_drop(f);
+		return run_files_get_fill(f);
 	}
 	if (f->fd >= 0 && len && pwrite(f->fd, data, len, (off_t)off) != (ssize_t)len) {
 		cli_error("run: --get %s: %s: %s", f->get[f->cur], f->dest,
@@ -412,7 +467,7 @@ static enum run_files_event run_files_get_reply(struct run_files *f, const cJSON
 		f->failed = true;
 		run_files_get_drop(f);
 	}
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "eof")) && off + len < f->size)
+	if (eof && off + len < f->size)
 		f->size = off + len; /* (it shrank) */
 	return run_files_get_fill(f);
 }

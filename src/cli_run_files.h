@@ -14,6 +14,8 @@
 
 /* The most --put and the most --get options. */
 #define RUN_FILES_MAX 256
+/* The most bytes of all the --get of one run. */
+#define RUN_FILES_MAX_TOTAL ((uint64_t)16 << 30)
 /* The ids of file ops: from here up (snippets count from 1). */
 #define RUN_FILES_ID_BASE ((uint64_t)1 << 40)
 
@@ -36,6 +38,8 @@ struct run_files {
 	uint64_t asked_off[4], asked_len[4];
 	unsigned asked_head;
 	bool phase_gets, last_sent, size_known, dropped, failed;
+	bool grew;	/* --get: a reply said there was more than the first did: cut there */
+	uint64_t total; /* --get: the sizes so far, RUN_FILES_MAX_TOTAL at most */
 	uint64_t next_id;
 	char dest[4096]; /* --get: where the file goes */
 };
