@@ -73,6 +73,7 @@ TTY_READ = 64 << 10
 TTY_PIECE = 2048                  # a read this big: more is likely there (read_on)
 TTY_GATHER = 1 << 20              # bytes read on before they are parsed
 PIPE_SIZE = 1 << 20
+PIPE_DEFAULT = 64 << 10            # a fresh pipe's size (Linux): a read this big emptied a full one
 QUEUE_CAP = 4096                  # requests waiting: past it the terminal is not read
 REQUEST_CAP = 1 << 32             # bytes of one request line: a longer one is dropped
 MESSAGE_PLAIN = 64 << 10          # a kernel message longer than this has its values counted:
@@ -291,12 +292,23 @@ def _kill_group(pid):
 
 
 def _pipe():
-    r, w = os.pipe2(os.O_CLOEXEC)
+    """A pipe of the default size.  Grown to PIPE_SIZE only once it fills
+    (_grow): pipe buffers count against the user's pipe-user-pages-soft (64
+    MiB in all, by default), past which every pipe that user makes, also
+    outside ptybox, has one page; five of 1 MiB a session reached it at the
+    twelfth session."""
+    return os.pipe2(os.O_CLOEXEC)
+
+
+def _grow(fd, grown):
+    """fd's pipe to PIPE_SIZE, once (grown: the fds tried)."""
+    if fd in grown:
+        return
+    grown.add(fd)
     try:
-        fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_SIZE)
+        fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
     except OSError:
         pass
-    return r, w
 
 
 def _payload(obj):
@@ -432,6 +444,7 @@ class Relay(_Requests, _Files, _Life, _Output, _Messages):
         # kernel wrote before the events it returned is all read (drain()).
         self.outs_quiet = False
         self.wbuf = _WriteQueue()            # bytes for the request pipe
+        self.grown = set()                   # our pipe ends grown to PIPE_SIZE (_grow)
         self.stdin_w = None                  # the kernel's stdin stream (our end)
         self.stdin_buf = None                # the stdin chunk being written: (id, view, eof)
         self.stdin_eof = False               # the stream's end was asked for
@@ -571,6 +584,7 @@ class Relay(_Requests, _Files, _Life, _Output, _Messages):
             try:
                 self.wbuf.write(self.req)
             except (BlockingIOError, InterruptedError):
+                _grow(self.req, self.grown)  # (full: a big request)
                 return
             except OSError:
                 self.wbuf = _WriteQueue()    # the kernel is gone: its death is told

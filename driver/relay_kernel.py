@@ -19,6 +19,7 @@ class _Life:
         if self.tty_spare is not None:
             os.close(self.tty_spare)
             self.tty_spare = None
+        self.grown = set()                   # (fresh pipes, maybe at old numbers)
         req_r, req_w = _pipe()
         msg_r, msg_w = _pipe()
         if self.stdin_w is not None:

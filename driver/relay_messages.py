@@ -14,6 +14,8 @@ class _Messages:
         data = _read(self.msg, READ)
         if data is None:
             return
+        if len(data) >= PIPE_DEFAULT:        # (it was full: a get's data, a big result)
+            _grow(self.msg, self.grown)
         if not data:                         # it cannot talk to us any more: it goes
             os.close(self.msg)
             self.msg = None

@@ -122,6 +122,8 @@ class _Output:
         data = _read(o.fd, READ)
         if data is None:
             return
+        if len(data) >= PIPE_DEFAULT:        # (it was full: much output)
+            _grow(o.fd, self.grown)
         if not data:                         # every writer gone: nothing comes any more
             o.paused = True
             self.poller = None
