@@ -444,12 +444,17 @@
   // handler that kills); with the keeper registered (gate[1]) it is what
   // breaks it: the watchdog, never stopping, never puts its handler back over
   // libuv's, and the next busy loop's ^C killed node (newuser-11).  So while
-  // the keeper is registered, vm sees no listener of ours for the run, and
-  // the watchdog's handler stays.
+  // the keeper is registered, vm's one look at the count as the run begins
+  // sees none, and the watchdog's handler stays.  (Only that look: the
+  // snippet's own counts are true, review1-3.)
   const listenerCount = process.listenerCount;
   let keeperHeld = false;
   process.listenerCount = function (name) {
-    return keeperHeld && name === 'SIGINT' ? 0 : listenerCount.apply(this, arguments);
+    if (keeperHeld && name === 'SIGINT') {
+      keeperHeld = false;
+      return 0;
+    }
+    return listenerCount.apply(this, arguments);
   };
 
   // ------------------------------------------------------------ files

@@ -780,12 +780,16 @@ int cli_client(int argc, char **argv)
 			a.codes[a.ncodes++] = optarg;
 			break;
 		case '?':
-			if (client_takes_id(cmd) && client_negative_number(argv[optind - 1])) {
-				/* ("result NAME -5": an id, not an option) */
-				cli_error("%s: '%s': expected an execution's id (1, 2, ...)", cmd,
-					  argv[optind - 1]);
-				return CLI_EXIT_USAGE;
-			}
+			/* ("result NAME -55": an id, not an option; getopt may still be
+			 * inside the word, "-55" being a cluster to it) */
+			for (int w = optind - 1; client_takes_id(cmd) && w <= optind && w < argc;
+			     w++)
+				if (w > 0 && client_negative_number(argv[w])) {
+					cli_error(
+						"%s: '%s': expected an execution's id (1, 2, ...)",
+						cmd, argv[w]);
+					return CLI_EXIT_USAGE;
+				}
 			if (want_name && optopt && optopt != '?' &&
 			    strncmp(argv[optind - 1], "--", 2) != 0) {
 				/* ("new -bad": a name, or options? neither) */

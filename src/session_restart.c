@@ -5,6 +5,7 @@
  * relay where it can be, the whole instance where it cannot, and the fatal
  * end when nothing can start.
  */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,8 +210,10 @@ static void session_limits_hint(const ptybox_session *s, char *hint, size_t len)
 	hint[0] = '\0';
 	if (s->topts.kind != TRANSPORT_LOCAL)
 		return; /* (the limits are the embedded sandbox's) */
-	if (s->opts.memory && s->opts.memory < def.memory)
-		snprintf(mem, sizeof(mem), " --memory %.0fM", (double)s->opts.memory / (1 << 20));
+	if (s->opts.memory && s->opts.memory < def.memory && s->opts.memory % (1 << 20) == 0)
+		snprintf(mem, sizeof(mem), " --memory %" PRIu64 "M", s->opts.memory >> 20);
+	else if (s->opts.memory && s->opts.memory < def.memory) /* (as typed: 1500K) */
+		snprintf(mem, sizeof(mem), " --memory %" PRIu64 "K", s->opts.memory >> 10);
 	if (s->opts.pids && s->opts.pids < def.pids)
 		snprintf(pids, sizeof(pids), " --pids %u", s->opts.pids);
 	if (mem[0] || pids[0])

@@ -435,6 +435,16 @@ class UsageTest(TestCase):
                              (2, "ptybox: %s: '%s': expected an execution's id (1, 2, ...)\n"
                               % (args[0], args[2])), args)
 
+    def test_a_negative_execution_id_of_more_than_one_digit_is_said_so(self):
+        # (review1-4: "-5" got the id's line, "-55" and "-123" an unknown option
+        # '-5' / '-1': getopt is inside the word then, and argv[optind - 1] is
+        # the word before it)
+        for args in (("result", "a", "-55"), ("interrupt", "a", "-123"), ("cancel", "a", "-10")):
+            p = run(*args, via=False)
+            self.assertEqual((p.returncode, p.stderr),
+                             (2, "ptybox: %s: '%s': expected an execution's id (1, 2, ...)\n"
+                              % (args[0], args[2])), args)
+
     def test_a_refused_option_points_where_it_is_taken(self):
         for opt, val, where in (("--output-dir", "plots", "run, repl and attach"),
                                 ("--no-inline-images", None, "run, repl and attach"),
