@@ -115,7 +115,7 @@ class _Life:
         elif not self.kernel and self.hello_by is not None:
             self.kill_pending = True         # (no pid yet: as soon as there is one)
 
-    def sweep(self):
+    def sweep(self, dead=None):
         """When a kernel is gone, in a pid namespace of our own (we are its pid
         2): every process it left behind goes too, daemons included, so a
         fresh kernel starts with only what a fresh session has (a leftover
@@ -133,9 +133,11 @@ class _Life:
             parents = {pid: _parent(pid) for pid in pids}
             for pid in pids:
                 parent = parents[pid]
-                # (the standby, and what it started: bash's kernel starts bash ahead)
+                # (the standby, and what it started: bash's kernel starts bash
+                # ahead; not what the dead kernel started, which a restart's kill
+                # may not have reached yet as its parent: review1-6)
                 if pid not in spare and parent != self.template and (
-                        parent is None or parent in spare
+                        parent is None or parent in spare or parent == dead
                         or (parents[parent] if parent in parents else _parent(parent))
                         != self.template):
                     try:
@@ -153,7 +155,7 @@ class _Life:
         if self.tty_master is not None:
             self.drain_tty()                 # (what it wrote last is not there yet)
         self.finish()
-        was_up = self.kernel_up
+        was_up, dead = self.kernel_up, self.kernel
         self.kernel, self.kernel_up, self.killing = None, False, None
         self.files_died()
         if self.query and not self.query_told:
@@ -164,7 +166,7 @@ class _Life:
         self.dead_starts = 0 if was_up else self.dead_starts + 1
         if self.dead_starts >= DEAD_STARTS:
             self.exit(EXIT_NO_KERNEL)
-        self.sweep()                         # what it left cannot reach the fresh one
+        self.sweep(dead)                     # what it left cannot reach the fresh one
         self.spawn()
 
     def on_ctl(self):

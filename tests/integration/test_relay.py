@@ -148,6 +148,32 @@ class KernelRestartTest(TestCase):
         self.assertNotIn(daemon, eval(results[2]["result"]["text/plain"]))
 
 
+    def test_what_a_restarted_kernel_left_cannot_reach_the_fresh_one(self):
+        # (review1-6: a restart sweeps at once, while the killed kernel may not
+        # have exited yet: its child in a session of its own still has it as
+        # parent and the template as grandparent, as a standby's bash has, and
+        # is spared; it lives on beside the fresh kernel, which it can reach.)
+        gone = ("import os, time\ndef alive(x):\n"
+                "    try: return open('/proc/%%d/stat' %% x).read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+                "    except OSError: return False\n"
+                "deadline = time.monotonic() + 5\n"
+                "while alive(%d) and time.monotonic() < deadline:\n"
+                "    time.sleep(0.05)\n"
+                "alive(%d)")
+        s = Serve("--lang", "python")
+        try:
+            for k in range(4):               # (a race: it lost it 1 to 3 times in 4)
+                r = s.exec("import subprocess\n"
+                           "d = subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+                           "d.pid", id=10 * k + 1)
+                daemon = int(r["result"]["text/plain"])
+                s.send({"id": 10 * k + 2, "op": "restart"})
+                self.assertTrue(s.recv_result(10 * k + 2, timeout=30).get("ok"))
+                r = s.exec(gone % (daemon, daemon), id=10 * k + 3, timeout=30)
+                self.assertEqual(r["result"], {"text/plain": "False"}, (k, r))
+        finally:
+            s.close()
+
     def test_code_cannot_plant_itself_in_the_kernels_to_come(self):
         # Every later kernel is a fork of the template (the kernel's parent),
         # and one is forked ahead (the standby): code that could write their
