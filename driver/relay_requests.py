@@ -177,6 +177,8 @@ class _Requests:
         """As much of the pending stdin chunk as the pipe takes; its ack (and
         the pipe's end, at eof) once it is all in."""
         rid, view, eof = self.stdin_buf
+        if self.stdin_w is not None:         # (a chunk fits whole: acked at once)
+            _grow(self.stdin_w, self.grown)
         while view and self.stdin_w is not None:
             try:
                 view = view[os.write(self.stdin_w, view):]
