@@ -1,0 +1,172 @@
+"""Hostile and broken clients against the long-lived server: what one client
+does must not grow the server's memory without bound, stall its loop, or lock
+other clients out. Reproducers of review-findings/report-hostile.md (hostile-1,
+-2, -3); each has a server of its own and leaves nothing running."""
+import os
+import resource
+import selectors
+import socket
+import time
+import unittest
+
+from ptybox_test import TestCase
+from test_http import HttpServer, rss_kib
+from test_server import Client, Server
+
+MIB = 1 << 20
+
+
+def hello(path):
+    """A client that said hello, or the error that refused it (its socket closed)."""
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        s.settimeout(30)
+        s.sendall(b'{"id":0,"op":"hello","protocol":1}\n')
+        got = b""
+        while b"\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise EOFError("the server closed the connection")
+            got += chunk
+    except BaseException:
+        s.close()
+        raise
+    s.close()
+    return Client(path)
+
+
+def send_unfinished_line(sock, mib):
+    """A request line of about mib MiB, without its newline."""
+    sock.sendall(b'{"op":"ping","id":"')
+    chunk = b"A" * MIB
+    for _ in range(mib):
+        sock.sendall(chunk)
+
+
+class SocketServerTest(TestCase):
+    def setUp(self):
+        self.srv = Server()
+        p = self.srv("new", "victim")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.pid = self.srv.daemon_pid()
+        self.held = []
+
+    def tearDown(self):
+        for s in self.held:
+            s.close()
+        self.srv.close()
+
+    def round_trip(self, c, i):
+        """Seconds for another client's `x = 1` on its own session."""
+        t = time.monotonic()
+        c.send({"id": i, "op": "exec", "session": "victim", "code": "x = 1"})
+        self.assertEqual(c.reply(i)["status"], "ok")
+        return time.monotonic() - t
+
+    def test_unfinished_lines_of_many_clients_are_bounded_in_total(self):
+        # hostile-1: each connection may hold 96 MiB of a line, and nothing
+        # bounds the sum: 8 clients made the server 724 MB.
+        for _ in range(8):
+            c = Client(self.srv.sock)
+            self.held.append(c.s)
+            try:
+                send_unfinished_line(c.s, 90)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # (refused: that is a bound)
+        victim = Client(self.srv.sock)
+        self.round_trip(victim, 1)  # (every byte sent before is read by now)
+        self.assertLess(rss_kib(self.pid), 300 * 1024,
+                        "the server holds %d MiB for 8 unfinished lines"
+                        % (rss_kib(self.pid) >> 10))
+        victim.close()
+
+    def test_clients_leaving_with_unfinished_lines_do_not_stall_the_loop(self):
+        # hostile-1: at EOF the unfinished line of 90 MiB is parsed on the
+        # loop, one after another: another client's `x = 1` took 1.4 s.
+        for _ in range(4):
+            c = Client(self.srv.sock)
+            self.held.append(c.s)
+            send_unfinished_line(c.s, 90)
+        victim = Client(self.srv.sock)
+        self.round_trip(victim, 1)
+        for s in self.held:
+            s.close()
+        self.held = []
+        worst = max(self.round_trip(victim, i) for i in range(2, 40))
+        self.assertLess(worst, 0.3, "a round trip took %.0f ms" % (worst * 1000))
+        victim.close()
+
+    def test_idle_connections_that_never_say_hello_do_not_lock_others_out(self):
+        # hostile-2: 1024 connected sockets that send nothing are the most
+        # the server takes; with no deadline for their hello, every new
+        # client is refused for as long as they stay.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            self.skipTest("needs 1200 descriptors (RLIMIT_NOFILE %d)" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        try:
+            sel = selectors.DefaultSelector()
+            for _ in range(1030):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(self.srv.sock)
+                self.held.append(s)
+                sel.register(s, selectors.EVENT_READ)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    c = hello(self.srv.sock)
+                    break
+                except (EOFError, ConnectionResetError, BrokenPipeError):
+                    left = deadline - time.monotonic()
+                    self.assertGreater(left, 0, "no new client got in for 30 s")
+                    # (waits for the server to let an idle one go, or the deadline)
+                    for key, _ in sel.select(min(left, 1)):
+                        sel.unregister(key.fileobj)
+            self.round_trip(c, 1)
+            c.close()
+            sel.close()
+        finally:
+            for s in self.held:
+                s.close()
+            self.held = []
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+class HttpBodiesTest(TestCase):
+    def test_unauthenticated_bodies_do_not_grow_memory(self):
+        # hostile-3: with --token-file, a body is stored whole (up to 16 MiB)
+        # before the 401: 60 connections without a token made it 904 MB.
+        folder = Server()  # (a runtime folder of its own)
+        token = os.path.join(folder.dir, "token")
+        with open(token, "w") as f:
+            f.write("0123456789abcdef0123456789abcdef\n")
+        srv = HttpServer("--token-file", token)
+        socks = []
+        try:
+            for _ in range(40):
+                s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+                socks.append(s)
+                try:
+                    s.sendall(b"POST /api/v2/execute HTTP/1.1\r\nHost: x\r\n"
+                              b"Content-Length: 16000000\r\n\r\n")
+                    for _ in range(15):
+                        s.sendall(b"A" * MIB)
+                except (BrokenPipeError, ConnectionResetError, socket.timeout):
+                    pass  # (answered 401 on its headers: good)
+            # a request of its own: the bytes sent before are read by now
+            status, _, _ = srv.request("GET", "/api/v2/runtimes",
+                                       headers={"Authorization": "Bearer 0123456789abcdef0123456789abcdef"})
+            self.assertEqual(status, 200)
+            self.assertLess(rss_kib(srv.p.pid), 200 * 1024,
+                            "serve --http holds %d MiB for 40 unauthenticated bodies"
+                            % (rss_kib(srv.p.pid) >> 10))
+        finally:
+            for s in socks:
+                s.close()
+            srv.close()
+            folder.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
