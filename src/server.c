@@ -555,3 +555,25 @@ void server_client_notice(struct server_client *c, const char *code, const char 
 {
 	srv_reply_error(c, NULL, code, "%s", msg);
 }
+
+char *server_error_line(const char *code, const char *msg, size_t *len)
+{
+	cJSON *o = srv_with_id(NULL);
+	if (o) {
+		cJSON_AddStringToObject(o, "error", msg);
+		cJSON_AddStringToObject(o, "code", code);
+	}
+	size_t n;
+	char *s = srv_print(o, &n);
+	cJSON_Delete(o);
+	if (!s)
+		return NULL;
+	s[n] = '\n'; /* (over its NUL: the line is not a string) */
+	*len = n + 1;
+	return s;
+}
+
+bool server_client_said_hello(const struct server_client *c)
+{
+	return c->hello;
+}

@@ -1,0 +1,142 @@
+"""The socket server's bounds against many or hostile clients, as a client
+sees them: a connection past the client cap is told why, one that says no
+hello is closed after its deadline, a line cut by the end of the input is
+answered and not parsed, unfinished lines share one budget, and one client's
+uploads never push out another's. Each class has a server of its own."""
+import json
+import resource
+import socket
+import time
+import unittest
+
+from ptybox_test import TestCase
+from test_server import Client, Server
+
+MIB = 1 << 20
+
+
+def lines_until_eof(s, deadline):
+    """Every line the server sends before it closes s."""
+    got = b""
+    while True:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(1 << 16)
+        except ConnectionResetError:  # (closed with bytes of ours unread)
+            chunk = b""
+        if not chunk:
+            return [json.loads(x) for x in got.splitlines() if x]
+        got += chunk
+
+
+class ManyClientsTest(TestCase):
+    def setUp(self):
+        self.srv = Server()
+        p = self.srv("new", "victim")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.held = []
+
+    def tearDown(self):
+        for c in self.held:
+            c.close()
+        self.srv.close()
+
+    def test_idle_clients_that_said_hello_stay_and_one_past_the_cap_is_told_why(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            self.skipTest("needs 1200 descriptors (RLIMIT_NOFILE %d)" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        quiet = socket.socket(socket.AF_UNIX)  # (says nothing: closed at its deadline)
+        quiet.connect(self.srv.sock)
+        started = time.monotonic()
+        for _ in range(1000):
+            self.held.append(Client(self.srv.sock))
+        said = lines_until_eof(quiet, started + 30)
+        quiet.close()
+        self.assertGreater(time.monotonic() - started, 9)
+        self.assertEqual([m.get("code") for m in said], ["protocol"], said)
+        self.assertIn("no hello within 10 s", said[0]["error"])
+        # the idle ones that said hello are kept past it, and the verbs work
+        for i, c in enumerate(self.held[::100]):
+            c.send({"id": i + 1, "op": "ping"})
+            self.assertEqual(c.reply(i + 1), {"id": i + 1, "ok": True})
+        p = self.srv("exec", "victim", "-c", "print(6 * 7)")
+        self.assertEqual((p.returncode, p.stdout), (0, "42\n"), p.stderr)
+        p = self.srv("ls")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("victim", p.stdout)
+        for _ in range(24):
+            self.held.append(Client(self.srv.sock))
+        p = self.srv("ls")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("refused: 1024 clients are connected, the most", p.stderr)
+        p = self.srv("exec", "victim", "-c", "print(1)")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("refused: 1024 clients are connected, the most", p.stderr)
+        self.held.pop().close()
+        deadline = time.monotonic() + 30
+        while True:  # (the server sees the close when its loop comes to it)
+            p = self.srv("exec", "victim", "-c", "print(2)")
+            if p.returncode == 0 or time.monotonic() > deadline:
+                break
+        self.assertEqual((p.returncode, p.stdout), (0, "2\n"), p.stderr)
+
+
+class LinesTest(TestCase):
+    def setUp(self):
+        self.srv = Server()
+        p = self.srv("new", "victim")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def tearDown(self):
+        self.srv.close()
+
+    def test_a_line_cut_by_the_end_of_input_is_answered_not_parsed(self):
+        c = Client(self.srv.sock)
+        c.s.sendall(b'{"id":1,"op":"ping"}\n{"id":2,"op":"ping"}')
+        c.s.shutdown(socket.SHUT_WR)
+        said = lines_until_eof(c.s, time.monotonic() + 30)
+        c.close()
+        self.assertEqual(said, [{"id": 1, "ok": True}, {
+            "error": "the input ended in the middle of a request line (20 bytes without "
+                     "a newline): skipped", "code": "malformed"}])
+
+    def test_the_client_whose_line_passes_the_budget_is_dropped_and_told(self):
+        # 256 MiB for all unfinished lines: two of 90 MiB fit, a third does not
+        held = []
+        for _ in range(2):
+            c = Client(self.srv.sock)
+            held.append(c)
+            c.s.sendall(b'{"op":"ping","id":"')
+            for _ in range(90):
+                c.s.sendall(b"A" * MIB)
+        third = Client(self.srv.sock)
+        third.s.sendall(b'{"op":"ping","id":"')
+        sent = 0
+        try:
+            for _ in range(90):
+                third.s.sendall(b"A" * MIB)
+                sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.assertLess(sent, 90)
+        said = lines_until_eof(third.s, time.monotonic() + 30)
+        third.close()
+        self.assertEqual([m["code"] for m in said], ["limit"], said)
+        self.assertRegex(said[0]["error"], r"^dropped: its unfinished request line \(\d+ MiB\) "
+                         r"passed the 256 MiB that the server holds for all clients")
+        # the two others are whole: their lines end and are answered
+        for i, c in enumerate(held):
+            c.s.sendall(b'"}\n')
+            m = c.recv()
+            self.assertEqual((m["ok"], len(m["id"])), (True, 90 * MIB))
+            c.send({"id": i, "op": "ping"})
+            self.assertEqual(c.reply(i), {"id": i, "ok": True})
+            c.close()
+        with open(self.srv.sock + ".log") as f:  # (said before the round trips above)
+            self.assertIn("dropped: its unfinished request line", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
