@@ -195,6 +195,7 @@ static void srv_on_restarting(ptybox_session *ps, const char *why, void *data)
 	if (ss->state == SS_CLOSING)
 		return;
 	ss->state = SS_RESTARTING;
+	srv_uploads_free(ss); /* (they died with the kernel) */
 	srv_watchers_state(ss, "died", why);
 }
 

@@ -138,5 +138,52 @@ class LinesTest(TestCase):
             self.assertIn("dropped: its unfinished request line", f.read())
 
 
+class UploadsTest(TestCase):
+    def setUp(self):
+        self.srv = Server()
+        p = self.srv("new", "s")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.n = 0
+
+    def tearDown(self):
+        self.srv.close()
+
+    def put(self, c, path, data, **kw):
+        self.n += 1
+        c.send(dict({"id": self.n, "op": "put", "session": "s", "path": path, "data": data},
+                    **kw))
+        return c.reply(self.n)
+
+    def test_one_clients_uploads_never_push_out_anothers(self):
+        a = Client(self.srv.sock)
+        first = self.put(a, "/tmp/big.bin", "QUJD", more=True)
+        token = first["upload"]
+        others = [Client(self.srv.sock) for _ in range(4)]
+        for k in range(16):  # each client's own 16 are taken
+            m = self.put(others[0], "/tmp/junk0-%d" % k, "QUJD", more=True)
+            self.assertIn("upload", m, m)
+        m = self.put(others[0], "/tmp/junk0-16", "QUJD", more=True)
+        self.assertEqual(m["code"], "busy", m)
+        self.assertIn("this client has 16 unfinished uploads in session 's'", m["error"])
+        # and all of them together stay within the kernel's 64, refused past it
+        said = [self.put(c, "/tmp/junk%d-%d" % (i, k), "QUJD", more=True)
+                for i, c in enumerate(others[1:], 1) for k in range(16)]
+        self.assertEqual([m.get("code") for m in said], [None] * 47 + ["busy"])
+        self.assertIn("session 's' has 64 unfinished uploads", said[-1]["error"])
+        m = self.put(a, "/tmp/big.bin", "REVG", offset=3, upload=token)
+        self.assertEqual((m.get("ok"), m.get("size")), (True, 6), m)
+        p = self.srv("exec", "s", "-c", "print(open('/tmp/big.bin').read())")
+        self.assertEqual(p.stdout, "ABCDEF\n", p.stderr)
+        # an upload that ends frees its place; so does a client that goes
+        m = self.put(others[3], "/tmp/next", "QUJD", more=True)
+        self.assertIn("upload", m, m)
+        others[0].close()
+        deadline = time.monotonic() + 30
+        while "code" in self.put(a, "/tmp/after", "QUJD", more=True):
+            self.assertLess(time.monotonic(), deadline, "the gone client's uploads stayed")
+        for c in [a] + others[1:]:
+            c.close()
+
+
 if __name__ == "__main__":
     unittest.main()
