@@ -104,6 +104,57 @@ class SocketServerTest(TestCase):
         self.assertLess(worst, 0.3, "a round trip took %.0f ms" % (worst * 1000))
         victim.close()
 
+    def test_watchers_with_huge_ids_do_not_slow_other_sessions(self):
+        # hostile-5: an id may be 96 MiB and every event of a watch carries
+        # it: 8 watchers with 2 MiB ids made another client's `x = 1` 100x
+        # slower (0.7 -> 92 ms). Either the id is refused or it costs nothing.
+        victim = Client(self.srv.sock)
+        before = sorted(self.round_trip(victim, i) for i in range(1, 22))
+        watchers = []
+        for _ in range(8):
+            w = Client(self.srv.sock)
+            self.held.append(w.s)
+            w.send({"id": "W" * (2 * MIB), "op": "watch", "session": "victim"})
+            watchers.append(w)
+        sel = selectors.DefaultSelector()
+        for w in watchers:
+            w.s.setblocking(False)
+            sel.register(w.s, selectors.EVENT_READ)
+
+        def drain():
+            # (reads what the watchers were sent, without waiting)
+            for key, _ in sel.select(0):
+                try:
+                    if not key.fileobj.recv(1 << 22):
+                        sel.unregister(key.fileobj)
+                except (BlockingIOError, ConnectionResetError):
+                    pass
+
+        times = []
+        for i in range(100, 121):
+            t = time.monotonic()
+            victim.send({"id": i, "op": "exec", "session": "victim", "code": "x = 1"})
+            victim.s.settimeout(0.01)
+            deadline = t + 60
+            while True:
+                self.assertLess(time.monotonic(), deadline, "no reply in 60 s")
+                drain()
+                try:
+                    m = victim.recv()
+                except socket.timeout:
+                    continue
+                if m.get("id") == i and "event" not in m:
+                    break
+            self.assertEqual(m["status"], "ok")
+            times.append(time.monotonic() - t)
+        victim.s.settimeout(30)
+        sel.close()
+        median = sorted(times)[10]
+        self.assertLess(median, max(0.02, 5 * before[10]),
+                        "x = 1 took %.1f ms (%.1f ms without the watchers)"
+                        % (median * 1000, before[10] * 1000))
+        victim.close()
+
     def test_idle_connections_that_never_say_hello_do_not_lock_others_out(self):
         # hostile-2: 1024 connected sockets that send nothing are the most
         # the server takes; with no deadline for their hello, every new
