@@ -479,12 +479,12 @@ static void srv_on_reply(ptybox_session *ps, uint64_t qid, const char *reply, vo
 		return;
 	*link = w->next;
 	cJSON *o = cJSON_Parse(reply);
-	if (cJSON_IsObject(o))
+	if (cJSON_IsObject(o)) { /* (srv_reply_ok takes o) */
 		srv_reply_ok(w->client, w->id, o);
-	else
-		srv_reply_error(w->client, w->id, "nomem", "out of memory");
-	if (!cJSON_IsObject(o))
+	} else {
 		cJSON_Delete(o);
+		srv_reply_error(w->client, w->id, "nomem", "out of memory");
+	}
 	srv_waiter_free(w);
 	srv_maybe_idle(ss->server);
 }
