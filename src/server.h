@@ -32,6 +32,10 @@ cJSON *server_hello_request(void);
 #define SERVER_MAX_SESSIONS 4096
 /* The longest request line. */
 #define SERVER_MAX_LINE ((size_t)96 << 20)
+/* The longest id of a request, in bytes of JSON (about): an id comes back in
+ * every reply and event of its request, each watcher's event printing it
+ * again, so a 2 MiB one made every event of the session cost milliseconds. */
+#define SERVER_MAX_ID 1024
 /* Executions queued in one session, and the bytes of their code. */
 #define SERVER_MAX_QUEUE       4096
 #define SERVER_MAX_QUEUE_BYTES ((size_t)256 << 20)

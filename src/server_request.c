@@ -81,6 +81,20 @@ static void srv_refuse(struct server_client *c, const char *line, size_t len)
 	free(copy);
 }
 
+/* About the bytes v takes as JSON, counted up to past max only (a big one is
+ * never walked whole; cJSON bounds the nesting). */
+static size_t srv_json_size(const cJSON *v, size_t max)
+{
+	if (cJSON_IsString(v))
+		return strlen(v->valuestring) + 2;
+	if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return 24; /* (a number, true, false, null) */
+	size_t n = 2;
+	for (const cJSON *e = v->child; e && n <= max; e = e->next)
+		n += (e->string ? strlen(e->string) + 3 : 0) + 1 + srv_json_size(e, max - n);
+	return n;
+}
+
 cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, bool *nul)
 {
 	if (!protocol_utf8_valid(line, len)) {
@@ -97,6 +111,14 @@ cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, 
 	if (*nul && srv_id_cut(line, len, cJSON_GetObjectItemCaseSensitive(req, "id"))) {
 		cJSON_Delete(req);
 		srv_reply_error(c, NULL, "malformed", "%s", srv_nul_id);
+		return NULL;
+	}
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	if (id && srv_json_size(id, SERVER_MAX_ID) > SERVER_MAX_ID) {
+		cJSON_Delete(req);
+		srv_reply_error(c, NULL, "malformed",
+				"the request's id is longer than %d bytes of JSON: refused",
+				SERVER_MAX_ID);
 		return NULL;
 	}
 	return req;

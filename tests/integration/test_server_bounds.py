@@ -102,13 +102,27 @@ class LinesTest(TestCase):
             "error": "the input ended in the middle of a request line (20 bytes without "
                      "a newline): skipped", "code": "malformed"}])
 
+    def test_an_id_past_1024_bytes_is_refused(self):
+        # hostile-5: an id comes back in every event of its request, to every
+        # watcher: a 2 MiB one made another client's x = 1 100 times slower
+        c = Client(self.srv.sock)
+        for n, big in enumerate(("W" * 2000, ["W" * 100] * 20, {"k": "W" * 1100})):
+            c.send({"id": big, "op": "watch", "session": "victim"})
+            self.assertEqual(c.recv(), {
+                "error": "the request's id is longer than 1024 bytes of JSON: refused",
+                "code": "malformed"})
+        fine = "W" * 1000
+        c.send({"id": fine, "op": "ping"})
+        self.assertEqual(c.recv(), {"id": fine, "ok": True})
+        c.close()
+
     def test_the_client_whose_line_passes_the_budget_is_dropped_and_told(self):
         # 256 MiB for all unfinished lines: two of 90 MiB fit, a third does not
         held = []
         for _ in range(2):
             c = Client(self.srv.sock)
             held.append(c)
-            c.s.sendall(b'{"op":"ping","id":"')
+            c.s.sendall(b'{"op":"ping","id":7,"junk":"')
             for _ in range(90):
                 c.s.sendall(b"A" * MIB)
         third = Client(self.srv.sock)
@@ -129,8 +143,8 @@ class LinesTest(TestCase):
         # the two others are whole: their lines end and are answered
         for i, c in enumerate(held):
             c.s.sendall(b'"}\n')
-            m = c.recv()
-            self.assertEqual((m["ok"], len(m["id"])), (True, 90 * MIB))
+            m = c.recv()  # (read whole: answered, though not a ping)
+            self.assertEqual((m["id"], m["code"]), (7, "usage"), m)
             c.send({"id": i, "op": "ping"})
             self.assertEqual(c.reply(i), {"id": i, "ok": True})
             c.close()
