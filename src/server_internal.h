@@ -239,6 +239,10 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
  * watchers of one session, at most. */
 #define SRV_MAX_WAITERS	 1024
 #define SRV_MAX_WATCHERS 256
+/* ... and of one client: a share, so that one client never takes them all
+ * (attach watches once, result waits once). */
+#define SRV_CLIENT_WAITERS  16
+#define SRV_CLIENT_WATCHERS 16
 struct srv_exec *srv_exec_current(struct srv_session *ss);
 struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id);
 void srv_watchers_state(struct srv_session *ss, const char *event, const char *why);

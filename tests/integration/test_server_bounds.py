@@ -152,6 +152,45 @@ class LinesTest(TestCase):
             self.assertIn("dropped: its unfinished request line", f.read())
 
 
+class SharesTest(TestCase):
+    def setUp(self):
+        self.srv = Server()
+        p = self.srv("new", "victim")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def tearDown(self):
+        self.srv.close()
+
+    def test_one_client_cannot_take_all_of_a_sessions_watches_or_waits(self):
+        # hostile-7: one client's 256 watches locked every attach out, its
+        # 1024 waits every `ptybox result`
+        hog, user = Client(self.srv.sock), Client(self.srv.sock)
+        for i in range(16):
+            hog.send({"id": i, "op": "watch", "session": "victim"})
+            self.assertTrue(hog.reply(i)["ok"])
+        hog.send({"id": 16, "op": "watch", "session": "victim"})
+        self.assertEqual(hog.reply(16), {
+            "id": 16, "code": "limit",
+            "error": "this client watches session 'victim' 16 times already"})
+        user.send({"id": 1, "op": "watch", "session": "victim"})
+        self.assertTrue(user.reply(1)["ok"])
+        user.send({"id": 2, "op": "exec", "session": "victim", "wait": False,
+                   "code": "import time; time.sleep(600)"})
+        n = user.reply(2)["exec"]
+        for i in range(100, 116):
+            hog.send({"id": i, "op": "result", "session": "victim", "exec": n})
+        hog.send({"id": 116, "op": "result", "session": "victim", "exec": n})
+        self.assertEqual(hog.reply(116), {
+            "id": 116, "code": "limit",
+            "error": "this client waits for execution %d 16 times already" % n})
+        user.send({"id": 3, "op": "result", "session": "victim", "exec": n})
+        user.send({"id": 4, "op": "interrupt", "session": "victim"})
+        self.assertTrue(user.reply(4)["ok"])
+        self.assertEqual(user.reply(3)["status"], "interrupted")
+        hog.close()
+        user.close()
+
+
 class QueriesTest(TestCase):
     def test_many_completions_while_another_client_runs_code_leave_the_server_up(self):
         # hostile-8: a complete's answer was freed twice once its memory was
