@@ -104,6 +104,25 @@ class SocketServerTest(TestCase):
         self.assertLess(worst, 0.3, "a round trip took %.0f ms" % (worst * 1000))
         victim.close()
 
+    def test_many_completions_while_another_client_runs_code_leave_the_server_up(self):
+        # hostile-8: srv_on_reply hands the reply object to srv_reply_ok,
+        # which frees it, then reads it again (cJSON_IsObject) and may free
+        # it twice: the server died (SIGSEGV in cJSON_Delete) in most runs.
+        # (ASan does not see it: the read is inside the uninstrumented
+        # libcjson, and the quarantine keeps the freed bytes as they were.)
+        for _ in range(6):
+            h = Client(self.srv.sock)
+            h.s.sendall(b'{"op":"complete","session":"victim","code":"import o"}\n' * 5000)
+            victim = Client(self.srv.sock)
+            self.round_trip(victim, 1)
+            for _ in range(5000):
+                m = h.recv()  # (an answer, or "too many queries in flight")
+                self.assertTrue("matches" in m or m.get("code") == "busy", m)
+            h.send({"id": "p", "op": "ping"})
+            self.assertEqual(h.reply("p"), {"id": "p", "ok": True})
+            victim.close()
+            h.close()
+
     def test_watchers_with_huge_ids_do_not_slow_other_sessions(self):
         # hostile-5: an id may be 96 MiB and every event of a watch carries
         # it: 8 watchers with 2 MiB ids made another client's `x = 1` 100x
