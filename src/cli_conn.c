@@ -455,6 +455,8 @@ int client_open(struct client *cl, const char *cmd, const struct client_target *
 	uint64_t id = client_send(cl, hello);
 	cJSON *reply =
 		id ? client_reply(cl, id, t->host ? CLIENT_SSH_HELLO_MS : CLIENT_REPLY_MS) : NULL;
+	if (!id) /* (closed before it read us: what it said first may be there still) */
+		cJSON_Delete(client_reply(cl, UINT64_MAX, CLIENT_REPLY_MS));
 	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
 		if (!reply && t->host && client_ssh_failed(cl))
 			cli_error("%s: %s: ssh could not connect (exit status 255)", cmd, t->host);
