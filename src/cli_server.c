@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -414,6 +415,14 @@ static int daemon_run(const char *path, bool allow_remote, int ready_fd)
 {
 	struct daemon d = {
 		.loop = uv_default_loop(), .lock_fd = -1, .lines = {.max = SERVER_LINES_BUDGET}};
+	/* SERVER_MAX_CLIENTS connections and the sessions' own descriptors: every
+	 * fd the hard limit gives (as serve --http), else a soft limit of 1024 runs
+	 * out before the cap, and a client past it is closed unheard. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	snprintf(d.path, sizeof(d.path), "%s", path);
 	char err[512];
 	struct server_config cfg = {

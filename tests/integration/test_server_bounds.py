@@ -6,10 +6,11 @@ uploads never push out another's. Each class has a server of its own."""
 import json
 import resource
 import socket
+import subprocess
 import time
 import unittest
 
-from ptybox_test import TestCase
+from ptybox_test import PTYBOX, TestCase
 from test_server import Client, Server
 
 MIB = 1 << 20
@@ -81,6 +82,28 @@ class ManyClientsTest(TestCase):
             if p.returncode == 0 or time.monotonic() > deadline:
                 break
         self.assertEqual((p.returncode, p.stdout), (0, "2\n"), p.stderr)
+
+
+class DescriptorsTest(TestCase):
+    def test_a_low_soft_limit_of_descriptors_does_not_cap_the_clients_below_1024(self):
+        srv = Server()
+        self.addCleanup(srv.close)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1200:
+            self.skipTest("needs 1200 descriptors (RLIMIT_NOFILE %d)" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        p = subprocess.run([PTYBOX, "server"], env=srv.env, capture_output=True, timeout=60,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                 (256, hard)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        for i in range(400):
+            try:
+                held.append(Client(srv.sock))
+            except (EOFError, ConnectionResetError, BrokenPipeError) as e:
+                self.fail("client %d: %s" % (i, e))
 
 
 class LinesTest(TestCase):
