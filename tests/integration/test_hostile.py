@@ -5,6 +5,7 @@ other clients out. Reproducers of review-findings/report-hostile.md (hostile-1,
 import json
 import os
 import resource
+import select
 import selectors
 import socket
 import time
@@ -125,6 +126,36 @@ class SocketServerTest(TestCase):
             self.assertEqual(h.reply("p"), {"id": "p", "ok": True})
             victim.close()
             h.close()
+
+    def test_a_rendered_result_does_not_stall_other_clients(self):
+        # hostile-9: "render":true turns the result's output into a terminal's
+        # lines on the server's loop: 500,000 newlines stalled every client
+        # (a ping from another connection) for 4.7 s, 3,000,000 for 17 s.
+        p = self.srv("new", "printer")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        c = Client(self.srv.sock)
+        c.s.settimeout(120)
+        c.send({"id": 1, "op": "exec", "session": "printer", "code": "print('\\n' * 500000)",
+                "render": True})
+        pinger = Client(self.srv.sock)
+        worst, i = 0.0, 0
+        deadline = time.monotonic() + 120
+        while True:
+            self.assertLess(time.monotonic(), deadline, "no result in 120 s")
+            if b"\n" in c.buf or select.select([c.s], [], [], 0)[0]:
+                m = c.recv()  # (once it starts coming, the whole line)
+                if m.get("id") == 1 and "event" not in m:
+                    break
+                continue
+            i += 1
+            t = time.monotonic()
+            pinger.send({"id": i, "op": "ping"})
+            pinger.reply(i)
+            worst = max(worst, time.monotonic() - t)
+        self.assertEqual(m["status"], "ok")
+        self.assertLess(worst, 0.5, "a ping waited %.1f s for the render" % worst)
+        c.close()
+        pinger.close()
 
     def test_watchers_with_huge_ids_do_not_slow_other_sessions(self):
         # hostile-5: an id may be 96 MiB and every event of a watch carries
