@@ -138,6 +138,7 @@ class SocketServerTest(TestCase):
         c.send({"id": 1, "op": "exec", "session": "printer", "code": "print('\\n' * 500000)",
                 "render": True})
         pinger = Client(self.srv.sock)
+        pinger.s.settimeout(120)  # (a stall is reported as one, not as a timeout)
         worst, i = 0.0, 0
         deadline = time.monotonic() + 120
         while True:
