@@ -214,6 +214,26 @@ class SharesTest(TestCase):
         user.close()
 
 
+class RenderTest(TestCase):
+    def test_output_past_what_render_takes_comes_as_it_came(self):
+        # hostile-9: rendering runs on the loop; 500,000 newlines blocked
+        # every client for seconds. Past 5,000 lines or 1 MiB: the bytes.
+        srv = Server()
+        self.addCleanup(srv.close)
+        p = srv("new", "p")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        c = Client(srv.sock)
+        for i, (code, rendered, out) in enumerate((
+                ("print('a\\rb\\n' * 4999, end='')", True, "b\n" * 4999),
+                ("print('a\\rb\\n' * 5001, end='')", False, "a\rb\n" * 5001),
+                ("print('a\\r' + 'b' * (1 << 20))", False, "a\r" + "b" * (1 << 20) + "\n"))):
+            c.send({"id": i, "op": "exec", "session": "p", "code": code, "render": True})
+            m = c.reply(i)
+            self.assertEqual((m["status"], m["rendered"]), ("ok", rendered), m.get("error"))
+            self.assertEqual(m["stdout"], out)
+        c.close()
+
+
 class QueriesTest(TestCase):
     def test_many_completions_while_another_client_runs_code_leave_the_server_up(self):
         # hostile-8: a complete's answer was freed twice once its memory was
