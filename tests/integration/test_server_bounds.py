@@ -125,6 +125,21 @@ class LinesTest(TestCase):
             "error": "the input ended in the middle of a request line (20 bytes without "
                      "a newline): skipped", "code": "malformed"}])
 
+    def test_an_unknown_op_or_one_with_a_nul_is_refused_as_such(self):
+        # hostile-11, -12: "bogus" was answered 'bogus needs "session"', and
+        # "ping\u0000x" was taken for ping
+        c = Client(self.srv.sock)
+        c.send({"id": 1, "op": "bogus"})
+        m = c.reply(1)
+        self.assertEqual(m["code"], "usage")
+        self.assertTrue(m["error"].startswith('unknown op "bogus": expected hello, new'), m)
+        for i, op in ((2, "ping\u0000x"), (3, "exec\u0000x")):
+            c.send({"id": i, "op": op, "session": "victim", "code": "1"})
+            self.assertEqual(c.reply(i), {
+                "id": i, "code": "usage",
+                "error": "the request's op contains a NUL character (\\u0000): refused"})
+        c.close()
+
     def test_an_id_past_1024_bytes_is_refused(self):
         # hostile-5: an id comes back in every event of its request, to every
         # watcher: a 2 MiB one made another client's x = 1 100 times slower
