@@ -433,7 +433,7 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 			continue;
 		}
 		if (!o) {
-			cli_error("exec: %s: the server closed the connection", cl->where);
+			cli_error("exec: %s: %s", cl->where, client_gone_why(cl));
 			return CLI_EXIT_FAILED;
 		}
 		uint64_t id = client_id(o);
@@ -1070,7 +1070,7 @@ int cli_client(int argc, char **argv)
 		if (intr) {
 			rc = 130;
 		} else if (rc == CLI_EXIT_OK && !ended) { /* (the server went away) */
-			cli_error("watch: %s: the server closed the connection", cl.where);
+			cli_error("watch: %s: %s", cl.where, client_gone_why(&cl));
 			rc = CLI_EXIT_FAILED;
 		}
 	}

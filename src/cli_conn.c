@@ -273,6 +273,11 @@ static void client_line(void *data, const char *line, size_t len, bool too_long)
 	cJSON *o = cJSON_ParseWithLength(line, len);
 	if (!o)
 		return;
+	const char *error = protocol_str(o, "error");
+	if (error && !cJSON_GetObjectItemCaseSensitive(o, "id"))
+		snprintf(cl->said, sizeof(cl->said), "%.*s",
+			 (int)protocol_utf8_prefix(error, strlen(error), sizeof(cl->said) - 1),
+			 error);
 	if (cl->nqueue == cl->qcap) {
 		size_t ncap = cl->qcap ? cl->qcap * 2 : 64;
 		cJSON **nq = malloc(ncap * sizeof(*nq));
@@ -383,6 +388,11 @@ cJSON *client_request(const char *op, const char *session)
 	return o;
 }
 
+const char *client_gone_why(const struct client *cl)
+{
+	return cl->said[0] ? cl->said : "the server closed the connection";
+}
+
 /* An error reply's exit status: 125 when a session could not start, 1 else. */
 int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply)
 {
@@ -390,7 +400,7 @@ int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply)
 	if (!reply && cl->timed_out)
 		cli_error("%s: %s: the server did not answer", cmd, cl->where);
 	else if (!reply)
-		cli_error("%s: %s: the server closed the connection", cmd, cl->where);
+		cli_error("%s: %s: %s", cmd, cl->where, client_gone_why(cl));
 	else
 		cli_error("%s: %s", cmd, msg ? msg : "unexpected reply");
 	return code && (strcmp(code, "cannot_start") == 0 || strcmp(code, "dead") == 0)
@@ -445,6 +455,8 @@ int client_open(struct client *cl, const char *cmd, const struct client_target *
 	uint64_t id = client_send(cl, hello);
 	cJSON *reply =
 		id ? client_reply(cl, id, t->host ? CLIENT_SSH_HELLO_MS : CLIENT_REPLY_MS) : NULL;
+	if (!id) /* (closed before it read us: what it said first may be there still) */
+		cJSON_Delete(client_reply(cl, UINT64_MAX, CLIENT_REPLY_MS));
 	if (!reply || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok"))) {
 		if (!reply && t->host && client_ssh_failed(cl))
 			cli_error("%s: %s: ssh could not connect (exit status 255)", cmd, t->host);

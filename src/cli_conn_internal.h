@@ -38,6 +38,9 @@ struct client {
 	bool timed_out;
 	uint64_t next_id;
 	char where[SERVER_SOCKET_PATH_MAX + 64];
+	/* The last error the server sent that answers no request (it refused us,
+	 * or dropped us, and said why before closing): "" for none. */
+	char said[256];
 };
 
 struct client_target {
@@ -70,6 +73,8 @@ uint64_t client_id(const cJSON *o);
 cJSON *client_request(const char *op, const char *session);
 /* An error reply's exit status: 125 when a session could not start, 1 else. */
 int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply);
+/* Why the connection ended: what the server said last, or that it closed it. */
+const char *client_gone_why(const struct client *cl);
 /* One request, its reply checked: 0, or the exit status (message printed).
  * Within ms (0: as long as the server takes, as new and restart may while
  * an interpreter starts). */

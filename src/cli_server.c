@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -37,6 +38,7 @@
 #include "cli.h"
 #include "cli_client.h"
 #include "conn.h"
+#include "protocol.h"
 #include "server.h"
 #include "server_socket.h"
 
@@ -49,12 +51,17 @@
 #define DAEMON_LOG_MAX ((off_t)4 << 20)
 /* How long `ptybox server` waits for its daemon to listen. */
 #define DAEMON_START_MS 10000
+/* How often connections are checked for their hello (SERVER_HELLO_MS). */
+#define DAEMON_HELLO_SWEEP_MS 1000
+/* Failed accepts (out of descriptors) are logged once in this long, counted. */
+#define DAEMON_ACCEPT_LOG_MS 10000
 
 struct daemon_conn {
 	struct daemon_conn *next, *prev;
 	struct daemon *d;
 	struct conn *conn;
 	struct server_client *client;
+	uint64_t since_ms; /* accepted then: it has SERVER_HELLO_MS to say hello */
 };
 
 struct daemon {
@@ -65,6 +72,10 @@ struct daemon {
 	uv_timer_t flush;
 	struct daemon_conn *conns;
 	size_t nconns;
+	struct conn_budget lines; /* every client's unfinished request line */
+	uv_timer_t hellos;	  /* closes connections that say no hello */
+	uint64_t accept_logged_ms;
+	unsigned accept_failed; /* since the last log line of it */
 	char path[SERVER_SOCKET_PATH_MAX];
 	dev_t dev;
 	ino_t ino;
@@ -147,15 +158,76 @@ static void daemon_on_eof(struct conn *c)
 		conn_close(c, "end of input");
 }
 
+/* The input ended in the middle of a line: not parsed, but answered. */
+static void daemon_on_cut(struct conn *c, size_t len)
+{
+	struct daemon_conn *dc = c->data;
+	char msg[160];
+	snprintf(msg, sizeof(msg),
+		 "the input ended in the middle of a request line (%zu bytes without "
+		 "a newline): skipped",
+		 len);
+	if (dc->client)
+		server_client_notice(dc->client, "malformed", msg);
+}
+
+static void daemon_on_over_budget(struct conn *c, const char *why)
+{
+	size_t n = 0;
+	char *line = server_error_line("limit", why, &n);
+	conn_abort_saying(c, line, n, why); /* (on_close logs why) */
+}
+
 static const struct conn_callbacks daemon_conn_callbacks = {
 	.on_line = daemon_on_line,
 	.on_eof = daemon_on_eof,
+	.on_cut = daemon_on_cut,
+	.on_over_budget = daemon_on_over_budget,
 	.on_close = daemon_on_close,
 };
+
+/* A connection that said no hello within SERVER_HELLO_MS is closed, told
+ * why: else a client that leaks connections holds the server's places. */
+static void daemon_hellos_cb(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+	uint64_t now = uv_now(d->loop);
+	unsigned closed = 0;
+	for (struct daemon_conn *dc = d->conns; dc; dc = dc->next) {
+		if (!dc->client || server_client_said_hello(dc->client) ||
+		    now - dc->since_ms < SERVER_HELLO_MS)
+			continue;
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "no hello within %d s: closed (a connection starts with "
+			 "{\"op\":\"hello\",\"protocol\":%d})",
+			 SERVER_HELLO_MS / 1000, SERVER_PROTOCOL);
+		size_t n = 0;
+		char *line = server_error_line("protocol", msg, &n);
+		server_client_gone(dc->client); /* (nothing more to or from it) */
+		dc->client = NULL;
+		conn_abort_saying(dc->conn, line, n, "no hello");
+		closed++;
+	}
+	if (closed) /* (one line for them all: the log is bounded) */
+		daemon_log("closed %u connection%s: no hello within %d s", closed,
+			   closed == 1 ? "" : "s", SERVER_HELLO_MS / 1000);
+}
 
 static void daemon_on_connection(uv_stream_t *listener, int status)
 {
 	struct daemon *d = listener->data;
+	if (status < 0 && !d->stopping) {
+		/* (out of descriptors: libuv took the connection and closed it) */
+		uint64_t now = uv_now(d->loop);
+		d->accept_failed++;
+		if (!d->accept_logged_ms || now - d->accept_logged_ms >= DAEMON_ACCEPT_LOG_MS) {
+			daemon_log("accept: %s (%u client%s refused)", uv_strerror(status),
+				   d->accept_failed, d->accept_failed == 1 ? "" : "s");
+			d->accept_logged_ms = now;
+			d->accept_failed = 0;
+		}
+	}
 	if (status < 0 || d->stopping)
 		return;
 	struct daemon_conn *dc = calloc(1, sizeof(*dc));
@@ -169,13 +241,20 @@ static void daemon_on_connection(uv_stream_t *listener, int status)
 		free(dc);
 		return;
 	}
+	conn_set_budget(dc->conn, &d->lines);
+	dc->since_ms = uv_now(d->loop);
 	dc->next = d->conns;
 	if (d->conns)
 		d->conns->prev = dc;
 	d->conns = dc;
 	if (++d->nconns > SERVER_MAX_CLIENTS) {
-		daemon_log("refused a client: %d are connected, the most", SERVER_MAX_CLIENTS);
-		conn_abort(dc->conn, "refused: too many clients");
+		char msg[128];
+		snprintf(msg, sizeof(msg), "refused: %d clients are connected, the most",
+			 SERVER_MAX_CLIENTS);
+		daemon_log("%s", msg);
+		size_t n = 0;
+		char *line = server_error_line("limit", msg, &n);
+		conn_abort_saying(dc->conn, line, n, "refused: too many clients");
 		return;
 	}
 	uv_os_fd_t fd;
@@ -236,6 +315,7 @@ static void daemon_stop(struct daemon *d, const char *why)
 	d->stopping = true;
 	daemon_log("%s", why);
 	uv_close((uv_handle_t *)&d->listener, daemon_closed_cb);
+	uv_close((uv_handle_t *)&d->hellos, daemon_closed_cb);
 	cli_signals_close(d->sig);
 	server_shutdown(d->server, why);
 }
@@ -333,7 +413,16 @@ static int daemon_listen(struct daemon *d, char *err, size_t errlen)
 
 static int daemon_run(const char *path, bool allow_remote, int ready_fd)
 {
-	struct daemon d = {.loop = uv_default_loop(), .lock_fd = -1};
+	struct daemon d = {
+		.loop = uv_default_loop(), .lock_fd = -1, .lines = {.max = SERVER_LINES_BUDGET}};
+	/* SERVER_MAX_CLIENTS connections and the sessions' own descriptors: every
+	 * fd the hard limit gives (as serve --http), else a soft limit of 1024 runs
+	 * out before the cap, and a client past it is closed unheard. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	snprintf(d.path, sizeof(d.path), "%s", path);
 	char err[512];
 	struct server_config cfg = {
@@ -360,6 +449,10 @@ static int daemon_run(const char *path, bool allow_remote, int ready_fd)
 	}
 	daemon_log("ptybox %s listening on %s (pid %d)", ptybox_version(), path, (int)getpid());
 	cli_signals_start(d.loop, d.sig, daemon_signal_cb, &d);
+	uv_timer_init(d.loop, &d.hellos);
+	d.hellos.data = &d;
+	uv_timer_start(&d.hellos, daemon_hellos_cb, DAEMON_HELLO_SWEEP_MS, DAEMON_HELLO_SWEEP_MS);
+	uv_unref((uv_handle_t *)&d.hellos); /* (it never keeps the loop alive) */
 	uv_run(d.loop, UV_RUN_DEFAULT);
 	server_free(d.server);
 	uv_loop_close(d.loop);
@@ -548,13 +641,26 @@ int cli_dial_stdio(int argc, char **argv)
 		return CLI_EXIT_FAILED;
 	}
 	/* Its answer is ours, not the far client's: read it up to its newline. */
-	char c;
+	char line[1024];
+	size_t len = 0;
 	ssize_t n;
+	char c;
 	while ((n = read(sock, &c, 1)) == 1 && c != '\n')
-		;
-	if (n != 1) {
-		cli_error("dial-stdio: the server closed the connection");
+		if (len < sizeof(line) - 1)
+			line[len++] = c;
+	line[len] = '\0';
+	cJSON *o = n == 1 ? cJSON_Parse(line) : NULL;
+	const char *error = protocol_str(o, "error");
+	if (n != 1 || error) {
+		/* (the far client hears it too: refused, it is told why) */
+		cli_error("dial-stdio: %s", error ? error : "the server closed the connection");
+		if (error) {
+			line[len] = '\n';
+			(void)cli_write_all(1, line, len + 1);
+		}
+		cJSON_Delete(o);
 		return CLI_EXIT_FAILED;
 	}
+	cJSON_Delete(o);
 	return dial_pump(sock);
 }

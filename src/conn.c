@@ -29,12 +29,52 @@ void conn_abort(struct conn *c, const char *why)
 	conn_drop(c, why);
 }
 
+void conn_abort_saying(struct conn *c, char *line, size_t len, const char *why)
+{
+	if (line && c->has_pipe && !c->finished && !c->writes) {
+		uv_buf_t b = uv_buf_init(line, (unsigned)len);
+		(void)uv_try_write((uv_stream_t *)&c->pipe, &b, 1);
+	}
+	free(line);
+	conn_drop(c, why);
+}
+
+void conn_set_budget(struct conn *c, struct conn_budget *b)
+{
+	c->budget = b;
+}
+
+/* Its line's bytes counted anew in the budget: false when they grew past it. */
+static bool conn_count(struct conn *c)
+{
+	struct conn_budget *b = c->budget;
+	if (!b)
+		return true;
+	size_t now = c->lines.len; /* (0 while a line past the cap is skipped) */
+	bool grew = now > c->counted;
+	b->used = b->used - c->counted + now;
+	c->counted = now;
+	return !grew || b->used <= b->max;
+}
+
+/* No more input: the line buffer and its share of the budget go (not while
+ * linebuf is calling back: its caller frees them once it returns). */
+static void conn_lines_release(struct conn *c)
+{
+	if (c->in_read)
+		return;
+	if (c->budget)
+		c->budget->used -= c->counted;
+	c->counted = 0;
+	linebuf_free(&c->lines);
+}
+
 static void conn_closed_cb(uv_handle_t *h)
 {
 	struct conn *c = h->data;
 	if (c->cb) /* (NULL: it never opened, nobody to tell) */
 		c->cb->on_close(c, c->why);
-	linebuf_free(&c->lines);
+	conn_lines_release(c);
 	free(c);
 }
 
@@ -70,6 +110,7 @@ void conn_close(struct conn *c, const char *why)
 	if (c->reading)
 		uv_read_stop((uv_stream_t *)&c->pipe);
 	c->reading = false;
+	conn_lines_release(c);
 	if (!c->writes) /* else the last write's callback finishes */
 		conn_finish(c);
 }
@@ -84,6 +125,7 @@ static void conn_drop(struct conn *c, const char *why)
 	if (c->reading)
 		uv_read_stop((uv_stream_t *)&c->pipe);
 	c->reading = false;
+	conn_lines_release(c);
 	conn_finish(c); /* (uv_close cancels the writes in flight) */
 }
 
@@ -108,13 +150,40 @@ static void conn_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
 	struct conn *c = s->data;
 	if (n > 0) {
+		c->in_read = true;
 		linebuf_commit(&c->lines, (size_t)n, conn_line, c);
+		c->in_read = false;
+		if (c->closing) {
+			conn_lines_release(c);
+		} else if (!conn_count(c)) {
+			char why[160];
+			snprintf(why, sizeof(why),
+				 "dropped: its unfinished request line (%zu MiB) passed the %zu "
+				 "MiB that the server holds for all clients' unfinished lines",
+				 c->lines.len >> 20, c->budget->max >> 20);
+			conn_lines_release(c);
+			if (c->cb->on_over_budget)
+				c->cb->on_over_budget(c, why);
+			else
+				conn_drop(c, why);
+		}
 		return;
 	}
 	if (n == 0)
 		return;
 	if (n == UV_EOF) {
-		linebuf_finish(&c->lines, conn_line, c);
+		c->in_read = true;
+		if (!c->cb->on_cut) {
+			linebuf_finish(&c->lines, conn_line, c);
+		} else {
+			/* A line without its newline is as good as cut: never parsed,
+			 * nor megabytes of it read on the loop. */
+			size_t cut = linebuf_finish_cut(&c->lines);
+			if (cut && !c->closing)
+				c->cb->on_cut(c, cut);
+		}
+		c->in_read = false;
+		conn_lines_release(c);
 		if (c->cb->on_eof && !c->closing) { /* (a half-close: replies may still go) */
 			uv_read_stop(s);
 			c->reading = false;

@@ -96,6 +96,14 @@ void linebuf_finish(struct linebuf *lb, linebuf_cb cb, void *data)
 	lb->skipping = false;
 }
 
+size_t linebuf_finish_cut(struct linebuf *lb)
+{
+	size_t n = lb->skipping ? 0 : lb->len;
+	lb->len = lb->scanned = 0;
+	lb->skipping = false;
+	return n;
+}
+
 void linebuf_free(struct linebuf *lb)
 {
 	free(lb->buf);

@@ -31,6 +31,9 @@ void linebuf_commit(struct linebuf *lb, size_t n, linebuf_cb cb, void *data);
 int linebuf_feed(struct linebuf *lb, const char *bytes, size_t n, linebuf_cb cb, void *data);
 /* The end of the stream: a last line without a newline goes to cb. */
 void linebuf_finish(struct linebuf *lb, linebuf_cb cb, void *data);
+/* The end of the stream, where a line without its newline is not one: it is
+ * dropped unread. Its bytes (0: none, or the rest of a skipped line). */
+size_t linebuf_finish_cut(struct linebuf *lb);
 void linebuf_free(struct linebuf *lb);
 
 #endif

@@ -412,6 +412,18 @@ static void srv_kill_server(struct server_client *c, const cJSON *id)
 static void srv_client_line(struct server_client *c, const char *line, size_t len,
 			    const struct srv_data *cut);
 
+static bool srv_op_known(const char *op)
+{
+	static const char *const ops[] = {
+		"hello",   "new",  "exec",  "result",  "ls",	      "interrupt",   "cancel",
+		"restart", "kill", "watch", "capture", "complete",    "is_complete", "resize",
+		"put",	   "get",  "files", "remove",  "kill-server", "ping"};
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(op, ops[i]) == 0)
+			return true;
+	return false;
+}
+
 void server_client_line(struct server_client *c, const char *line, size_t len)
 {
 	struct server *sv = c->server;
@@ -456,6 +468,9 @@ static void srv_client_line(struct server_client *c, const char *line, size_t le
 	const char *extra = op ? server_request_unknown_member(req, op, &takes) : NULL;
 	if (!op)
 		srv_reply_error(c, id, "usage", "request needs \"op\": %s", srv_ops);
+	else if (!srv_op_known(op)) /* (before "session": "bogus needs a session" misleads) */
+		srv_reply_error(c, id, "usage", "unknown op \"%.*s\": expected %s",
+				(int)protocol_utf8_prefix(op, strlen(op), 64), op, srv_ops);
 	else if (extra) /* (a typo must not pass in silence: "timout" would run 30 s) */
 		srv_reply_error(c, id, "usage", "%s: unknown member '%.*s' (%s takes %s%.*s)", op,
 				(int)protocol_utf8_prefix(extra, strlen(extra), 64), extra, op,
@@ -554,4 +569,26 @@ void server_free(struct server *sv)
 void server_client_notice(struct server_client *c, const char *code, const char *msg)
 {
 	srv_reply_error(c, NULL, code, "%s", msg);
+}
+
+char *server_error_line(const char *code, const char *msg, size_t *len)
+{
+	cJSON *o = srv_with_id(NULL);
+	if (o) {
+		cJSON_AddStringToObject(o, "error", msg);
+		cJSON_AddStringToObject(o, "code", code);
+	}
+	size_t n;
+	char *s = srv_print(o, &n);
+	cJSON_Delete(o);
+	if (!s)
+		return NULL;
+	s[n] = '\n'; /* (over its NUL: the line is not a string) */
+	*len = n + 1;
+	return s;
+}
+
+bool server_client_said_hello(const struct server_client *c)
+{
+	return c->hello;
 }

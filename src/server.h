@@ -32,11 +32,24 @@ cJSON *server_hello_request(void);
 #define SERVER_MAX_SESSIONS 4096
 /* The longest request line. */
 #define SERVER_MAX_LINE ((size_t)96 << 20)
+/* The longest id of a request, in bytes of JSON (about): an id comes back in
+ * every reply and event of its request, each watcher's event printing it
+ * again, so a 2 MiB one made every event of the session cost milliseconds. */
+#define SERVER_MAX_ID 1024
 /* Executions queued in one session, and the bytes of their code. */
 #define SERVER_MAX_QUEUE       4096
 #define SERVER_MAX_QUEUE_BYTES ((size_t)256 << 20)
-/* Clients connected at once; more are refused. */
+/* Clients connected at once; more are refused (told so in one line). */
 #define SERVER_MAX_CLIENTS 1024
+/* The bytes of unfinished request lines the server holds for all its clients
+ * together: each may send a line of SERVER_MAX_LINE, but 1024 of them would
+ * be 96 GiB. Past it, the client whose line grows is dropped. Room for two
+ * lines of the most and many ordinary ones; what it costs is at most about
+ * twice this (a buffer doubles as it grows). */
+#define SERVER_LINES_BUDGET ((size_t)256 << 20)
+/* How long a connection has to say hello; then it is closed (one that never
+ * does would hold its place under SERVER_MAX_CLIENTS for good). */
+#define SERVER_HELLO_MS 10000
 
 struct server;
 struct server_client;
@@ -93,8 +106,14 @@ size_t server_pending(const struct server *sv);
 void server_shutdown(struct server *sv, const char *why);
 /* After on_stopped (or before any session was started). */
 void server_free(struct server *sv);
-/* {"id":null,"error":msg,"code":code} to c. */
+/* {"error":msg,"code":code} to c (no id: it answers no request). */
 void server_client_notice(struct server_client *c, const char *code, const char *msg);
+/* The same as a line of its own (newline included, *len its bytes), for a
+ * connection that has no client, or is being dropped: malloc'd, NULL when out
+ * of memory. */
+char *server_error_line(const char *code, const char *msg, size_t *len);
+/* Whether c said hello (a connection to the socket must, within SERVER_HELLO_MS). */
+bool server_client_said_hello(const struct server_client *c);
 
 /* The first member of req (an object) that op does not take, or NULL (none,
  * or op is not one of the protocol's); *takes (may be NULL): what op takes

@@ -77,20 +77,33 @@ static void srv_upload_note(struct srv_session *ss, struct server_client *c, con
 		return;
 	}
 	u->client = c;
+	u->used_ms = uv_now(ss->server->loop);
 	snprintf(u->token, sizeof(u->token), "%s", token);
 	u->next = ss->uploads;
 	ss->uploads = u;
-	size_t n = 0; /* (past the cap, the oldest forgotten: the kernel keeps 64) */
-	for (struct srv_upload **p = &ss->uploads; *p; p = &(*p)->next)
-		if (++n > SRV_UPLOADS) {
-			struct srv_upload *rest = *p;
-			*p = NULL;
-			while (rest) {
-				struct srv_upload *next = rest->next;
-				free(rest);
-				rest = next;
-			}
-			break;
+}
+
+/* The unfinished uploads of ss, and of c among them: those kept (the ones the
+ * kernel let go unused forgotten) and those being started. */
+static void srv_uploads_count(struct srv_session *ss, const struct server_client *c, size_t *all,
+			      size_t *mine)
+{
+	uint64_t now = uv_now(ss->server->loop);
+	*all = *mine = 0;
+	for (struct srv_upload **p = &ss->uploads, *u; (u = *p);) {
+		if (now - u->used_ms > SRV_UPLOAD_IDLE_MS) {
+			*p = u->next;
+			free(u);
+			continue;
+		}
+		++*all;
+		*mine += u->client == c;
+		p = &u->next;
+	}
+	for (const struct srv_waiter *w = ss->files; w; w = w->next)
+		if (w->upload) {
+			++*all;
+			*mine += w->client == c;
 		}
 }
 
@@ -160,6 +173,23 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 				       "session '%s' is dead (its interpreter cannot start): "
 				       "restart or kill it",
 				       ss->name);
+	/* One more unfinished upload: within this client's share and the kernel's
+	 * cap, so that it never pushes out anyone's (the kernel drops the oldest). */
+	bool starts = is_put && more && !upload && !abort_it;
+	size_t all = 0, mine = 0;
+	if (starts)
+		srv_uploads_count(ss, c, &all, &mine);
+	if (mine >= SRV_CLIENT_UPLOADS)
+		return srv_reply_error(
+			c, id, "busy",
+			"put: this client has %d unfinished uploads in session '%s', "
+			"the most (finish or abort one)",
+			SRV_CLIENT_UPLOADS, ss->name);
+	if (all >= SRV_UPLOADS)
+		return srv_reply_error(c, id, "busy",
+				       "put: session '%s' has %d unfinished uploads, the most its "
+				       "kernel keeps (try again once one ends)",
+				       ss->name, SRV_UPLOADS);
 	unsigned char *bytes = NULL;
 	size_t nbytes = 0;
 	if (!is_put || abort_it)
@@ -179,6 +209,7 @@ void srv_session_file(struct srv_session *ss, struct server_client *c, const cJS
 		return srv_reply_error(c, id, "nomem", "out of memory");
 	}
 	w->query = ++ss->next_file;
+	w->upload = starts;
 	int rc;
 	if (cut)
 		rc = session_put_base64(ss->ps, w->query, p, cut->b64, cut->len,

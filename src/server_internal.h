@@ -20,16 +20,25 @@ struct record_config;
 struct srv_upload {
 	struct srv_upload *next;
 	struct server_client *client;
-	char token[65]; /* (PROTOCOL_UPLOAD_MAX + 1) */
+	uint64_t used_ms; /* its last chunk's answer */
+	char token[65];	  /* (PROTOCOL_UPLOAD_MAX + 1) */
 };
-/* The most kept a session (the kernel keeps 64: the rest are gone anyway). */
-#define SRV_UPLOADS 256
+/* Unfinished uploads a session's kernel keeps, at most (its FILE_UPLOADS): past
+ * it, it drops the oldest, whoever's it is; so a put that would start one more
+ * is refused (busy) here instead. Counted with those being started. */
+#define SRV_UPLOADS 64
+/* Unfinished uploads of one client in one session: a quarter of the kernel's,
+ * so that one client never fills it (cp sends one file at a time). */
+#define SRV_CLIENT_UPLOADS 16
+/* The kernel forgets an upload unused this long (its FILE_IDLE); so do we. */
+#define SRV_UPLOAD_IDLE_MS ((uint64_t)600 * 1000)
 
 struct srv_waiter {
 	struct srv_waiter *next;
 	struct server_client *client;
 	cJSON *id; /* the client's, owned */
 	bool stream;
+	bool upload;	/* a file op's: a put that starts an unfinished upload */
 	uint64_t query; /* a query's (complete, is_complete): its id for the session */
 };
 
@@ -230,6 +239,10 @@ int srv_options_parse(const cJSON *options, bool remote, bool allow_remote,
  * watchers of one session, at most. */
 #define SRV_MAX_WAITERS	 1024
 #define SRV_MAX_WATCHERS 256
+/* ... and of one client: a share, so that one client never takes them all
+ * (attach watches once, result waits once). */
+#define SRV_CLIENT_WAITERS  16
+#define SRV_CLIENT_WATCHERS 16
 struct srv_exec *srv_exec_current(struct srv_session *ss);
 struct srv_exec *srv_exec_find(struct srv_session *ss, uint64_t id);
 void srv_watchers_state(struct srv_session *ss, const char *event, const char *why);

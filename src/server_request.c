@@ -40,9 +40,9 @@ static const char srv_nul_id[] =
 	"the request's id contains a NUL character (\\u0000): it could not come back whole, "
 	"refused";
 
-/* Whether id, as cJSON read it from line (which has a NUL somewhere), lost
- * what follows a NUL. */
-static bool srv_id_cut(const char *line, size_t len, const cJSON *id)
+/* Whether member name (id, op), as cJSON read it from line (which has a NUL
+ * somewhere), lost what follows a NUL. */
+static bool srv_member_cut(const char *line, size_t len, const cJSON *id, const char *name)
 {
 	if (!cJSON_IsObject(id) && !cJSON_IsArray(id) && !cJSON_IsString(id))
 		return false;
@@ -52,7 +52,7 @@ static bool srv_id_cut(const char *line, size_t len, const cJSON *id)
 	memcpy(copy, line, len);
 	protocol_json_mask_nul(copy, len);
 	cJSON *whole = srv_parse_whole(copy, len);
-	bool cut = !cJSON_Compare(id, cJSON_GetObjectItemCaseSensitive(whole, "id"), true);
+	bool cut = !cJSON_Compare(id, cJSON_GetObjectItemCaseSensitive(whole, name), true);
 	cJSON_Delete(whole);
 	free(copy);
 	return cut;
@@ -68,7 +68,8 @@ static void srv_refuse(struct server_client *c, const char *line, size_t len)
 			req = srv_parse_whole(copy, len);
 	}
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
-	if (cJSON_IsObject(req) && protocol_json_has_nul(copy, len) && srv_id_cut(copy, len, id))
+	if (cJSON_IsObject(req) && protocol_json_has_nul(copy, len) &&
+	    srv_member_cut(copy, len, id, "id"))
 		srv_reply_error(c, NULL, "malformed", "%s", srv_nul_id);
 	else if (cJSON_IsObject(req))
 		srv_reply_error(c, id, "malformed",
@@ -79,6 +80,20 @@ static void srv_refuse(struct server_client *c, const char *line, size_t len)
 				"malformed request: expected one JSON object per line");
 	cJSON_Delete(req);
 	free(copy);
+}
+
+/* About the bytes v takes as JSON, counted up to past max only (a big one is
+ * never walked whole; cJSON bounds the nesting). */
+static size_t srv_json_size(const cJSON *v, size_t max)
+{
+	if (cJSON_IsString(v))
+		return strlen(v->valuestring) + 2;
+	if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return 24; /* (a number, true, false, null) */
+	size_t n = 2;
+	for (const cJSON *e = v->child; e && n <= max; e = e->next)
+		n += (e->string ? strlen(e->string) + 3 : 0) + 1 + srv_json_size(e, max - n);
+	return n;
 }
 
 cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, bool *nul)
@@ -94,9 +109,24 @@ cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, 
 		return NULL;
 	}
 	*nul = protocol_json_has_nul(line, len);
-	if (*nul && srv_id_cut(line, len, cJSON_GetObjectItemCaseSensitive(req, "id"))) {
+	if (*nul && srv_member_cut(line, len, cJSON_GetObjectItemCaseSensitive(req, "id"), "id")) {
 		cJSON_Delete(req);
 		srv_reply_error(c, NULL, "malformed", "%s", srv_nul_id);
+		return NULL;
+	}
+	if (*nul && srv_member_cut(line, len, cJSON_GetObjectItemCaseSensitive(req, "op"), "op")) {
+		/* ("ping\u0000x" was taken for ping) */
+		srv_reply_error(c, cJSON_GetObjectItemCaseSensitive(req, "id"), "usage",
+				"the request's op contains a NUL character (\\u0000): refused");
+		cJSON_Delete(req);
+		return NULL;
+	}
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	if (id && srv_json_size(id, SERVER_MAX_ID) > SERVER_MAX_ID) {
+		cJSON_Delete(req);
+		srv_reply_error(c, NULL, "malformed",
+				"the request's id is longer than %d bytes of JSON: refused",
+				SERVER_MAX_ID);
 		return NULL;
 	}
 	return req;

@@ -195,6 +195,7 @@ static void srv_on_restarting(ptybox_session *ps, const char *why, void *data)
 	if (ss->state == SS_CLOSING)
 		return;
 	ss->state = SS_RESTARTING;
+	srv_uploads_free(ss); /* (they died with the kernel) */
 	srv_watchers_state(ss, "died", why);
 }
 
@@ -279,6 +280,23 @@ static void srv_on_display(ptybox_session *ps, uint64_t id, const char *bundle, 
 	srv_forward(ss, x, o, late);
 }
 
+/* What "render" takes of a stream, at most: it runs on the loop, and a
+ * terminal scrolling costs per line (500,000 newlines blocked every client for
+ * 2.7 s); past either, the bytes stay as they came ("rendered": false). */
+#define SRV_RENDER_MAX_BYTES ((size_t)1 << 20)
+#define SRV_RENDER_MAX_LINES 5000
+
+static bool srv_render_small(const char *text, size_t len)
+{
+	if (len > SRV_RENDER_MAX_BYTES)
+		return false;
+	size_t lines = 0;
+	for (const char *p = text, *end = text + len;
+	     (p = memchr(p, '\n', (size_t)(end - p))) && ++lines <= SRV_RENDER_MAX_LINES; p++)
+		;
+	return lines <= SRV_RENDER_MAX_LINES;
+}
+
 /* "render": the output as a terminal shows it (a bar redrawn with \r, once
  * in its last state), in place of the bytes. */
 static void srv_render_output(cJSON *o, const struct ptybox_result *r)
@@ -286,6 +304,11 @@ static void srv_render_output(cJSON *o, const struct ptybox_result *r)
 	const char *key[2] = {"stdout", "stderr"};
 	const char *text[2] = {r->stdout_text, r->stderr_text};
 	size_t len[2] = {r->stdout_len, r->stderr_len};
+	if ((len[0] && !srv_render_small(text[0], len[0])) ||
+	    (len[1] && !srv_render_small(text[1], len[1]))) {
+		cJSON_AddBoolToObject(o, "rendered", 0);
+		return;
+	}
 	for (int i = 0; i < 2; i++) {
 		char *out = NULL;
 		size_t n = 0;

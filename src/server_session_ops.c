@@ -64,11 +64,18 @@ void srv_session_result(struct srv_session *ss, struct server_client *c, const c
 					x == srv_exec_current(ss) ? "running" : "queued");
 		return srv_reply_ok(c, id, o);
 	}
-	size_t n_waiters = 0;
-	for (struct srv_waiter *v = x->waiters; v; v = v->next)
+	size_t n_waiters = 0, mine = 0;
+	for (struct srv_waiter *v = x->waiters; v; v = v->next) {
 		n_waiters++;
+		mine += v->client == c;
+	}
+	if (mine >= SRV_CLIENT_WAITERS)
+		return srv_reply_error(c, id, "limit",
+				       "this client waits for execution %llu %d times already",
+				       (unsigned long long)x->id, SRV_CLIENT_WAITERS);
 	if (n_waiters >= SRV_MAX_WAITERS)
-		return srv_reply_error(c, id, "limit", "%d clients wait for execution %llu already",
+		return srv_reply_error(c, id, "limit",
+				       "%d requests wait for execution %llu already",
 				       SRV_MAX_WAITERS, (unsigned long long)x->id);
 	struct srv_waiter *w = srv_waiter_new(c, id, cJSON_IsTrue(stream));
 	if (!w)
@@ -193,6 +200,13 @@ void srv_session_kill(struct srv_session *ss, struct server_client *c, const cJS
 
 void srv_session_watch(struct srv_session *ss, struct server_client *c, const cJSON *id)
 {
+	size_t mine = 0;
+	for (const struct srv_waiter *v = ss->watchers; v; v = v->next)
+		mine += v->client == c;
+	if (mine >= SRV_CLIENT_WATCHERS)
+		return srv_reply_error(c, id, "limit",
+				       "this client watches session '%s' %d times already",
+				       ss->name, SRV_CLIENT_WATCHERS);
 	if (ss->nwatchers >= SRV_MAX_WATCHERS)
 		return srv_reply_error(c, id, "limit", "session '%s' has %d watchers already",
 				       ss->name, SRV_MAX_WATCHERS);

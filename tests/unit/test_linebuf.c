@@ -71,6 +71,22 @@ static void test_a_line_past_the_cap_is_skipped_once_and_never_held(void **state
 	linebuf_free(&lb);
 }
 
+static void test_a_cut_last_line_is_dropped_unread(void **state)
+{
+	struct linebuf lb;
+	struct got g = {0};
+	linebuf_init(&lb, 8);
+	assert_int_equal(linebuf_feed(&lb, "ok\nhalf", 7, on_line, &g), 0);
+	assert_int_equal(linebuf_finish_cut(&lb), 4);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(linebuf_feed(&lb, "0123456789", 10, on_line, &g), 0);
+	assert_int_equal(linebuf_finish_cut(&lb), 0); /* (skipped already, told once) */
+	assert_int_equal(g.too_long, 1);
+	assert_int_equal(linebuf_finish_cut(&lb), 0);
+	assert_int_equal(g.n, 1);
+	linebuf_free(&lb);
+}
+
 static void count_line(void *data, const char *line, size_t len, bool too_long)
 {
 	size_t *n = data;
@@ -97,6 +113,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines_come_whole_whatever_the_pieces),
 		cmocka_unit_test(test_a_line_past_the_cap_is_skipped_once_and_never_held),
+		cmocka_unit_test(test_a_cut_last_line_is_dropped_unread),
 		cmocka_unit_test(test_a_long_line_gives_its_memory_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
