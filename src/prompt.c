@@ -299,12 +299,15 @@ void prompt_edit(struct prompt *p)
 	/* (from the run mode straight to libedit's: no moment in between when a
 	 * key typed ahead would be echoed, or a ^D taken as the end of a line;
 	 * libedit keeps the cooked mode it saw at its start) */
+	/* (keys already waiting are a paste, which brings its own indentation:
+	 * ours too would put each pasted line deeper than the one before.
+	 * Looked at before the prompt shows: a key typed after it, however
+	 * soon, is typed, not pasted) */
+	struct pollfd ahead = {.fd = 0, .events = POLLIN};
+	bool pasted = prompt_keys_waiting(p) || poll(&ahead, 1, 0) != 0;
 	rl_callback_handler_install(p->block_len ? "... " : ">>> ", prompt_on_line);
 	p->tty_edit_saved = p->tty_saved && tcgetattr(0, &p->tty_edit) == 0;
-	/* (keys already waiting are a paste, which brings its own indentation:
-	 * ours too would put each pasted line deeper than the one before) */
-	struct pollfd ahead = {.fd = 0, .events = POLLIN};
-	if (p->indent[0] && !prompt_keys_waiting(p) && poll(&ahead, 1, 0) == 0) {
+	if (p->indent[0] && !pasted) {
 		rl_insert_text(p->indent);
 		prompt_out("\r");
 		rl_forced_update_display();
