@@ -406,6 +406,27 @@ class VerbsTest(TestCase):
             self.srv("kill", "ir")
 
 
+class OverTheLineCap(TestCase):
+    def test_exec_of_a_file_past_the_servers_line_cap_says_so_and_exits(self):
+        # (newuser-13: the server skipped the line with an id-less error, and exec waited
+        # for its reply forever, printing nothing)
+        srv = Server()
+        self.addCleanup(srv.close)
+        self.assertEqual(srv("new", "s").returncode, 0)
+        folder = tempfile.mkdtemp(prefix="ptybox-big-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        big = os.path.join(folder, "big.py")
+        with open(big, "w") as f:
+            f.write("a" * (97 << 20) + "\n")
+        try:
+            p = srv("exec", "s", big, timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("exec of a 97 MiB file still waiting after 60 s")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("MiB", p.stderr)
+        self.assertEqual(srv("exec", "s", "-c", "print('still here')").stdout, "still here\n")
+
+
 class UsageTest(TestCase):
     """What the server's verbs say before they connect (no server is needed)."""
 
