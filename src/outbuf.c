@@ -140,7 +140,10 @@ char *outbuf_take(struct outbuf *ob, size_t *len, uint64_t *dropped_out)
 									: ob->ring_len;
 		memcpy(tail, ob->ring + ob->ring_start, first);
 		memcpy(tail + first, ob->ring, ob->ring_len - first);
-		if (ob->dropped)
+		/* The ring begins where the head ended, or after a gap: either may have cut
+		 * a character, whose continuation bytes are dropped with the rest of it
+		 * (hostile-10: a head cut with nothing else dropped left a lone one). */
+		if (ob->dropped || head_len < ob->head_len)
 			while (skip < ob->ring_len && skip < 3 &&
 			       ((unsigned char)tail[skip] & 0xC0) == 0x80)
 				skip++;

@@ -115,6 +115,23 @@ static void test_cut_characters_are_not_split(void **state)
 	outbuf_free(&ob);
 }
 
+static void test_a_head_cut_with_nothing_dropped_leaves_no_lone_byte(void **state)
+{
+	/* (hostile-10) The ring holds all the rest (nothing of it dropped), but the head's end
+	 * cut a character: its continuation bytes begin the ring and must go with it. */
+	struct outbuf ob;
+	outbuf_init(&ob, 12);				 /* head 6 */
+	const char *s1 = "abcd\xe4\xb8\x80\xe4\xb8\x80"; /* the head ends after "\xe4\xb8" */
+	outbuf_append(&ob, s1, strlen(s1));
+	size_t len;
+	uint64_t dropped;
+	char *s = take(&ob, &len, &dropped);
+	assert_int_equal(dropped, 3);
+	assert_string_equal(s, "abcd\n[ptybox: 3 bytes of output dropped]\n\xe4\xb8\x80");
+	free(s);
+	outbuf_free(&ob);
+}
+
 static void test_a_cap_beyond_memory_costs_only_what_is_printed(void **state)
 {
 	/* --max-output 64G: nothing may be allocated up front for it. */
@@ -180,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_memory_is_bounded_for_any_chunking),
 		cmocka_unit_test(test_upstream_drop_marker_between_head_and_tail),
 		cmocka_unit_test(test_cut_characters_are_not_split),
+		cmocka_unit_test(test_a_head_cut_with_nothing_dropped_leaves_no_lone_byte),
 		cmocka_unit_test(test_a_cap_beyond_memory_costs_only_what_is_printed),
 		cmocka_unit_test(test_the_ring_grows_before_it_wraps),
 	};
