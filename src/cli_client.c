@@ -365,51 +365,111 @@ static int exec_file_exit(cJSON *result, bool json)
 	return n;
 }
 
+/* Snippet i's exec request (a -c, or FILE after them). */
+static cJSON *exec_request(const struct exec_args *a, const char *name, size_t i)
+{
+	cJSON *req = client_request("exec", name);
+	cJSON_AddStringToObject(req, "code", i < a->ncodes ? a->codes[i] : a->file_code);
+	if (i == a->ncodes && a->file_argv) { /* FILE, run as python3 FILE ARGS runs it */
+		cJSON_AddStringToObject(req, "filename",
+					strcmp(a->file, "-") == 0 ? "<stdin>" : a->file);
+		cJSON *args = cJSON_AddArrayToObject(req, "argv");
+		for (size_t k = 0; a->file_argv[k]; k++)
+			cJSON_AddItemToArray(args, cJSON_CreateString(a->file_argv[k]));
+	}
+	if (a->has_timeout)
+		cJSON_AddNumberToObject(req, "timeout", a->timeout);
+	cJSON *env = a->nenv ? cJSON_AddObjectToObject(req, "env") : NULL;
+	for (size_t k = 0; k < a->nenv; k++) {
+		const char *eq = strchr(a->env[k], '=');
+		char *key = strndup(a->env[k], (size_t)(eq - a->env[k]));
+		if (!key)
+			abort(); /* out of memory is fatal (STYLE.md) */
+		cJSON_DeleteItemFromObjectCaseSensitive(env, key); /* (the last one wins) */
+		cJSON_AddStringToObject(env, key, eq + 1);
+		free(key);
+	}
+	if (a->cwd)
+		cJSON_AddStringToObject(req, "cwd", a->cwd);
+	if (i == 0 && a->has_in) {
+		cJSON *in = cJSON_CreateString(a->in_data); /* (checked: UTF-8, no NUL) */
+		if (!in)
+			abort();
+		cJSON_AddItemToObject(req, "stdin", in);
+	}
+	if (a->no_wait) {
+		cJSON_AddBoolToObject(req, "wait", 0);
+	} else {
+		cJSON_AddBoolToObject(req, "stream", !a->json);
+		cJSON_AddBoolToObject(req, "ack", 1);
+	}
+	if (a->stop_on_error)
+		cJSON_AddBoolToObject(req, "stop_on_error", 1);
+	return req;
+}
+
+/* What snippet i is, for a message. */
+static const char *exec_what(const struct exec_args *a, size_t i, char *buf, size_t len)
+{
+	if (i < a->ncodes) {
+		snprintf(buf, len, "-c #%zu", i + 1);
+		return buf;
+	}
+	return strcmp(a->file, "-") == 0 ? "standard input" : a->file;
+}
+
+/* Past the server's cap a request line is skipped, with an error that has no id
+ * (newuser-13: exec waited for its reply forever). Every request that may be as long (its
+ * code escaped up to 6 bytes a byte, and its stdin) is measured before any is sent. 0, or
+ * -1 said. */
+static int exec_requests_fit(const struct exec_args *a, const char *name, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t raw = i < a->ncodes ? strlen(a->codes[i]) : a->file_len;
+		if (i == 0 && a->has_in)
+			raw += a->in_len;
+		if (raw < SERVER_MAX_LINE / 6 - 65536)
+			continue;
+		size_t len = raw;
+		if (raw < SERVER_MAX_LINE) { /* (else too long already) */
+			cJSON *req = exec_request(a, name, i);
+			char *line = cJSON_PrintUnformatted(req);
+			cJSON_Delete(req);
+			if (!line)
+				abort(); /* out of memory is fatal (STYLE.md) */
+			len = strlen(line) + 1;
+			cJSON_free(line);
+		}
+		if (len > SERVER_MAX_LINE) {
+			char buf[32];
+			cli_error(
+				"exec: %s: its request is %.1f MiB, past the server's %zu MiB per "
+				"request: nothing sent",
+				exec_what(a, i, buf, sizeof(buf)), (double)len / (1 << 20),
+				SERVER_MAX_LINE >> 20);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int verb_exec_run(struct client *cl, const char *name, struct exec_args *a)
 {
 	struct cli_render r;
 	cli_render_init(&r, a->json, a->raw, "execution");
 	size_t n = a->ncodes + (a->file_code ? 1 : 0);
 	uint64_t first = 0;
+	if (exec_requests_fit(a, name, n) < 0)
+		return CLI_EXIT_USAGE;
 	for (size_t i = 0; i < n; i++) {
-		cJSON *req = client_request("exec", name);
-		cJSON_AddStringToObject(req, "code", i < a->ncodes ? a->codes[i] : a->file_code);
-		if (i == a->ncodes && a->file_argv) { /* FILE, run as python3 FILE ARGS runs it */
-			cJSON_AddStringToObject(req, "filename",
-						strcmp(a->file, "-") == 0 ? "<stdin>" : a->file);
-			cJSON *args = cJSON_AddArrayToObject(req, "argv");
-			for (size_t k = 0; a->file_argv[k]; k++)
-				cJSON_AddItemToArray(args, cJSON_CreateString(a->file_argv[k]));
+		uint64_t id = client_send(cl, exec_request(a, name, i));
+		if (!id && cl->refused) { /* (measured above: not expected) */
+			char buf[32];
+			cli_error("exec: %s: its request is past the server's %zu MiB per request: "
+				  "not sent",
+				  exec_what(a, i, buf, sizeof(buf)), SERVER_MAX_LINE >> 20);
+			return CLI_EXIT_USAGE;
 		}
-		if (a->has_timeout)
-			cJSON_AddNumberToObject(req, "timeout", a->timeout);
-		cJSON *env = a->nenv ? cJSON_AddObjectToObject(req, "env") : NULL;
-		for (size_t k = 0; k < a->nenv; k++) {
-			const char *eq = strchr(a->env[k], '=');
-			char *key = strndup(a->env[k], (size_t)(eq - a->env[k]));
-			if (!key)
-				abort(); /* out of memory is fatal (STYLE.md) */
-			cJSON_DeleteItemFromObjectCaseSensitive(env, key); /* (the last one wins) */
-			cJSON_AddStringToObject(env, key, eq + 1);
-			free(key);
-		}
-		if (a->cwd)
-			cJSON_AddStringToObject(req, "cwd", a->cwd);
-		if (i == 0 && a->has_in) {
-			cJSON *in = cJSON_CreateString(a->in_data); /* (checked: UTF-8, no NUL) */
-			if (!in)
-				abort();
-			cJSON_AddItemToObject(req, "stdin", in);
-		}
-		if (a->no_wait) {
-			cJSON_AddBoolToObject(req, "wait", 0);
-		} else {
-			cJSON_AddBoolToObject(req, "stream", !a->json);
-			cJSON_AddBoolToObject(req, "ack", 1);
-		}
-		if (a->stop_on_error)
-			cJSON_AddBoolToObject(req, "stop_on_error", 1);
-		uint64_t id = client_send(cl, req);
 		if (!id)
 			return client_error_exit("exec", cl, NULL);
 		if (!first)
@@ -439,6 +499,14 @@ static int verb_exec_run(struct client *cl, const char *name, struct exec_args *
 		uint64_t id = client_id(o);
 		const char *event = protocol_str(o, "event");
 		size_t k = id >= first && id < first + n ? (size_t)(id - first) : n;
+		if (client_idless_error(o)) {
+			/* One of ours the server could not read: no reply will come for it. */
+			client_error_exit("exec", cl, o);
+			failed++;
+			done++;
+			cJSON_Delete(o);
+			continue;
+		}
 		if (k == n) { /* a reply to an interrupt or cancel of ours */
 			cJSON_Delete(o);
 			continue;

@@ -347,6 +347,11 @@ uint64_t client_send(struct client *cl, cJSON *o)
 	if (!s)
 		return 0;
 	size_t n = strlen(s);
+	if (n + 1 > SERVER_MAX_LINE) {
+		cl->refused = n + 1;
+		cJSON_free(s);
+		return 0;
+	}
 	char *line = malloc(n + 1);
 	if (line) {
 		memcpy(line, s, n);
@@ -356,6 +361,12 @@ uint64_t client_send(struct client *cl, cJSON *o)
 	free(line);
 	cJSON_free(s);
 	return rc < 0 ? 0 : id;
+}
+
+bool client_idless_error(const cJSON *o)
+{
+	return !cJSON_GetObjectItemCaseSensitive(o, "id") && protocol_str(o, "error") &&
+	       !cJSON_GetObjectItemCaseSensitive(o, "event");
 }
 
 uint64_t client_id(const cJSON *o)
@@ -371,8 +382,10 @@ static cJSON *client_reply(struct client *cl, uint64_t id, int ms)
 	cJSON *o;
 	cl->deadline_ms = ms ? client_now_ms() + ms : 0;
 	while ((o = client_next(cl, false, NULL))) {
-		if (client_id(o) == id && !cJSON_GetObjectItemCaseSensitive(o, "event"))
-			break;
+		if (cJSON_GetObjectItemCaseSensitive(o, "event"))
+			; /* (not a reply) */
+		else if (client_id(o) == id || client_idless_error(o))
+			break; /* (an error without an id answers our only request) */
 		cJSON_Delete(o);
 	}
 	cl->deadline_ms = 0;
@@ -397,10 +410,18 @@ const char *client_gone_why(const struct client *cl)
 int client_error_exit(const char *cmd, struct client *cl, const cJSON *reply)
 {
 	const char *msg = protocol_str(reply, "error"), *code = protocol_str(reply, "code");
+	if (!reply && cl->refused) {
+		cli_error("%s: the request is %.1f MiB, past the server's %zu MiB per request: not "
+			  "sent",
+			  cmd, (double)cl->refused / (1 << 20), SERVER_MAX_LINE >> 20);
+		return CLI_EXIT_USAGE;
+	}
 	if (!reply && cl->timed_out)
 		cli_error("%s: %s: the server did not answer", cmd, cl->where);
 	else if (!reply)
 		cli_error("%s: %s: %s", cmd, cl->where, client_gone_why(cl));
+	else if (client_idless_error(reply)) /* (what the server says of the connection) */
+		cli_error("%s: %s: %s", cmd, cl->where, msg);
 	else
 		cli_error("%s: %s", cmd, msg ? msg : "unexpected reply");
 	return code && (strcmp(code, "cannot_start") == 0 || strcmp(code, "dead") == 0)

@@ -36,6 +36,9 @@ struct client {
 	 * deadline_ms (CLOCK_MONOTONIC; 0: no deadline), then timed_out. */
 	int64_t deadline_ms;
 	bool timed_out;
+	/* client_send did not send a request of this many bytes: past SERVER_MAX_LINE, the server
+	 * would skip it with an error that has no id (newuser-13). */
+	size_t refused;
 	uint64_t next_id;
 	char where[SERVER_SOCKET_PATH_MAX + 64];
 	/* The last error the server sent that answers no request (it refused us,
@@ -69,6 +72,9 @@ cJSON *client_next(struct client *cl, bool interruptible, bool *interrupted);
 uint64_t client_send(struct client *cl, cJSON *o);
 /* A line's "id", 0 for none. */
 uint64_t client_id(const cJSON *o);
+/* Whether o is an error reply without an id: the server could not read a request of ours
+ * (a line past SERVER_MAX_LINE, not JSON) and answers it so. */
+bool client_idless_error(const cJSON *o);
 /* {"op": op, "session": session} (session may be NULL). */
 cJSON *client_request(const char *op, const char *session);
 /* An error reply's exit status: 125 when a session could not start, 1 else. */

@@ -5,8 +5,11 @@ has a server of its own and leaves nothing running. (hostile-1..5, 7..9: test_ho
 and test_server_bounds.py.)"""
 import json
 import re
+import os
 import select
+import socket
 import subprocess
+import threading
 import time
 import unittest
 
@@ -60,6 +63,76 @@ class SocketServerTest(TestCase):
             self.fail("exec --json wrote what is not UTF-8 at byte %d: %r"
                       % (e.start, p.stdout[e.start - 24:e.start + 8]))
         self.assertTrue(json.loads(out)["truncated"])
+
+
+class IdlessErrorTest(TestCase):
+    """A server that answers every request but hello with an error without an id, as the
+    server answers a line past its 96 MiB cap (newuser-13: exec waited for ever)."""
+
+    def setUp(self):
+        self.srv = Server()  # (its runtime folder; no server is started in it)
+        os.makedirs(os.path.dirname(self.srv.sock), mode=0o700, exist_ok=True)
+        self.ls = socket.socket(socket.AF_UNIX)
+        self.ls.bind(self.srv.sock)
+        self.ls.listen(8)
+        self.ls.settimeout(0.2)
+        self.stop = False
+        self.t = threading.Thread(target=self.serve, daemon=True)
+        self.t.start()
+
+    def serve(self):
+        while not self.stop:
+            try:
+                s, _ = self.ls.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            s.settimeout(30)
+            buf = b""
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        req = json.loads(line)
+                        if req.get("op") == "hello":
+                            out = {"id": req["id"], "ok": True, "protocol": 1, "server": "fake"}
+                        else:
+                            out = {"error": "request line longer than 96 MiB: skipped",
+                                   "code": "malformed"}
+                        s.sendall(json.dumps(out).encode() + b"\n")
+            except OSError:
+                pass
+            finally:
+                s.close()
+
+    def tearDown(self):
+        self.stop = True
+        self.t.join(5)
+        self.ls.close()
+        os.unlink(self.srv.sock)
+        self.srv.close()
+
+    def verb(self, *args):
+        try:
+            return self.srv(*args, timeout=20)
+        except subprocess.TimeoutExpired:
+            self.fail("ptybox %s still waits after 20 s" % " ".join(args))
+
+    def test_an_error_without_an_id_ends_execs_wait(self):
+        p = self.verb("exec", "s", "-c", "x = 1")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("96 MiB: skipped", p.stderr)
+
+    def test_an_error_without_an_id_ends_a_simple_verbs_wait(self):
+        for args in (("result", "s"), ("interrupt", "s")):
+            p = self.verb(*args)
+            self.assertNotEqual(p.returncode, 0, p.stderr)
+            self.assertIn("96 MiB: skipped", p.stderr)
 
 
 if __name__ == "__main__":
