@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,6 +430,18 @@ int record_open(struct record **out, const struct record_config *cfg, char *err,
 	     memcmp(head, magic, sizeof(head)) != 0)) {
 		rc = -EEXIST;
 		snprintf(err, errlen, "%s: exists and is not a recording: remove it first",
+			 cfg->path);
+		goto fail_close;
+	}
+	/* Held until record_close (on this open file: another open of it, in this process or
+	 * another, does not get it): a file that a session or a run records is refused, not
+	 * truncated under it (newuser-12: the two then wrote one corrupt file). A file system
+	 * without locks does not stop us. */
+	if (flock(r->fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+		rc = -EBUSY;
+		snprintf(err, errlen,
+			 "%s: another recording writes it (a session's --record, or a run's): "
+			 "choose another file",
 			 cfg->path);
 		goto fail_close;
 	}

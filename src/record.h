@@ -41,8 +41,9 @@ struct record_config {
 	void *data;
 };
 
-/* Opens (creating it 0600, or truncating it) the regular file cfg->path and writes the header.
- * Returns 0, or a negative errno with err filled ("PATH: reason"). */
+/* Opens (creating it 0600, or truncating it) the regular file cfg->path and writes the header;
+ * the file is locked (flock) until record_close, and one that another recording holds is
+ * -EBUSY, left as it is. Returns 0, or a negative errno with err filled ("PATH: reason"). */
 int record_open(struct record **out, const struct record_config *cfg, char *err, size_t errlen);
 /* Terminal bytes, sandbox text or ptybox's own (see transcript.h): the sandbox's go through the
  * filter human `run` puts before a terminal (term_safe.c), since whoever plays the file later

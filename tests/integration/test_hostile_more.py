@@ -14,7 +14,7 @@ import time
 import unittest
 
 from ptybox_test import TestCase
-from test_server import PTYBOX, Client, Server
+from test_server import PTYBOX, VIA, Client, Server
 
 MIB = 1 << 20
 
@@ -63,6 +63,41 @@ class SocketServerTest(TestCase):
             self.fail("exec --json wrote what is not UTF-8 at byte %d: %r"
                       % (e.start, p.stdout[e.start - 24:e.start + 8]))
         self.assertTrue(json.loads(out)["truncated"])
+
+
+class LiveRecordingTest(TestCase):
+    def test_a_file_that_a_session_records_is_refused_untouched(self):
+        # newuser-12: `new rb --record F` with F that session ra records truncated it; the
+        # two then wrote one file (rb's header, NULs, ra's events), ra's first ones gone.
+        srv = Server()
+        self.addCleanup(srv.close)
+        cast = os.path.join(srv.dir, "rec.cast")
+        p = srv("new", "ra", "--record", cast)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(srv("exec", "ra", "-c", "print('ra line 1')").returncode, 0)
+        with open(cast, "rb") as f:
+            before = f.read()
+        self.assertIn(b"ra line 1", before)
+        p = srv("new", "rb", "--record", cast)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+        self.assertIn("another recording writes it", p.stderr)
+        p = subprocess.run([PTYBOX, "run", "--via", VIA, "--record", cast, "-c", "1"],
+                           capture_output=True, text=True, timeout=60, env=srv.env)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("another recording writes it", p.stderr)
+        with open(cast, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(srv("exec", "ra", "-c", "print('ra after')").returncode, 0)
+        self.assertEqual(srv("kill", "ra").returncode, 0)
+        with open(cast, "rb") as f:
+            after = f.read()
+        self.assertTrue(after.startswith(before), after[:200])
+        self.assertIn(b"ra after", after)
+        self.assertNotIn(b"\0", after)
+        # (once ra is gone, the file is free again)
+        p = srv("new", "rc", "--record", cast)
+        self.assertEqual(p.returncode, 0, p.stderr)
 
 
 class IdlessErrorTest(TestCase):

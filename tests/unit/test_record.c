@@ -237,6 +237,40 @@ static void test_what_cannot_be_opened_is_an_error(void **state)
 	assert_int_equal(record_open(&r, &cfg, err, sizeof(err)), -EINVAL);
 }
 
+/* (newuser-12) A file another recording writes is refused, untouched: it was truncated, and the
+ * two wrote one corrupt file. Once that one ends, it may be taken again. */
+static void test_a_file_being_recorded_is_refused_untouched(void **state)
+{
+	char path[128], link[128], err[256];
+	snprintf(path, sizeof(path), "%s/live.cast", dir);
+	snprintf(link, sizeof(link), "%s/link.cast", dir);
+	struct record *a, *b = NULL;
+	struct record_config cfg = {.path = path};
+	assert_int_equal(record_open(&a, &cfg, err, sizeof(err)), 0);
+	record_marker(a, "first");
+	record_flush(a);
+	struct stat before, after;
+	assert_int_equal(stat(path, &before), 0);
+	assert_int_equal(record_open(&b, &cfg, err, sizeof(err)), -EBUSY);
+	assert_null(b);
+	assert_non_null(strstr(err, "another recording writes it"));
+	assert_int_equal(symlink(path, link), 0); /* (another name of it) */
+	cfg.path = link;
+	assert_int_equal(record_open(&b, &cfg, err, sizeof(err)), -EBUSY);
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(after.st_size, before.st_size);
+	record_marker(a, "second");
+	record_close(a);
+	size_t n, bytes;
+	cJSON **l = read_lines(path, &n, &bytes);
+	assert_int_equal(n, 3);
+	assert_string_equal(cJSON_GetArrayItem(l[2], 2)->valuestring, "second");
+	free_lines(l, n);
+	cfg.path = path;
+	assert_int_equal(record_open(&b, &cfg, err, sizeof(err)), 0);
+	record_close(b);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(dir) ? 0 : -1;
@@ -258,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_a_recording_is_filtered_and_in_order),
 		cmocka_unit_test(test_the_cap_ends_with_a_note_and_one_warning),
 		cmocka_unit_test(test_what_cannot_be_opened_is_an_error),
+		cmocka_unit_test(test_a_file_being_recorded_is_refused_untouched),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
