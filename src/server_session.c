@@ -739,7 +739,9 @@ void srv_session_exec(struct srv_session *ss, struct server_client *c, const cJS
 		return srv_reply_error(c, id, "usage", "%s", bad);
 	size_t codelen = strlen(code->valuestring);
 	if (ss->live >= SERVER_MAX_QUEUE)
-		return srv_reply_error(c, id, "busy", "too many snippets queued");
+		return srv_reply_error(c, id, "busy",
+				       "too many snippets queued in session '%s' (%d, the most)",
+				       ss->name, SERVER_MAX_QUEUE);
 	/* Bytes queued: everything the request keeps until it runs, its code, stdin,
 	 * environment ("NAME=value" and a NUL each), cwd, filename and argv. */
 	size_t clen = codelen + inlen;

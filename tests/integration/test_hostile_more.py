@@ -14,6 +14,7 @@ import time
 import unittest
 
 from ptybox_test import TestCase
+from test_http import rss_kib
 from test_server import PTYBOX, VIA, Client, Server
 
 MIB = 1 << 20
@@ -28,6 +29,45 @@ class SocketServerTest(TestCase):
 
     def tearDown(self):
         self.srv.close()
+
+    def test_queued_code_and_put_data_are_bounded_in_bytes(self):
+        # hostile-6: what waits behind a busy snippet (the code of execs, the data of puts)
+        # is held by the server; past 256 MiB of each a session refuses more with busy, so
+        # the server's memory stays bounded whatever one client queues.
+        c = Client(self.srv.sock)
+        c.s.settimeout(120)
+        c.send({"id": "s", "op": "exec", "session": "victim",
+                "code": "import time; time.sleep(120)", "wait": False})
+        self.assertTrue(c.reply("s")["ok"])
+        code = "#" + "A" * (45 * MIB)
+        answers = []
+        for i in range(7):  # (45 MiB each: the sixth passes 256 MiB)
+            c.send({"id": i, "op": "exec", "session": "victim", "code": code, "wait": False})
+            answers.append(c.reply(i))
+        self.assertTrue(all(a.get("ok") for a in answers[:5]), answers[:5])
+        for a in answers[5:]:
+            self.assertEqual((a.get("code"), a.get("error")),
+                             ("busy", "too much code queued in session 'victim' (more than 256 MiB)"))
+        data = "QUJD" * (15 * MIB)  # (45 MiB of bytes each)
+        answers = []
+        for i in range(7):
+            c.send({"id": "p%d" % i, "op": "put", "session": "victim", "path": "f%d" % i,
+                    "data": data})
+        c.send({"id": "ping", "op": "ping"})
+        while True:
+            m = c.recv()
+            if m.get("id") == "ping":
+                break
+            answers.append(m)
+        refused = [a for a in answers if a.get("code") == "busy"]
+        self.assertEqual(len(refused), 2, [str(a)[:100] for a in answers])
+        self.assertIn("256 MiB of put data", refused[0]["error"])
+        self.assertLess(rss_kib(self.pid), 800 * 1024,  # (454 MiB: 2 x 256 and a line)
+                        "the server holds %d MiB" % (rss_kib(self.pid) >> 10))
+        c.send({"id": "i", "op": "interrupt", "session": "victim"})
+        c.close()
+        p = self.srv("kill", "victim", timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
 
     def test_a_result_cut_in_a_character_is_still_utf8(self):
         # hostile-10: 1,300,000 CJK characters (3.9 MB) just pass max_output:
