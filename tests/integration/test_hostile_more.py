@@ -105,6 +105,20 @@ class SocketServerTest(TestCase):
         self.assertTrue(json.loads(out)["truncated"])
 
 
+class RunJsonTest(TestCase):
+    def test_run_json_of_a_result_cut_in_a_character_is_utf8(self):
+        # hostile-10, through `ptybox run --json` (no server: the same result code)
+        p = subprocess.run([PTYBOX, "run", "--via", VIA, "--json", "-c",
+                            "print('\\u4e00' * 1300000)"], capture_output=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        try:
+            out = p.stdout.decode("utf-8")
+        except UnicodeDecodeError as e:
+            self.fail("run --json wrote what is not UTF-8 at byte %d: %r"
+                      % (e.start, p.stdout[e.start - 24:e.start + 8]))
+        self.assertTrue(json.loads(out)["truncated"])
+
+
 class LiveRecordingTest(TestCase):
     def test_a_file_that_a_session_records_is_refused_untouched(self):
         # newuser-12: `new rb --record F` with F that session ra records truncated it; the
