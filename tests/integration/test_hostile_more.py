@@ -4,13 +4,10 @@ server's loop, grow its memory without bound, or make it write what is not UTF-8
 has a server of its own and leaves nothing running. (hostile-1..5, 7..9: test_hostile.py
 and test_server_bounds.py.)"""
 import json
-import re
 import os
-import select
 import socket
 import subprocess
 import threading
-import time
 import unittest
 
 from ptybox_test import TestCase
