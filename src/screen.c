@@ -682,6 +682,48 @@ size_t screen_replies_dropped(const struct screen *s)
 	return s->replies;
 }
 
+size_t screen_render_rows(const char *b, size_t len, unsigned cols, size_t max)
+{
+	size_t rows = 0, col = 0;
+	for (size_t i = 0; i < len && rows <= max; i++) {
+		unsigned char c = (unsigned char)b[i];
+		if (c == '\n' || c == '\v' || c == '\f') {
+			rows++;
+			col = 0;
+		} else if (c == '\r') {
+			col = 0;
+		} else if (c == '\t') {
+			col = (col / 8 + 1) * 8;
+		} else if (c == 0x1b && i + 1 < len && b[i + 1] && strchr("DEM", b[i + 1])) {
+			rows++; /* (IND, NEL, RI) */
+			i++;
+		} else if (c == 0x1b && i + 1 < len && b[i + 1] == '[') {
+			size_t j = i + 2, n = 0;
+			bool digits = false;
+			while (j < len && (unsigned char)b[j] >= 0x20 &&
+			       (unsigned char)b[j] < 0x40) {
+				if (b[j] >= '0' && b[j] <= '9' && n < SCREEN_RENDER_ROWS) {
+					n = n * 10 + (size_t)(b[j] - '0');
+					digits = true;
+				}
+				j++;
+			}
+			if (j < len && b[j] && strchr("STLM", b[j]))
+				rows += !digits || n == 0	 ? 1
+					: n > SCREEN_RENDER_ROWS ? SCREEN_RENDER_ROWS
+								 : n;
+			i = j < len ? j : len;
+		} else if (c >= 0x20 && (c < 0x80 || c >= 0xC0)) {
+			col += c >= 0xE1 ? 2 : 1; /* (a character; a wide one may take two) */
+		}
+		if (col >= cols) {
+			rows++; /* (it wraps) */
+			col -= cols;
+		}
+	}
+	return rows;
+}
+
 int screen_render(const char *bytes, size_t len, unsigned cols, bool escapes, char **out,
 		  size_t *olen)
 {

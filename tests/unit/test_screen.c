@@ -486,6 +486,37 @@ static void test_render(void **state)
 	free(in);
 }
 
+/* (hostile-9) What rendering costs, counted before it is done: rows scrolled or moved. */
+static void test_render_rows(void **state)
+{
+	char line[200];
+	const char *scrolls = "\x1b[S\x1b[7T\x1b[999L\x1b[0M";
+	const char *colours = "\x1b[31mred\x1b[0m\x1b[5A\x1b[2J";
+	assert_int_equal(screen_render_rows("", 0, 80, 10), 0);
+	assert_int_equal(screen_render_rows("a\nb\n\n", 5, 80, 10), 3);
+	assert_int_equal(screen_render_rows("a\rb\rc", 5, 80, 10), 0); /* (a bar in place) */
+	memset(line, 'x', sizeof(line));
+	assert_int_equal(screen_render_rows(line, 160, 80, 10), 2); /* (it wraps) */
+	assert_int_equal(screen_render_rows("\x1b"
+					    "D\x1b"
+					    "E\x1bM",
+					    6, 80, 10),
+			 3);
+	assert_int_equal(screen_render_rows(scrolls, strlen(scrolls), 80, 100), 1 + 7 + 50 + 1);
+	/* colours, cursor moves: no row */
+	assert_int_equal(screen_render_rows(colours, strlen(colours), 80, 10), 0);
+	/* (a wide character may take two columns: 40 of them fill a row) */
+	char wide[3 * 41];
+	for (int i = 0; i < 41; i++)
+		memcpy(wide + 3 * i, "\xe4\xb8\x80", 3);
+	assert_int_equal(screen_render_rows(wide, sizeof(wide), 80, 10), 1);
+	/* counted up to past max only */
+	assert_int_equal(screen_render_rows("\n\n\n\n\n", 5, 80, 2), 3);
+	/* a sequence cut at the end, a NUL after ESC */
+	assert_int_equal(screen_render_rows("\x1b[12", 4, 80, 10), 0);
+	assert_int_equal(screen_render_rows("\x1b\0D", 3, 80, 10), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_utf8),   cmocka_unit_test(test_utf8_cut),
 		cmocka_unit_test(test_huge_input),     cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_shrink_restore), cmocka_unit_test(test_render),
+		cmocka_unit_test(test_render_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
