@@ -104,6 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(screen_render(p, n, 2u + op % 50, op & 0x10, &out, &len) == 0);
 			check_safe(out, len, op & 0x10);
 			free(out);
+			/* (it reads only its bytes, and stops past its max) */
+			CHECK(screen_render_rows(p, n, 2u + op % 50, op % 7) <=
+			      (size_t)op % 7 + 51);
 			break;
 		default: CHECK(screen_feed(s, p, n) == 0); break;
 		}
