@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "http_piston.h"
+#include "protocol.h"
 
 static int piston_fail(char *err, size_t errlen, const char *msg)
 {
@@ -196,6 +197,13 @@ int http_piston_plan_parse_max(const char *body, size_t len, const char *pyversi
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(req);
 		return piston_fail(err, errlen, "the body is not a JSON object");
+	}
+	const char *dup = protocol_json_duplicate(req);
+	if (dup) { /* (one reader takes the first, another the last: review2-1) */
+		char msg[160];
+		snprintf(msg, sizeof(msg), "the body has the member \"%.64s\" twice", dup);
+		cJSON_Delete(req);
+		return piston_fail(err, errlen, msg);
 	}
 	int rc = -EINVAL;
 	const cJSON *lang = cJSON_GetObjectItemCaseSensitive(req, "language");

@@ -593,6 +593,42 @@ cJSON *protocol_json_dup_exact(const cJSON *v)
 	return out;
 }
 
+static int protocol_key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char *protocol_json_duplicate(const cJSON *v)
+{
+	if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return NULL;
+	const cJSON *c;
+	size_t n = 0;
+	cJSON_ArrayForEach(c, v)
+	{
+		const char *inner = protocol_json_duplicate(c);
+		if (inner)
+			return inner;
+		n++;
+	}
+	if (!cJSON_IsObject(v) || n < 2)
+		return NULL;
+	/* (sorted, not compared pair by pair: an env of 4096 names is 4096
+	 * log 4096 compares, not 16 million) */
+	const char **keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return "(out of memory)";
+	size_t i = 0;
+	cJSON_ArrayForEach(c, v) keys[i++] = c->string ? c->string : "";
+	qsort(keys, n, sizeof(*keys), protocol_key_cmp);
+	const char *dup = NULL;
+	for (i = 1; i < n && !dup; i++)
+		if (strcmp(keys[i - 1], keys[i]) == 0)
+			dup = keys[i];
+	free(keys);
+	return dup;
+}
+
 /* The value of four hex digits, or -1. */
 static long protocol_hex4(const char *p)
 {

@@ -270,6 +270,12 @@ bool protocol_json_add_uint(cJSON *o, const char *key, uint64_t v);
  * they hold, not rounded to 15 digits as cJSON prints them. NULL when out of
  * memory. */
 cJSON *protocol_json_dup_exact(const cJSON *v);
+/* A member name that some object in v (at any depth) holds twice, or NULL.
+ * cJSON keeps both, and a reader that takes the first and one that takes the
+ * last disagree: a request with one is refused (review2-1..3: "net":false,
+ * "net":true passed the HTTP limits and made a session with the host's
+ * network). The name points into v. */
+const char *protocol_json_duplicate(const cJSON *v);
 /* Whether the JSON text has a NUL character in a string, escaped (\u0000) or
  * raw: cJSON hands strings over NUL-terminated, so the rest would vanish. A
  * \u without four hex digits counts: cJSON reads it as \u0000. */

@@ -129,6 +129,13 @@ cJSON *srv_request_parse(struct server_client *c, const char *line, size_t len, 
 				SERVER_MAX_ID);
 		return NULL;
 	}
+	const char *dup = protocol_json_duplicate(req);
+	if (dup) { /* (one reader takes the first, another the last: review2-1..3) */
+		srv_reply_error(c, strcmp(dup, "id") ? id : NULL, "malformed",
+				"malformed request: the member \"%.64s\" is there twice", dup);
+		cJSON_Delete(req);
+		return NULL;
+	}
 	return req;
 }
 
