@@ -5,6 +5,7 @@ answered and not parsed, unfinished lines share one budget, and one client's
 uploads never push out another's. Each class has a server of its own."""
 import json
 import resource
+import select
 import socket
 import subprocess
 import time
@@ -320,3 +321,49 @@ class UploadsTest(TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RenderBoundTest(TestCase):
+    """review2-4: what render takes was counted in rows scrolled or moved; a sequence that
+    erases the whole 50x80 render screen without scrolling (ED 2, or CUP then ED) counted
+    none, and 1 MB of them stalled every client of the server 1.2-1.8 s."""
+
+    def setUp(self):
+        self.srv = Server()
+        p = self.srv("new", "victim")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def tearDown(self):
+        self.srv.close()
+
+    def worst_ping(self, code):
+        c = Client(self.srv.sock)
+        c.s.settimeout(120)
+        pinger = Client(self.srv.sock)
+        c.send({"id": 1, "op": "exec", "session": "victim", "code": code, "render": True})
+        worst, i = 0.0, 0
+        deadline = time.monotonic() + 120
+        while True:
+            self.assertLess(time.monotonic(), deadline, "no result in 120 s")
+            if b"\n" in c.buf or select.select([c.s], [], [], 0)[0]:
+                m = c.recv()
+                if m.get("id") == 1 and "event" not in m:
+                    break
+                continue
+            i += 1
+            t = time.monotonic()
+            pinger.send({"id": i, "op": "ping"})
+            pinger.reply(i)
+            worst = max(worst, time.monotonic() - t)
+        c.close()
+        pinger.close()
+        self.assertEqual(m["status"], "ok")
+        return worst
+
+    def test_erasing_the_screen_again_and_again_does_not_stall_the_server(self):
+        worst = self.worst_ping("print('\\x1b[2J' * 250000, end='')")
+        self.assertLess(worst, 0.5, "a ping waited %.1f s for the render (ED 2)" % worst)
+
+    def test_erasing_below_the_home_again_and_again_does_not_stall_the_server(self):
+        worst = self.worst_ping("print('\\x1b[H\\x1b[J' * 170000, end='')")
+        self.assertLess(worst, 0.5, "a ping waited %.1f s for the render (CUP, ED)" % worst)

@@ -491,7 +491,7 @@ static void test_render_rows(void **state)
 {
 	char line[200];
 	const char *scrolls = "\x1b[S\x1b[7T\x1b[999L\x1b[0M";
-	const char *colours = "\x1b[31mred\x1b[0m\x1b[5A\x1b[2J";
+	const char *colours = "\x1b[31mred\x1b[0m\x1b[5A\x1b[?25l";
 	assert_int_equal(screen_render_rows("", 0, 80, 10), 0);
 	assert_int_equal(screen_render_rows("a\nb\n\n", 5, 80, 10), 3);
 	assert_int_equal(screen_render_rows("a\rb\rc", 5, 80, 10), 0); /* (a bar in place) */
@@ -503,8 +503,14 @@ static void test_render_rows(void **state)
 					    6, 80, 10),
 			 3);
 	assert_int_equal(screen_render_rows(scrolls, strlen(scrolls), 80, 100), 1 + 7 + 50 + 1);
-	/* colours, cursor moves: no row */
+	/* colours, cursor moves, the cursor hidden: no row */
 	assert_int_equal(screen_render_rows(colours, strlen(colours), 80, 10), 0);
+	/* erasing: the display (and DECALN, the alternate screen) a screen, a line's part a row */
+	assert_int_equal(screen_render_rows("\x1b[2J", 4, 80, 100), 50);
+	assert_int_equal(screen_render_rows("\x1b[H\x1b[J", 6, 80, 100), 50);
+	assert_int_equal(screen_render_rows("\x1b#8", 3, 80, 100), 50);
+	assert_int_equal(screen_render_rows("\x1b[?1049h", 8, 80, 100), 50);
+	assert_int_equal(screen_render_rows("\x1b[K\x1b[3@\x1b[P\x1b[X", 13, 80, 100), 4);
 	/* (a wide character may take two columns: 40 of them fill a row) */
 	char wide[3 * 41];
 	for (int i = 0; i < 41; i++)
