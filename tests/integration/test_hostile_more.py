@@ -5,16 +5,14 @@ has a server of its own and leaves nothing running. (hostile-1..5, 7..9: test_ho
 and test_server_bounds.py.)"""
 import json
 import os
-import select
 import socket
 import subprocess
 import threading
-import time
 import unittest
 
 from ptybox_test import TestCase
 from test_http import rss_kib
-from test_server import PTYBOX, VIA, Client, Server
+from test_server import PTYBOX, VIA, Client, Server, exec_while_pinging
 
 MIB = 1 << 20
 
@@ -72,35 +70,19 @@ class SocketServerTest(TestCase):
         # hostile-9, after its fix (5,000 newlines or 1 MiB): 200,000 "scroll up 50"
         # sequences are 1 MB and no newline, and scrolled 10 million rows: the server's loop
         # stalled 1.4 s (Release) for every client. They come as they came now.
-        c = Client(self.srv.sock)
-        c.s.settimeout(120)
-        pinger = Client(self.srv.sock)
-        c.send({"id": 1, "op": "exec", "session": "victim",
-                "code": "print('\\x1b[50S' * 200000, end='')", "render": True})
-        worst, i = 0.0, 0
-        deadline = time.monotonic() + 120
-        while True:
-            self.assertLess(time.monotonic(), deadline, "no result in 120 s")
-            if b"\n" in c.buf or select.select([c.s], [], [], 0)[0]:
-                m = c.recv()
-                if m.get("id") == 1 and "event" not in m:
-                    break
-                continue
-            i += 1
-            t = time.monotonic()
-            pinger.send({"id": i, "op": "ping"})
-            pinger.reply(i)
-            worst = max(worst, time.monotonic() - t)
+        m, worst = exec_while_pinging(self.srv.sock, "victim",
+                                      "print('\\x1b[50S' * 200000, end='')")
         self.assertEqual((m["status"], m["rendered"]), ("ok", False))
         self.assertEqual(m["stdout"], "\x1b[50S" * 200000)
         self.assertLess(worst, 0.5, "a ping waited %.1f s for the render" % worst)
         # (within the bounds it is rendered: 4,999 rows of wrapped and scrolled lines)
+        c = Client(self.srv.sock)
+        c.s.settimeout(120)
         c.send({"id": 2, "op": "exec", "session": "victim", "render": True,
                 "code": "print('x' * 80 * 2000 + '\\x1b[50S' * 50, end='')"})
         m = c.reply(2)
         self.assertEqual((m["status"], m["rendered"]), ("ok", True))
         c.close()
-        pinger.close()
 
     def test_exec_json_of_a_result_cut_in_a_character_is_utf8(self):
         # hostile-10, through `ptybox exec --json`

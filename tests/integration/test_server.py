@@ -154,6 +154,36 @@ class Client:
         self.s.close()
 
 
+def exec_while_pinging(sock, session, code, **members):
+    """(reply, worst ping in s): code run in session with render (by default),
+    while another connection pings the server until the reply comes; every
+    wait within 120 s. How long the server's loop stalls for one client's
+    request is what another client sees."""
+    c, pinger = Client(sock), Client(sock)
+    c.s.settimeout(120)
+    pinger.s.settimeout(120)  # (a stall is reported as one, not as a timeout)
+    c.send(dict({"id": 1, "op": "exec", "session": session, "code": code, "render": True},
+                **members))
+    worst, i = 0.0, 0
+    deadline = time.monotonic() + 120
+    while True:
+        if time.monotonic() > deadline:
+            raise AssertionError("no result in 120 s")
+        if b"\n" in c.buf or select.select([c.s], [], [], 0)[0]:
+            m = c.recv()  # (once it starts coming, the whole line)
+            if m.get("id") == 1 and "event" not in m:
+                break
+            continue
+        i += 1
+        t = time.monotonic()
+        pinger.send({"id": i, "op": "ping"})
+        pinger.reply(i)
+        worst = max(worst, time.monotonic() - t)
+    c.close()
+    pinger.close()
+    return m, worst
+
+
 class VerbsTest(TestCase):
     @classmethod
     def setUpClass(cls):

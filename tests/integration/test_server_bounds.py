@@ -5,14 +5,13 @@ answered and not parsed, unfinished lines share one budget, and one client's
 uploads never push out another's. Each class has a server of its own."""
 import json
 import resource
-import select
 import socket
 import subprocess
 import time
 import unittest
 
 from ptybox_test import PTYBOX, TestCase
-from test_server import Client, Server
+from test_server import Client, Server, exec_while_pinging
 
 MIB = 1 << 20
 
@@ -337,26 +336,7 @@ class RenderBoundTest(TestCase):
         self.srv.close()
 
     def worst_ping(self, code):
-        c = Client(self.srv.sock)
-        c.s.settimeout(120)
-        pinger = Client(self.srv.sock)
-        c.send({"id": 1, "op": "exec", "session": "victim", "code": code, "render": True})
-        worst, i = 0.0, 0
-        deadline = time.monotonic() + 120
-        while True:
-            self.assertLess(time.monotonic(), deadline, "no result in 120 s")
-            if b"\n" in c.buf or select.select([c.s], [], [], 0)[0]:
-                m = c.recv()
-                if m.get("id") == 1 and "event" not in m:
-                    break
-                continue
-            i += 1
-            t = time.monotonic()
-            pinger.send({"id": i, "op": "ping"})
-            pinger.reply(i)
-            worst = max(worst, time.monotonic() - t)
-        c.close()
-        pinger.close()
+        m, worst = exec_while_pinging(self.srv.sock, "victim", code)
         self.assertEqual(m["status"], "ok")
         return worst
 
