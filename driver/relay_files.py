@@ -322,8 +322,9 @@ class _Files:
                         view = view[os.write(self.tty, view):]
                     except BlockingIOError:
                         select.select([], [self.tty], [], 1.0)
-            except OSError:
-                with cond:                   # (the loop hears the hang-up; writes exit)
+            except Exception:                # (an OSError: a hang-up; anything else
+                with cond:                   # ends us too, never a full queue for ever;
+                                             # the loop hears it, and writes exit)
                     self.tty_dead = True
                     q.clear()
                     self.tty_qbytes, self.tty_busy = 0, False
